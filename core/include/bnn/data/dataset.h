@@ -1,0 +1,67 @@
+// Dense in-memory datasets: the unit every reader produces and every trainer,
+// predictor and store consumes. Deliberately free of Eigen so the server layer
+// can build and inspect datasets without numerical headers.
+#ifndef BNN_DATA_DATASET_H_
+#define BNN_DATA_DATASET_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace bnn {
+
+enum class Task {
+  kRegression,  // real-valued target
+  kBinary,      // two classes, targets 0/1
+  kMulticlass,  // C > 2 classes, targets 0..C-1
+};
+
+absl::string_view TaskToString(Task task);
+// Accepts "regression", "binary", "multiclass".
+absl::StatusOr<Task> StringToTask(absl::string_view name);
+bool IsClassification(Task task);
+
+struct Dataset {
+  Task task = Task::kRegression;
+  int64_t num_features = 0;
+  // Row-major num_rows() x num_features.
+  std::vector<double> features;
+  // Regression: the target value. Classification: the class index 0..C-1.
+  std::vector<double> targets;
+  // Classification only: number of classes C (2 for kBinary) and the original
+  // label value of each class index (e.g. {-1, +1} or {2, 4}).
+  int num_classes = 0;
+  std::vector<double> class_values;
+  // Optional column names (empty or num_features long) and target name.
+  std::vector<std::string> feature_names;
+  std::string target_name;
+
+  int64_t num_rows() const { return static_cast<int64_t>(targets.size()); }
+  const double* row(int64_t i) const {
+    return features.data() + i * num_features;
+  }
+
+  // Checks sizes, finiteness of every value and, for classification, that
+  // targets are valid class indices. The message names the row and column.
+  absl::Status Validate() const;
+
+  // The rows `indices` (in that order), everything else copied.
+  Dataset Subset(const std::vector<int64_t>& indices) const;
+
+  // Appends the rows of `other`, which must have the same schema.
+  absl::Status Append(const Dataset& other);
+};
+
+// Turns raw classification labels (any real values) in `targets` into class
+// indices: distinct values sorted ascending become 0..C-1, C == 2 gives
+// kBinary, C > 2 kMulticlass. Fails on fewer than two distinct labels or
+// non-integer labels.
+absl::Status EncodeClassLabels(Dataset* dataset);
+
+}  // namespace bnn
+
+#endif  // BNN_DATA_DATASET_H_

@@ -1,0 +1,104 @@
+// Linear algebra with SLANG's structured precision Sigma^-1 = U U^T + diag(d)
+// (U: D x L, d > 0), never forming a D x D matrix (SLANG §5).
+#ifndef BNN_LINALG_LOW_RANK_H_
+#define BNN_LINALG_LOW_RANK_H_
+
+#include <functional>
+
+#include <Eigen/Cholesky>
+#include <Eigen/QR>
+#include <Eigen/Core>
+
+#include "absl/status/status.h"
+#include "bnn/linalg/types.h"
+#include "bnn/random.h"
+
+namespace bnn {
+
+// Factorisation of U U^T + diag(d), computed once and shared by solves and
+// samples (their L x L factors are the same). Small factors are double.
+template <typename T>
+class LowRankPrecision {
+ public:
+  // Factors for U (D x L, L may be 0) and d (D, all > 0). Fails if d has a
+  // non-positive or non-finite entry.
+  absl::Status Factor(const Eigen::Ref<const MatrixX<T>>& u,
+                      const Eigen::Ref<const VectorX<T>>& d);
+
+  int64_t dim() const { return d_.size(); }
+  // Effective rank after dropping null directions of U (see Factor()).
+  int rank() const { return static_cast<int>(v_.cols()); }
+
+  // out = (U U^T + D)^-1 g for a D x K block (SLANG Alg. 2, Woodbury):
+  // D^-1 g - D^-1 U (I + U^T D^-1 U)^-1 U^T D^-1 g.
+  void Solve(const Eigen::Ref<const MatrixX<T>>& g, MatrixX<T>* out) const;
+
+  // theta_s = mu + y_s for each column eps_s of eps (D x S) with
+  // y = d^-1/2 .* (eps - V K V^T eps), V = d^-1/2 .* U, K = (C^-T + V^T V)^-1,
+  // C = A^-T (B - I) A^-1, A = chol(V^T V), B = chol(I + A^T A): the
+  // corrected fast_sample of SLANG §5.2, exact covariance (U U^T + D)^-1.
+  void Sample(const Eigen::Ref<const VectorX<T>>& mu,
+              const Eigen::Ref<const MatrixX<T>>& eps, MatrixX<T>* out) const;
+
+  // diag((U U^T + D)^-1) (SLANG §9.7).
+  VectorX<double> MarginalVariances() const;
+  // log det(U U^T + D) = sum log d + log det(I + V^T V).
+  double LogDetPrecision() const;
+
+ private:
+  VectorX<T> d_;
+  VectorX<T> inv_sqrt_d_;
+  MatrixX<T> v_;       // d^-1/2 .* U, null directions removed
+  MatrixX<T> k_;       // K of Sample(), L x L (cast to T)
+  MatrixX<T> w_;       // (I + V^T V)^-1, L x L (cast to T), for Solve()
+  double log_det_i_plus_p_ = 0.0;
+  mutable MatrixX<T> scratch_;
+  mutable MatrixX<T> scratch_small_;
+};
+
+// One-shot forms of the above with the paper's names.
+template <typename T>
+VectorX<T> FastInverse(const VectorX<T>& g, const MatrixX<T>& u,
+                       const VectorX<T>& d);
+template <typename T>
+VectorX<T> FastSample(const VectorX<T>& mu, const MatrixX<T>& u,
+                      const VectorX<T>& d, const VectorX<T>& eps);
+
+// Top eigenpairs of a symmetric PSD operator by randomized subspace iteration
+// with a Nystrom finish (SLANG §5.3, after fbpca's `eigens`): K = rank + 2
+// uniform(-1, 1) probes, `power_iterations` applications with thin QR, then
+// the shifted Nystrom step. The operator is applied power_iterations + 1 times
+// to D x K blocks. Exact when the operator's rank is <= K.
+template <typename T>
+class RandomizedEigSolver {
+ public:
+  // out = A x for x (D x K).
+  using Operator =
+      std::function<void(const MatrixX<T>& x, MatrixX<T>* out)>;
+
+  // Eigenvalues in decreasing order (absolute values, as the reference code
+  // returns) and the matching orthonormal eigenvectors (D x rank).
+  struct Result {
+    VectorX<double> values;
+    MatrixX<T> vectors;
+  };
+
+  // rank >= 1, power_iterations >= 1.
+  Result Solve(const Operator& op, int64_t dim, int rank,
+               int power_iterations, Rng& rng);
+
+ private:
+  void ThinQ(MatrixX<T>* y);
+
+  MatrixX<T> q_, y_;
+  Eigen::HouseholderQR<MatrixX<T>> qr_;
+};
+
+extern template class LowRankPrecision<float>;
+extern template class LowRankPrecision<double>;
+extern template class RandomizedEigSolver<float>;
+extern template class RandomizedEigSolver<double>;
+
+}  // namespace bnn
+
+#endif  // BNN_LINALG_LOW_RANK_H_

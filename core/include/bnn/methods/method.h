@@ -1,0 +1,57 @@
+// The interface every inference method implements. A method owns its
+// posterior and optimiser state; the Trainer owns the loop around it.
+#ifndef BNN_METHODS_METHOD_H_
+#define BNN_METHODS_METHOD_H_
+
+#include <cstdint>
+#include <memory>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bnn/data/dataset.h"
+#include "bnn/methods/options.h"
+#include "bnn/model/model_spec.h"
+#include "bnn/posterior/posterior.h"
+#include "bnn/random.h"
+
+namespace bnn {
+
+struct StepStats {
+  // Mean negative log-likelihood per example of the minibatch, averaged over
+  // the method's MC samples (standardised units).
+  double loss = 0.0;
+};
+
+// Not thread-safe: one training job drives one method from one thread.
+class VariationalMethod {
+ public:
+  virtual ~VariationalMethod() = default;
+
+  virtual absl::string_view name() const = 0;
+
+  // Prepares state for `spec` and the (standardised) training set `train`,
+  // which must outlive every later Step(). `rng` seeds the initial mean.
+  virtual absl::Status Initialize(const ModelSpec& spec, const Dataset& train,
+                                  Rng& rng) = 0;
+
+  // Rows of `train` per step (the trainer draws minibatches of this size).
+  virtual int batch_size() const = 0;
+
+  // One update on the rows `batch` of the training set.
+  virtual absl::StatusOr<StepStats> Step(const std::vector<int64_t>& batch,
+                                         Rng& rng) = 0;
+
+  // The current posterior (a copy; training may continue).
+  virtual std::unique_ptr<Posterior> ExportPosterior() const = 0;
+
+  // tau of the Gaussian likelihood the predictive should use.
+  virtual double noise_precision() const = 0;
+
+  // The method's options in canonical string form (for snapshots).
+  virtual ParamMap Params() const = 0;
+};
+
+}  // namespace bnn
+
+#endif  // BNN_METHODS_METHOD_H_

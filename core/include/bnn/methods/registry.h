@@ -1,0 +1,57 @@
+// Methods by name. The registry is filled explicitly by
+// RegisterBuiltinMethods() (no static initialisers, so static linking cannot
+// drop a method); an unknown name fails listing every known one.
+#ifndef BNN_METHODS_REGISTRY_H_
+#define BNN_METHODS_REGISTRY_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bnn/methods/method.h"
+#include "bnn/methods/options.h"
+
+namespace bnn {
+
+class MethodRegistry {
+ public:
+  // Builds a method from its parameters. Must reject unknown keys other than
+  // those in `ignored` (owned by the trainer) and run Options::Validate().
+  using Factory =
+      std::function<absl::StatusOr<std::unique_ptr<VariationalMethod>>(
+          const ParamMap& params, const std::vector<std::string>& ignored)>;
+
+  struct Entry {
+    std::string name;
+    std::string description;
+    std::vector<ParamInfo> params;
+    Factory factory;
+  };
+
+  // Fails on an empty or duplicate name.
+  absl::Status Register(Entry entry);
+
+  absl::StatusOr<std::unique_ptr<VariationalMethod>> Create(
+      absl::string_view name, const ParamMap& params,
+      const std::vector<std::string>& ignored = {}) const;
+
+  // InvalidArgument listing the known names if `name` is unknown.
+  absl::StatusOr<const Entry*> Find(absl::string_view name) const;
+  std::vector<std::string> Names() const;
+
+  // The registry with every built-in method ("slang", ...). Thread-safe.
+  static const MethodRegistry& Builtin();
+
+ private:
+  std::map<std::string, Entry, std::less<>> entries_;
+};
+
+void RegisterBuiltinMethods(MethodRegistry* registry);
+
+}  // namespace bnn
+
+#endif  // BNN_METHODS_REGISTRY_H_

@@ -1,0 +1,66 @@
+// Per-example negative log-likelihoods of the network output f and their
+// gradients d(-log p)/df. Shared by training (the backward pass), the
+// predictive and the metrics so that every place uses the same formulas.
+#ifndef BNN_MODEL_LIKELIHOOD_H_
+#define BNN_MODEL_LIKELIHOOD_H_
+
+#include <algorithm>
+#include <cmath>
+
+#include "bnn/model/model_spec.h"
+
+namespace bnn {
+
+inline constexpr double kLog2Pi = 1.8378770664093454836;
+
+// log(1 + exp(x)) without overflow.
+template <typename T>
+T Softplus(T x) {
+  return x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+
+template <typename T>
+T Sigmoid(T x) {
+  if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+  const T e = std::exp(x);
+  return e / (T(1) + e);
+}
+
+// -log p(y | f) for one example. `f` points to the output_dim outputs of the
+// network; `y` is the target value (Gaussian) or class index (others);
+// `noise_precision` is tau (Gaussian only). If `grad` is non-null it receives
+// d(-log p)/df (output_dim values).
+template <typename T>
+T NegLogLikelihood(Likelihood likelihood, const T* f, int output_dim, T y,
+                   T noise_precision, T* grad) {
+  switch (likelihood) {
+    case Likelihood::kGaussian: {
+      const T r = f[0] - y;
+      if (grad) grad[0] = noise_precision * r;
+      return T(0.5) * (noise_precision * r * r - std::log(noise_precision) +
+                       T(kLog2Pi));
+    }
+    case Likelihood::kBernoulli: {
+      // y in {0, 1}; f is the logit.
+      if (grad) grad[0] = Sigmoid(f[0]) - y;
+      return Softplus(f[0]) - y * f[0];
+    }
+    case Likelihood::kCategorical: {
+      const T m = *std::max_element(f, f + output_dim);
+      T z = 0;
+      for (int c = 0; c < output_dim; ++c) z += std::exp(f[c] - m);
+      const T log_z = m + std::log(z);
+      const int label = static_cast<int>(y);
+      if (grad) {
+        for (int c = 0; c < output_dim; ++c) grad[c] = std::exp(f[c] - log_z);
+        grad[label] -= T(1);
+      }
+      return log_z - f[label];
+    }
+  }
+  return T(0);
+}
+
+}  // namespace bnn
+
+#endif  // BNN_MODEL_LIKELIHOOD_H_

@@ -1,0 +1,120 @@
+// Stateless MLP math over a ModelSpec: forward passes for S weight samples at
+// once and backward passes that return per-example gradient factors.
+#ifndef BNN_MODEL_NETWORK_H_
+#define BNN_MODEL_NETWORK_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "bnn/linalg/types.h"
+#include "bnn/model/model_spec.h"
+#include "bnn/random.h"
+
+namespace bnn {
+
+// Activations of one forward pass over M rows for S weight samples. Row
+// s * M + i of every matrix belongs to weight sample s and example i.
+template <typename T>
+struct ForwardPass {
+  int num_rows = 0;     // M
+  int num_samples = 0;  // S
+  // inputs[l] = [a_{l-1}, 1]: (M*S) x (in_l + 1); the trailing column of ones
+  // is the bias input, so a layer's per-example gradient is delta [a; 1]^T.
+  std::vector<MatrixX<T>> inputs;
+  // pre[l] = z_l: (M*S) x out_l, pre-activations; pre.back() is the network
+  // output (regression mean or logits).
+  std::vector<MatrixX<T>> pre;
+
+  const MatrixX<T>& output() const { return pre.back(); }
+};
+
+template <typename T>
+class PerExampleGrads;
+
+template <typename T>
+class Network {
+ public:
+  // `spec` must be valid (ModelSpec::Validate()).
+  explicit Network(const ModelSpec& spec);
+
+  const ModelSpec& spec() const { return spec_; }
+  const std::vector<LayerShape>& layers() const { return layers_; }
+  int64_t num_parameters() const { return num_parameters_; }
+
+  // Runs x (M x input_dim) through the network for every column of `weights`
+  // (D x S). Reuses the storage of `pass` when shapes are unchanged.
+  void Forward(const Eigen::Ref<const MatrixX<T>>& x,
+               const Eigen::Ref<const MatrixX<T>>& weights,
+               ForwardPass<T>* pass) const;
+
+  // Back-propagates the per-example negative log-likelihoods of `pass`.
+  // `targets` has M entries (regression value or class index) and is shared
+  // by all S samples. Fills `grads` (which borrows pass->inputs, so `pass`
+  // must outlive its use) and, if non-null, `nll` with the M*S per-row
+  // negative log-likelihoods.
+  void Backward(const Eigen::Ref<const VectorX<T>>& targets, T noise_precision,
+                const Eigen::Ref<const MatrixX<T>>& weights,
+                const ForwardPass<T>& pass, PerExampleGrads<T>* grads,
+                VectorX<T>* nll) const;
+
+  // Initial weights for a posterior mean: uniform(-s, s) with s = sqrt(1/in)
+  // (PyTorch's nn.Linear default, as in the SLANG reference code) for weights
+  // and biases alike.
+  VectorX<double> InitialWeights(Rng& rng) const;
+
+ private:
+  ModelSpec spec_;
+  std::vector<LayerShape> layers_;
+  int64_t num_parameters_ = 0;
+};
+
+// The D x (M*S) matrix J whose column i is the gradient g_i of example i's
+// negative log-likelihood, held as Goodfellow factors: per layer the inputs
+// A_l = [a, 1] ((M*S) x (in+1)) and the pre-activation gradients Delta_l
+// ((M*S) x out), with g_i restricted to layer l = vec(delta_{l,i} a_{l,i}^T).
+// J itself is never formed; every product below costs O(D * M * S) per
+// column of its argument and allocates only when a shape changes.
+template <typename T>
+class PerExampleGrads {
+ public:
+  int64_t dim() const { return dim_; }
+  int count() const { return count_; }  // M * S
+  const std::vector<LayerShape>& layers() const { return layers_; }
+  const MatrixX<T>& inputs(int layer) const { return (*inputs_)[layer]; }
+  const MatrixX<T>& deltas(int layer) const { return deltas_[layer]; }
+
+  // out = J w (D), w = 1 when `weights` is null: the summed gradient.
+  void Sum(VectorX<T>* out, const VectorX<T>* weights = nullptr) const;
+  // out = sum_i g_i .* g_i (D): the diagonal of J J^T.
+  void SquaredSum(VectorX<T>* out) const;
+  // out = J^T q for q (D x K): (M*S) x K.
+  void TransposeTimes(const Eigen::Ref<const MatrixX<T>>& q,
+                      MatrixX<T>* out) const;
+  // out = J x for x ((M*S) x K): D x K.
+  void Times(const Eigen::Ref<const MatrixX<T>>& x, MatrixX<T>* out) const;
+  // J^T J ((M*S) x (M*S)), <g_i, g_j> = sum_l (a_i.a_j)(delta_i.delta_j).
+  MatrixX<T> Gram() const;
+  // J itself (D x (M*S)). For tests and tiny models only.
+  MatrixX<T> Materialize() const;
+
+ private:
+  friend class Network<T>;
+
+  std::vector<LayerShape> layers_;
+  int64_t dim_ = 0;
+  int count_ = 0;
+  const std::vector<MatrixX<T>>* inputs_ = nullptr;  // owned by ForwardPass
+  std::vector<MatrixX<T>> deltas_;
+  // Scratch, reused across calls.
+  mutable MatrixX<T> scratch_a_;
+  mutable MatrixX<T> scratch_b_;
+};
+
+extern template class Network<float>;
+extern template class Network<double>;
+extern template class PerExampleGrads<float>;
+extern template class PerExampleGrads<double>;
+
+}  // namespace bnn
+
+#endif  // BNN_MODEL_NETWORK_H_

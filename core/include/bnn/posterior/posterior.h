@@ -1,0 +1,45 @@
+// Posterior families over the flat parameter vector theta (model_spec.h).
+// A family can draw weight samples in the layout the Network reads, give its
+// mean and marginal variances, its KL to a Gaussian prior, and serialise
+// itself into a snapshot.
+#ifndef BNN_POSTERIOR_POSTERIOR_H_
+#define BNN_POSTERIOR_POSTERIOR_H_
+
+#include <memory>
+#include "absl/strings/string_view.h"
+
+#include <Eigen/Core>
+
+#include "absl/status/statusor.h"
+#include "bnn/random.h"
+
+namespace bnn {
+namespace snapshot {
+class Posterior;
+}  // namespace snapshot
+
+class Posterior {
+ public:
+  virtual ~Posterior() = default;
+
+  // Family name as stored in snapshots, e.g. "low_rank".
+  virtual absl::string_view family() const = 0;
+  virtual int64_t dim() const = 0;
+  virtual const Eigen::VectorXd& mean() const = 0;
+  // Draws `num_samples` weight vectors into the columns of `out` (D x S).
+  // Deterministic given the state of `rng`.
+  virtual void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const = 0;
+  virtual Eigen::VectorXd MarginalVariances() const = 0;
+  // KL(q || N(0, diag(1 / prior_precision))).
+  virtual double KlToPrior(const Eigen::VectorXd& prior_precision) const = 0;
+  virtual void ToProto(snapshot::Posterior* proto) const = 0;
+};
+
+// Rebuilds a posterior from a snapshot, checking that its dimension is
+// `expected_dim` and that every number is valid for the family.
+absl::StatusOr<std::unique_ptr<Posterior>> PosteriorFromProto(
+    const snapshot::Posterior& proto, int64_t expected_dim);
+
+}  // namespace bnn
+
+#endif  // BNN_POSTERIOR_POSTERIOR_H_

@@ -1,0 +1,51 @@
+// Seeded random number generation. Every job and request owns one Rng built
+// from a user-visible seed; sub-streams are split deterministically so that the
+// same seed gives the same bits regardless of thread count.
+#ifndef BNN_RANDOM_H_
+#define BNN_RANDOM_H_
+
+#include <cstdint>
+#include <random>
+
+namespace bnn {
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : seed_(seed), engine_(Mix(seed)) {}
+
+  // An independent generator for sub-stream `stream` of this seed; does not
+  // advance this generator.
+  Rng Fork(uint64_t stream) const {
+    return Rng(Mix(seed_ ^ Mix(stream + 0x9e3779b97f4a7c15ULL)));
+  }
+
+  double Normal() { return normal_(engine_); }
+  // Uniform on [lo, hi).
+  double Uniform(double lo = 0.0, double hi = 1.0) {
+    return lo + (hi - lo) * uniform_(engine_);
+  }
+  // Uniform integer on [0, n).
+  uint64_t UniformInt(uint64_t n) {
+    return std::uniform_int_distribution<uint64_t>(0, n - 1)(engine_);
+  }
+  std::mt19937_64& engine() { return engine_; }
+  uint64_t seed() const { return seed_; }
+
+ private:
+  // SplitMix64 finaliser: decorrelates nearby seeds.
+  static uint64_t Mix(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+
+  uint64_t seed_;
+  std::mt19937_64 engine_;
+  std::normal_distribution<double> normal_;
+  std::uniform_real_distribution<double> uniform_;
+};
+
+}  // namespace bnn
+
+#endif  // BNN_RANDOM_H_

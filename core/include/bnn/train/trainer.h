@@ -1,0 +1,71 @@
+// The method-agnostic training loop: standardisation, epochs, shuffled
+// minibatches, progress reporting, cancellation between steps and the final
+// snapshot.
+#ifndef BNN_TRAIN_TRAINER_H_
+#define BNN_TRAIN_TRAINER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bnn/data/dataset.h"
+#include "bnn/io/snapshot.h"
+#include "bnn/methods/options.h"
+#include "bnn/methods/registry.h"
+#include "bnn/model/model_spec.h"
+
+namespace bnn {
+
+// Parameters owned by the trainer rather than the method; they travel in the
+// same ParamMap as the method's.
+struct TrainOptions {
+  // Passes over the training set.
+  int epochs = 100;
+  // Seed of the job's random stream (initial weights, minibatches, MC noise).
+  uint64_t seed = 0;
+
+  absl::Status Validate() const;
+};
+// Parameter names consumed by the trainer ("epochs", "seed").
+const std::vector<std::string>& TrainerParamNames();
+
+struct TrainRequest {
+  std::string method;
+  ParamMap params;  // method parameters plus "epochs"/"seed" overrides
+  TrainOptions options;
+  std::vector<int> hidden_sizes;
+  // One per hidden layer, or a single one applied to all.
+  std::vector<Activation> activations = {Activation::kRelu};
+  // Identification recorded in the snapshot.
+  std::string dataset_id;
+  int64_t dataset_version = 0;
+};
+
+struct TrainProgress {
+  int epoch = 0;             // completed epochs
+  int64_t step = 0;          // completed steps
+  int64_t total_steps = 0;
+  double loss = 0.0;         // mean minibatch loss of the current epoch
+};
+
+// Called after every step from the training thread; must be cheap.
+using ProgressCallback = std::function<void(const TrainProgress&)>;
+
+// Trains on `data` (raw units) and returns the snapshot. Checks `cancel`
+// between steps (Cancelled status when set). Fails with InvalidArgument on a
+// bad request (unknown method or parameter, invalid options, empty data).
+absl::StatusOr<Snapshot> Train(const TrainRequest& request,
+                               const Dataset& data,
+                               const MethodRegistry& registry,
+                               const ProgressCallback& progress = nullptr,
+                               const std::atomic<bool>* cancel = nullptr);
+
+// Hex SHA-256 of a dataset's schema and rows (the snapshot's dataset_hash).
+std::string DatasetHash(const Dataset& data);
+
+}  // namespace bnn
+
+#endif  // BNN_TRAIN_TRAINER_H_

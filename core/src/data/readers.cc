@@ -1,0 +1,339 @@
+#include "bnn/data/readers.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "absl/strings/string_view.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "bnn/status.h"
+
+namespace bnn {
+namespace {
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Reads a file through zlib, which passes plain (non-gzip) files through.
+absl::StatusOr<std::string> ReadMaybeGzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> closer(f, gzclose);
+  std::string out;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, n);
+  if (n < 0) {
+    int err = 0;
+    return absl::DataLossError(
+        absl::StrCat(path, ": ", gzerror(f, &err)));
+  }
+  return out;
+}
+
+absl::string_view StripQuotes(absl::string_view s) {
+  s = absl::StripAsciiWhitespace(s);
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') {
+    s = s.substr(1, s.size() - 2);
+  }
+  return s;
+}
+
+bool IsBlank(absl::string_view line) {
+  return absl::StripAsciiWhitespace(line).empty();
+}
+
+absl::StatusOr<std::vector<int64_t>> ReadIndexFile(const std::string& path,
+                                                   int64_t limit) {
+  BNN_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
+  std::vector<int64_t> out;
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    for (absl::string_view tok :
+         absl::StrSplit(line, absl::ByAnyChar(" \t\r,"), absl::SkipEmpty())) {
+      double v;
+      if (!absl::SimpleAtod(tok, &v) || v != std::floor(v) || v < 0 ||
+          v >= limit) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ":", line_no, ": '", tok,
+                         "' is not an index in [0, ", limit, ")"));
+      }
+      out.push_back(static_cast<int64_t>(v));
+    }
+  }
+  return out;
+}
+
+uint32_t BigEndian32(const unsigned char* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
+         (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+// Parses an IDX header of unsigned bytes: returns the dims.
+absl::StatusOr<std::vector<uint32_t>> IdxDims(const std::string& data,
+                                              const std::string& path) {
+  if (data.size() < 4) {
+    return absl::DataLossError(absl::StrCat(path, ": too short for IDX"));
+  }
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  if (p[0] != 0 || p[1] != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not an IDX file (bad magic)"));
+  }
+  if (p[2] != 0x08) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": IDX element type 0x", absl::Hex(p[2]),
+        " is not supported (only unsigned byte, 0x08)"));
+  }
+  const int rank = p[3];
+  if (rank < 1 || data.size() < 4 + 4 * static_cast<size_t>(rank)) {
+    return absl::DataLossError(absl::StrCat(path, ": truncated IDX header"));
+  }
+  std::vector<uint32_t> dims(rank);
+  uint64_t total = 1;
+  for (int i = 0; i < rank; ++i) {
+    dims[i] = BigEndian32(p + 4 + 4 * i);
+    total *= dims[i];
+  }
+  if (data.size() != 4 + 4 * static_cast<size_t>(rank) + total) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": IDX payload has ", data.size() - 4 - 4 * rank,
+        " bytes; the header declares ", total));
+  }
+  return dims;
+}
+
+}  // namespace
+
+absl::StatusOr<Dataset> ParseCsv(absl::string_view text,
+                                 const CsvOptions& options) {
+  if (options.target_column.empty()) {
+    return absl::InvalidArgumentError("target_column must be set");
+  }
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  size_t first = 0;
+  while (first < lines.size() && IsBlank(lines[first])) ++first;
+  if (first == lines.size()) {
+    return absl::InvalidArgumentError("CSV is empty: no header line");
+  }
+  std::vector<std::string> header;
+  for (absl::string_view field :
+       absl::StrSplit(lines[first], options.delimiter)) {
+    header.emplace_back(StripQuotes(field));
+  }
+  const int num_columns = static_cast<int>(header.size());
+  int target = -1;
+  for (int j = 0; j < num_columns; ++j) {
+    if (header[j] == options.target_column) target = j;
+  }
+  if (target < 0) {
+    int index;
+    if (absl::SimpleAtoi(options.target_column, &index) && index >= 0 &&
+        index < num_columns) {
+      target = index;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "target column '", options.target_column,
+          "' is neither a header name nor an index in [0, ", num_columns,
+          ")"));
+    }
+  }
+  if (num_columns < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "line ", first + 1, ": the header has ", num_columns,
+        " column; need a target and at least one feature"));
+  }
+
+  Dataset data;
+  data.num_features = num_columns - 1;
+  data.target_name = header[target];
+  for (int j = 0; j < num_columns; ++j) {
+    if (j != target) data.feature_names.push_back(header[j]);
+  }
+  for (size_t l = first + 1; l < lines.size(); ++l) {
+    if (IsBlank(lines[l])) continue;
+    int column = 0;
+    for (absl::string_view field : absl::StrSplit(lines[l], options.delimiter)) {
+      ++column;
+      if (column > num_columns) break;
+      double v;
+      absl::string_view f = StripQuotes(field);
+      if (!absl::SimpleAtod(f, &v) || !std::isfinite(v)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "line ", l + 1, ", column ", column, " ('", header[column - 1],
+            "'): '", f, "' is not a finite number"));
+      }
+      if (column - 1 == target) {
+        data.targets.push_back(v);
+      } else {
+        data.features.push_back(v);
+      }
+    }
+    if (column != num_columns) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", l + 1, " has ",
+          column > num_columns ? "more than " : "",
+          column > num_columns ? num_columns : column,
+          " fields; the header has ", num_columns));
+    }
+  }
+  if (data.num_rows() == 0) {
+    return absl::InvalidArgumentError("CSV has a header but no data rows");
+  }
+  if (options.classification) {
+    BNN_RETURN_IF_ERROR(EncodeClassLabels(&data));
+  }
+  return data;
+}
+
+absl::StatusOr<Dataset> ReadCsv(const std::string& path,
+                                const CsvOptions& options) {
+  BNN_ASSIGN_OR_RETURN(std::string text, ReadMaybeGzip(path));
+  absl::StatusOr<Dataset> data = ParseCsv(text, options);
+  if (!data.ok()) {
+    return absl::Status(data.status().code(),
+                        absl::StrCat(path, ": ", data.status().message()));
+  }
+  return data;
+}
+
+absl::StatusOr<UciDataset> ReadUciDataset(const std::string& dir) {
+  UciDataset out;
+  BNN_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(dir + "/data.txt"));
+  std::vector<std::vector<double>> rows;
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    if (IsBlank(line)) continue;
+    std::vector<double> row;
+    int column = 0;
+    for (absl::string_view tok :
+         absl::StrSplit(line, absl::ByAnyChar(" \t\r,"), absl::SkipEmpty())) {
+      ++column;
+      double v;
+      if (!absl::SimpleAtod(tok, &v) || !std::isfinite(v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(dir, "/data.txt: line ", line_no, ", column ", column,
+                         ": '", tok, "' is not a finite number"));
+      }
+      row.push_back(v);
+    }
+    if (!rows.empty() && row.size() != rows[0].size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(dir, "/data.txt: line ", line_no, " has ", row.size(),
+                       " columns; line 1 has ", rows[0].size()));
+    }
+    rows.push_back(std::move(row));
+  }
+  if (rows.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, "/data.txt is empty"));
+  }
+  const int64_t num_columns = rows[0].size();
+  BNN_ASSIGN_OR_RETURN(std::vector<int64_t> feature_cols,
+                       ReadIndexFile(dir + "/index_features.txt", num_columns));
+  BNN_ASSIGN_OR_RETURN(std::vector<int64_t> target_cols,
+                       ReadIndexFile(dir + "/index_target.txt", num_columns));
+  if (target_cols.size() != 1 || feature_cols.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        dir, ": need exactly one target index and at least one feature index"));
+  }
+  out.all.num_features = static_cast<int64_t>(feature_cols.size());
+  out.all.features.reserve(rows.size() * feature_cols.size());
+  for (const auto& row : rows) {
+    for (int64_t c : feature_cols) out.all.features.push_back(row[c]);
+    out.all.targets.push_back(row[target_cols[0]]);
+  }
+
+  BNN_ASSIGN_OR_RETURN(std::string n_splits_text,
+                       ReadWholeFile(dir + "/n_splits.txt"));
+  int n_splits;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(n_splits_text), &n_splits) ||
+      n_splits < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, "/n_splits.txt: not a positive integer"));
+  }
+  if (auto hidden = ReadWholeFile(dir + "/n_hidden.txt"); hidden.ok()) {
+    int n;
+    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(*hidden), &n) && n > 0) {
+      out.n_hidden = n;
+    }
+  }
+  const int64_t n = out.all.num_rows();
+  for (int k = 0; k < n_splits; ++k) {
+    BNN_ASSIGN_OR_RETURN(
+        std::vector<int64_t> train,
+        ReadIndexFile(absl::StrCat(dir, "/index_train_", k, ".txt"), n));
+    BNN_ASSIGN_OR_RETURN(
+        std::vector<int64_t> test,
+        ReadIndexFile(absl::StrCat(dir, "/index_test_", k, ".txt"), n));
+    if (train.empty() || test.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(dir, ": split ", k, " has an empty train or test set"));
+    }
+    out.train_indices.push_back(std::move(train));
+    out.test_indices.push_back(std::move(test));
+  }
+  return out;
+}
+
+absl::StatusOr<Dataset> ReadIdx(const std::string& images_path,
+                                const std::string& labels_path,
+                                const IdxOptions& options) {
+  BNN_ASSIGN_OR_RETURN(std::string images, ReadMaybeGzip(images_path));
+  BNN_ASSIGN_OR_RETURN(std::vector<uint32_t> dims,
+                       IdxDims(images, images_path));
+  if (dims.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        images_path, ": image file must have rank >= 2, has ", dims.size()));
+  }
+  Dataset data;
+  const int64_t n = dims[0];
+  int64_t p = 1;
+  for (size_t i = 1; i < dims.size(); ++i) p *= dims[i];
+  data.num_features = p;
+  data.features.resize(n * p);
+  const auto* pixels =
+      reinterpret_cast<const unsigned char*>(images.data()) + 4 + 4 * dims.size();
+  for (int64_t i = 0; i < n * p; ++i) {
+    data.features[i] = pixels[i] * options.scale;
+  }
+  data.targets.assign(n, 0.0);
+  if (!labels_path.empty()) {
+    BNN_ASSIGN_OR_RETURN(std::string labels, ReadMaybeGzip(labels_path));
+    BNN_ASSIGN_OR_RETURN(std::vector<uint32_t> ldims,
+                         IdxDims(labels, labels_path));
+    if (ldims.size() != 1 || ldims[0] != dims[0]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          labels_path, ": expected a rank-1 label file with ", n,
+          " entries"));
+    }
+    // IDX labels are class indices already; keep them (no compaction) so
+    // that a split missing a class still uses the same indices.
+    const auto* l = reinterpret_cast<const unsigned char*>(labels.data()) + 8;
+    int max_label = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      data.targets[i] = l[i];
+      max_label = std::max<int>(max_label, l[i]);
+    }
+    data.num_classes = std::max(2, max_label + 1);
+    data.task = data.num_classes == 2 ? Task::kBinary : Task::kMulticlass;
+    for (int c = 0; c < data.num_classes; ++c) data.class_values.push_back(c);
+  }
+  return data;
+}
+
+}  // namespace bnn

@@ -1,0 +1,280 @@
+#include "bnn/linalg/low_rank.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <Eigen/Eigenvalues>
+#include <Eigen/LU>
+
+#include "absl/strings/str_cat.h"
+#include "bnn/check.h"
+
+namespace bnn {
+namespace {
+
+// Eigen-directions of V^T V below this fraction of the largest are treated as
+// exactly null when U is rank-deficient (their precision contribution is
+// below double rounding of d).
+constexpr double kNullDirectionTolerance = 1e-12;
+
+}  // namespace
+
+template <typename T>
+absl::Status LowRankPrecision<T>::Factor(const Eigen::Ref<const MatrixX<T>>& u,
+                                         const Eigen::Ref<const VectorX<T>>& d) {
+  const int64_t dim = d.size();
+  if (u.rows() != dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "U has ", u.rows(), " rows; d has ", dim, " entries"));
+  }
+  for (int64_t j = 0; j < dim; ++j) {
+    if (!(d[j] > T(0)) || !std::isfinite(static_cast<double>(d[j]))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "diagonal precision d[", j, "] = ", d[j],
+          " must be positive and finite"));
+    }
+  }
+  if (!u.allFinite()) {
+    return absl::InvalidArgumentError("U has a non-finite entry");
+  }
+  d_ = d;
+  inv_sqrt_d_ = d.array().rsqrt();
+  v_.noalias() = inv_sqrt_d_.asDiagonal() * u;
+
+  Eigen::MatrixXd p = (v_.transpose() * v_).template cast<double>();
+  Eigen::LLT<Eigen::MatrixXd> llt_p(p);
+  bool full_rank = llt_p.info() == Eigen::Success;
+  if (full_rank && p.rows() > 0) {
+    const double min_pivot = llt_p.matrixLLT().diagonal().minCoeff();
+    full_rank = min_pivot * min_pivot >
+                kNullDirectionTolerance * p.diagonal().maxCoeff();
+  }
+  if (!full_rank) {
+    // Rotate onto the non-null eigen-directions of V^T V: V' = V W+, so that
+    // V' V'^T = V V^T and V'^T V' = diag(lambda+) is positive definite (the
+    // reference code's "reduce rank" step).
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(p);
+    const double max_eig = std::max(es.eigenvalues().maxCoeff(), 0.0);
+    std::vector<int> keep;
+    for (int i = 0; i < p.rows(); ++i) {
+      if (es.eigenvalues()[i] > kNullDirectionTolerance * max_eig &&
+          es.eigenvalues()[i] > 0) {
+        keep.push_back(i);
+      }
+    }
+    Eigen::MatrixXd w(p.rows(), static_cast<int>(keep.size()));
+    for (size_t c = 0; c < keep.size(); ++c) {
+      w.col(c) = es.eigenvectors().col(keep[c]);
+    }
+    v_ = v_ * w.cast<T>();
+    p = (v_.transpose() * v_).template cast<double>();
+    llt_p.compute(p);
+  }
+  const int l = static_cast<int>(v_.cols());
+  const Eigen::MatrixXd id = Eigen::MatrixXd::Identity(l, l);
+
+  // Woodbury core for Solve(): (I + P)^-1.
+  Eigen::LLT<Eigen::MatrixXd> llt_ip(id + p);
+  w_ = llt_ip.solve(id).template cast<T>();
+  log_det_i_plus_p_ =
+      2.0 * llt_ip.matrixLLT().diagonal().array().log().sum();
+
+  // Corrected fast_sample (SLANG §5.2): A = chol(P), B = chol(I + A^T A),
+  // C = A^-T (B - I) A^-1 and K = (C^-T + P)^-1 with C^-T = A (B - I)^-T A^T.
+  if (l > 0) {
+    const Eigen::MatrixXd a = llt_p.matrixL();
+    const Eigen::MatrixXd b =
+        Eigen::LLT<Eigen::MatrixXd>(id + a.transpose() * a).matrixL();
+    const Eigen::MatrixXd b_minus_i = b - id;
+    // (B - I)^-T = ((B - I)^-1)^T: B - I is lower triangular with a positive
+    // diagonal (B's diagonal exceeds 1 because A is nonsingular).
+    const Eigen::MatrixXd e_inv_t =
+        b_minus_i.triangularView<Eigen::Lower>().solve(id).transpose();
+    const Eigen::MatrixXd c_inv_t = a * e_inv_t * a.transpose();
+    k_ = (c_inv_t + p).partialPivLu().inverse().template cast<T>();
+  } else {
+    k_.resize(0, 0);
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+void LowRankPrecision<T>::Solve(const Eigen::Ref<const MatrixX<T>>& g,
+                                MatrixX<T>* out) const {
+  BNN_CHECK_EQ(g.rows(), dim());
+  // With U = D^1/2 V: (UU^T + D)^-1 g = D^-1/2 (h - V (I+P)^-1 V^T h),
+  // h = D^-1/2 g.
+  *out = inv_sqrt_d_.asDiagonal() * g;
+  if (v_.cols() > 0) {
+    scratch_small_.noalias() = v_.transpose() * *out;
+    scratch_small_ = w_ * scratch_small_;
+    out->noalias() -= v_ * scratch_small_;
+  }
+  *out = inv_sqrt_d_.asDiagonal() * *out;
+}
+
+template <typename T>
+void LowRankPrecision<T>::Sample(const Eigen::Ref<const VectorX<T>>& mu,
+                                 const Eigen::Ref<const MatrixX<T>>& eps,
+                                 MatrixX<T>* out) const {
+  BNN_CHECK_EQ(eps.rows(), dim());
+  BNN_CHECK_EQ(mu.size(), dim());
+  *out = eps;
+  if (v_.cols() > 0) {
+    scratch_small_.noalias() = v_.transpose() * eps;
+    scratch_small_ = k_ * scratch_small_;
+    out->noalias() -= v_ * scratch_small_;
+  }
+  *out = inv_sqrt_d_.asDiagonal() * *out;
+  out->colwise() += mu;
+}
+
+template <typename T>
+VectorX<double> LowRankPrecision<T>::MarginalVariances() const {
+  VectorX<double> var = d_.template cast<double>().cwiseInverse();
+  if (v_.cols() > 0) {
+    const Eigen::MatrixXd v = v_.template cast<double>();
+    const Eigen::MatrixXd vw = v * w_.template cast<double>();
+    var.array() *= 1.0 - (vw.array() * v.array()).rowwise().sum();
+  }
+  return var;
+}
+
+template <typename T>
+double LowRankPrecision<T>::LogDetPrecision() const {
+  return d_.template cast<double>().array().log().sum() + log_det_i_plus_p_;
+}
+
+template <typename T>
+VectorX<T> FastInverse(const VectorX<T>& g, const MatrixX<T>& u,
+                       const VectorX<T>& d) {
+  LowRankPrecision<T> f;
+  BNN_CHECK_OK(f.Factor(u, d));
+  MatrixX<T> out;
+  f.Solve(g, &out);
+  return out.col(0);
+}
+
+template <typename T>
+VectorX<T> FastSample(const VectorX<T>& mu, const MatrixX<T>& u,
+                      const VectorX<T>& d, const VectorX<T>& eps) {
+  LowRankPrecision<T> f;
+  BNN_CHECK_OK(f.Factor(u, d));
+  MatrixX<T> out;
+  f.Sample(mu, eps, &out);
+  return out.col(0);
+}
+
+template <typename T>
+void RandomizedEigSolver<T>::ThinQ(MatrixX<T>* y) {
+  qr_.compute(*y);
+  y->setIdentity(y->rows(), y->cols());
+  y->applyOnTheLeft(qr_.householderQ());
+}
+
+template <typename T>
+typename RandomizedEigSolver<T>::Result RandomizedEigSolver<T>::Solve(
+    const Operator& op, int64_t dim, int rank, int power_iterations,
+    Rng& rng) {
+  BNN_CHECK(rank >= 1 && power_iterations >= 1 && dim >= 1);
+  rank = static_cast<int>(std::min<int64_t>(rank, dim));
+  const int k = static_cast<int>(std::min<int64_t>(rank + 2, dim));
+
+  q_.resize(dim, k);
+  for (int c = 0; c < k; ++c) {
+    for (int64_t r = 0; r < dim; ++r) q_(r, c) = T(rng.Uniform(-1.0, 1.0));
+  }
+  for (int it = 0; it + 1 < power_iterations; ++it) {
+    op(q_, &y_);
+    q_.swap(y_);
+    ThinQ(&q_);
+  }
+  op(q_, &y_);
+  // Spectral-norm estimate for the Nystrom shift (fbpca's anorm).
+  double anorm = 0;
+  for (int c = 0; c < k; ++c) {
+    const double qn = static_cast<double>(q_.col(c).norm());
+    if (qn > 0) anorm = std::max(anorm, static_cast<double>(y_.col(c).norm()) / qn);
+  }
+  q_.swap(y_);
+  ThinQ(&q_);
+
+  Result result;
+  op(q_, &y_);  // y = A Q
+  if (!(anorm > 0)) {
+    result.values = VectorX<double>::Zero(rank);
+    result.vectors = q_.leftCols(rank);
+    return result;
+  }
+  // Nystrom with a small shift to keep Q^T (A + shift I) Q positive definite.
+  const double shift = std::max(1e-7, 10.0 * Eigen::NumTraits<T>::epsilon()) *
+                       anorm * std::sqrt(static_cast<double>(dim));
+  y_ += T(shift) * q_;  // E = (A + shift I) Q
+  Eigen::MatrixXd r = (q_.transpose() * y_).template cast<double>();
+  r = 0.5 * (r + r.transpose()).eval();
+  Eigen::LLT<Eigen::MatrixXd> llt(r);
+  Eigen::VectorXd evals;
+  Eigen::MatrixXd small;  // D x K eigenvectors = E * small
+  if (llt.info() == Eigen::Success) {
+    // F = R^-1 E^T; F F^T = R^-1 (E^T E) R^-T; vectors F^T W / sigma.
+    const Eigen::MatrixXd ete = (y_.transpose() * y_).template cast<double>();
+    const Eigen::MatrixXd rl = llt.matrixL();
+    const Eigen::MatrixXd rinv_ete =
+        rl.triangularView<Eigen::Lower>().solve(ete);
+    const Eigen::MatrixXd fft =
+        rl.triangularView<Eigen::Lower>().solve(rinv_ete.transpose());
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(
+        0.5 * (fft + fft.transpose()));
+    const Eigen::VectorXd sigma2 = es.eigenvalues().cwiseMax(0.0);
+    Eigen::VectorXd inv_sigma(k);
+    for (int i = 0; i < k; ++i) {
+      inv_sigma[i] = sigma2[i] > 0 ? 1.0 / std::sqrt(sigma2[i]) : 0.0;
+    }
+    // R^-T W diag(1/sigma).
+    small = rl.transpose().triangularView<Eigen::Upper>().solve(
+                es.eigenvectors()) *
+            inv_sigma.asDiagonal();
+    evals = sigma2.array() - shift;
+  } else {
+    // Rayleigh-Ritz fallback: eig(Q^T A Q), vectors Q W.
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(r);
+    evals = es.eigenvalues().array() - shift;
+    small = es.eigenvectors();
+    y_ = q_;
+  }
+  // Largest |eigenvalue| first.
+  std::vector<int> order(k);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return std::abs(evals[a]) > std::abs(evals[b]);
+  });
+  Eigen::MatrixXd pick(k, rank);
+  result.values.resize(rank);
+  for (int i = 0; i < rank; ++i) {
+    result.values[i] = std::abs(evals[order[i]]);
+    pick.col(i) = small.col(order[i]);
+  }
+  result.vectors.noalias() = y_ * pick.cast<T>();
+  return result;
+}
+
+template class LowRankPrecision<float>;
+template class LowRankPrecision<double>;
+template class RandomizedEigSolver<float>;
+template class RandomizedEigSolver<double>;
+template VectorX<float> FastInverse(const VectorX<float>&,
+                                    const MatrixX<float>&,
+                                    const VectorX<float>&);
+template VectorX<double> FastInverse(const VectorX<double>&,
+                                     const MatrixX<double>&,
+                                     const VectorX<double>&);
+template VectorX<float> FastSample(const VectorX<float>&, const MatrixX<float>&,
+                                   const VectorX<float>&,
+                                   const VectorX<float>&);
+template VectorX<double> FastSample(const VectorX<double>&,
+                                    const MatrixX<double>&,
+                                    const VectorX<double>&,
+                                    const VectorX<double>&);
+
+}  // namespace bnn

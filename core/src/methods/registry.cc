@@ -1,0 +1,74 @@
+#include "bnn/methods/registry.h"
+
+#include "absl/strings/string_view.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "bnn/check.h"
+#include "bnn/methods/slang.h"
+#include "bnn/status.h"
+
+namespace bnn {
+
+absl::Status MethodRegistry::Register(Entry entry) {
+  if (entry.name.empty() || !entry.factory) {
+    return absl::InvalidArgumentError("a method needs a name and a factory");
+  }
+  if (entries_.count(entry.name) > 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("method '", entry.name, "' is already registered"));
+  }
+  std::string name = entry.name;
+  entries_.emplace(std::move(name), std::move(entry));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const MethodRegistry::Entry*> MethodRegistry::Find(
+    absl::string_view name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown method '", name, "'; known methods: ",
+                     absl::StrJoin(Names(), ", ")));
+  }
+  return &it->second;
+}
+
+absl::StatusOr<std::unique_ptr<VariationalMethod>> MethodRegistry::Create(
+    absl::string_view name, const ParamMap& params,
+    const std::vector<std::string>& ignored) const {
+  BNN_ASSIGN_OR_RETURN(const Entry* entry, Find(name));
+  return entry->factory(params, ignored);
+}
+
+std::vector<std::string> MethodRegistry::Names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : entries_) names.push_back(name);
+  return names;
+}
+
+const MethodRegistry& MethodRegistry::Builtin() {
+  static const MethodRegistry* registry = [] {
+    auto* r = new MethodRegistry();
+    RegisterBuiltinMethods(r);
+    return r;
+  }();
+  return *registry;
+}
+
+// Every built-in method, in one explicit list.
+void RegisterBuiltinMethods(MethodRegistry* registry) {
+  BNN_CHECK_OK(registry->Register(
+      {"slang",
+       "SLANG: low-rank + diagonal Gaussian posterior by approximate natural "
+       "gradient (Mishkin et al. 2018)",
+       SlangOptionsSchema().Describe(),
+       [](const ParamMap& params, const std::vector<std::string>& ignored)
+           -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+         SlangOptions options;
+         BNN_RETURN_IF_ERROR(
+             SlangOptionsSchema().Apply(params, &options, ignored));
+         return CreateSlang(options);
+       }}));
+}
+
+}  // namespace bnn

@@ -1,0 +1,268 @@
+#include "bnn/model/network.h"
+
+#include <cmath>
+
+#include "bnn/check.h"
+#include "bnn/model/likelihood.h"
+
+namespace bnn {
+namespace {
+
+// Column-major view of layer `l`'s block W~ = [W b] in weight column `s`.
+template <typename T>
+Eigen::Map<const MatrixX<T>> LayerWeights(
+    const Eigen::Ref<const MatrixX<T>>& weights, int s, const LayerShape& l) {
+  return Eigen::Map<const MatrixX<T>>(
+      weights.data() + s * weights.outerStride() + l.offset, l.out, l.in + 1);
+}
+
+template <typename T>
+void Activate(Activation a, const MatrixX<T>& z,
+              Eigen::Block<MatrixX<T>, Eigen::Dynamic, Eigen::Dynamic, true> out) {
+  switch (a) {
+    case Activation::kRelu:
+      out = z.cwiseMax(T(0));
+      return;
+    case Activation::kTanh:
+      out = z.array().tanh().matrix();
+      return;
+    case Activation::kLeakyTanh:
+      out = (z.array().tanh() + T(0.1) * z.array()).matrix();
+      return;
+    case Activation::kIdentity:
+      out = z;
+      return;
+  }
+}
+
+// delta *= phi'(z), using the stored activation a = phi(z) where cheaper.
+template <typename T>
+void MultiplyByDerivative(Activation act, const MatrixX<T>& z,
+                          const Eigen::Block<const MatrixX<T>, Eigen::Dynamic,
+                                             Eigen::Dynamic, true>& a,
+                          MatrixX<T>* delta) {
+  switch (act) {
+    case Activation::kRelu:
+      delta->array() *= (z.array() > T(0)).template cast<T>();
+      return;
+    case Activation::kTanh:
+      delta->array() *= T(1) - a.array().square();
+      return;
+    case Activation::kLeakyTanh:
+      // a = tanh z + 0.1 z  =>  phi' = 1 - (a - 0.1 z)^2 + 0.1.
+      delta->array() *= T(1.1) - (a.array() - T(0.1) * z.array()).square();
+      return;
+    case Activation::kIdentity:
+      return;
+  }
+}
+
+}  // namespace
+
+template <typename T>
+Network<T>::Network(const ModelSpec& spec)
+    : spec_(spec),
+      layers_(spec.Layers()),
+      num_parameters_(spec.NumParameters()) {
+  BNN_CHECK_OK(spec.Validate());
+}
+
+template <typename T>
+void Network<T>::Forward(const Eigen::Ref<const MatrixX<T>>& x,
+                         const Eigen::Ref<const MatrixX<T>>& weights,
+                         ForwardPass<T>* pass) const {
+  BNN_CHECK_EQ(x.cols(), spec_.input_dim);
+  BNN_CHECK_EQ(weights.rows(), num_parameters_);
+  const int m = static_cast<int>(x.rows());
+  const int s_count = static_cast<int>(weights.cols());
+  const int rows = m * s_count;
+  const int num_layers = static_cast<int>(layers_.size());
+  pass->num_rows = m;
+  pass->num_samples = s_count;
+  pass->inputs.resize(num_layers);
+  pass->pre.resize(num_layers);
+
+  MatrixX<T>& in0 = pass->inputs[0];
+  in0.resize(rows, spec_.input_dim + 1);
+  for (int s = 0; s < s_count; ++s) {
+    in0.block(s * m, 0, m, spec_.input_dim) = x;
+  }
+  in0.col(spec_.input_dim).setOnes();
+
+  for (int l = 0; l < num_layers; ++l) {
+    const LayerShape& shape = layers_[l];
+    MatrixX<T>& z = pass->pre[l];
+    z.resize(rows, shape.out);
+    const MatrixX<T>& a = pass->inputs[l];
+    for (int s = 0; s < s_count; ++s) {
+      z.middleRows(s * m, m).noalias() =
+          a.middleRows(s * m, m) * LayerWeights<T>(weights, s, shape).transpose();
+    }
+    if (l + 1 < num_layers) {
+      MatrixX<T>& next = pass->inputs[l + 1];
+      next.resize(rows, shape.out + 1);
+      Activate<T>(spec_.activations[l], z, next.leftCols(shape.out));
+      next.col(shape.out).setOnes();
+    }
+  }
+}
+
+template <typename T>
+void Network<T>::Backward(const Eigen::Ref<const VectorX<T>>& targets,
+                          T noise_precision,
+                          const Eigen::Ref<const MatrixX<T>>& weights,
+                          const ForwardPass<T>& pass,
+                          PerExampleGrads<T>* grads, VectorX<T>* nll) const {
+  const int m = pass.num_rows;
+  const int s_count = pass.num_samples;
+  const int rows = m * s_count;
+  const int num_layers = static_cast<int>(layers_.size());
+  BNN_CHECK_EQ(targets.size(), m);
+  grads->layers_ = layers_;
+  grads->dim_ = num_parameters_;
+  grads->count_ = rows;
+  grads->inputs_ = &pass.inputs;
+  grads->deltas_.resize(num_layers);
+
+  // Output layer: delta = d(-log p)/dz per row.
+  const MatrixX<T>& out = pass.output();
+  const int k = spec_.output_dim;
+  MatrixX<T>& top = grads->deltas_[num_layers - 1];
+  top.resize(rows, k);
+  if (nll != nullptr) nll->resize(rows);
+  VectorX<T> f(k), g(k);
+  for (int r = 0; r < rows; ++r) {
+    f = out.row(r).transpose();
+    const T value = NegLogLikelihood<T>(spec_.likelihood, f.data(), k,
+                                        targets[r % m], noise_precision,
+                                        g.data());
+    top.row(r) = g.transpose();
+    if (nll != nullptr) (*nll)[r] = value;
+  }
+
+  // Hidden layers: delta_{l-1} = (delta_l W_l) .* phi'(z_{l-1}), per sample.
+  for (int l = num_layers - 1; l > 0; --l) {
+    const LayerShape& shape = layers_[l];
+    MatrixX<T>& below = grads->deltas_[l - 1];
+    below.resize(rows, shape.in);
+    const MatrixX<T>& delta = grads->deltas_[l];
+    for (int s = 0; s < s_count; ++s) {
+      below.middleRows(s * m, m).noalias() =
+          delta.middleRows(s * m, m) *
+          LayerWeights<T>(weights, s, shape).leftCols(shape.in);
+    }
+    const MatrixX<T>& a = pass.inputs[l];
+    MultiplyByDerivative<T>(spec_.activations[l - 1], pass.pre[l - 1],
+                            a.leftCols(shape.in), &below);
+  }
+}
+
+template <typename T>
+VectorX<double> Network<T>::InitialWeights(Rng& rng) const {
+  VectorX<double> theta(num_parameters_);
+  for (const LayerShape& l : layers_) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(l.in));
+    for (int64_t i = 0; i < l.size(); ++i) {
+      theta[l.offset + i] = rng.Uniform(-bound, bound);
+    }
+  }
+  return theta;
+}
+
+template <typename T>
+void PerExampleGrads<T>::Sum(VectorX<T>* out, const VectorX<T>* weights) const {
+  out->resize(dim_);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerShape& shape = layers_[l];
+    Eigen::Map<MatrixX<T>> block(out->data() + shape.offset, shape.out,
+                                 shape.in + 1);
+    if (weights == nullptr) {
+      block.noalias() = deltas_[l].transpose() * inputs(l);
+    } else {
+      scratch_a_ = deltas_[l].array().colwise() * weights->array();
+      block.noalias() = scratch_a_.transpose() * inputs(l);
+    }
+  }
+}
+
+template <typename T>
+void PerExampleGrads<T>::SquaredSum(VectorX<T>* out) const {
+  out->resize(dim_);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerShape& shape = layers_[l];
+    Eigen::Map<MatrixX<T>> block(out->data() + shape.offset, shape.out,
+                                 shape.in + 1);
+    // (g_i)_{oj} = delta_io a_ij, so sum_i g_i^2 = (Delta^2)^T (A^2).
+    scratch_a_ = deltas_[l].array().square();
+    scratch_b_ = inputs(l).array().square();
+    block.noalias() = scratch_a_.transpose() * scratch_b_;
+  }
+}
+
+template <typename T>
+void PerExampleGrads<T>::TransposeTimes(const Eigen::Ref<const MatrixX<T>>& q,
+                                        MatrixX<T>* out) const {
+  BNN_CHECK_EQ(q.rows(), dim_);
+  const int k_count = static_cast<int>(q.cols());
+  out->setZero(count_, k_count);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerShape& shape = layers_[l];
+    for (int k = 0; k < k_count; ++k) {
+      Eigen::Map<const MatrixX<T>> qk(q.data() + k * q.outerStride() + shape.offset,
+                                      shape.out, shape.in + 1);
+      // <g_i, q> = delta_i^T Q a_i: rows of (A Q^T) dotted with rows of Delta.
+      scratch_a_.noalias() = inputs(l) * qk.transpose();
+      out->col(k) += (scratch_a_.array() * deltas_[l].array()).rowwise().sum().matrix();
+    }
+  }
+}
+
+template <typename T>
+void PerExampleGrads<T>::Times(const Eigen::Ref<const MatrixX<T>>& x,
+                               MatrixX<T>* out) const {
+  BNN_CHECK_EQ(x.rows(), count_);
+  const int k_count = static_cast<int>(x.cols());
+  out->resize(dim_, k_count);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerShape& shape = layers_[l];
+    for (int k = 0; k < k_count; ++k) {
+      Eigen::Map<MatrixX<T>> block(out->data() + k * dim_ + shape.offset,
+                                   shape.out, shape.in + 1);
+      scratch_a_ = deltas_[l].array().colwise() * x.col(k).array();
+      block.noalias() = scratch_a_.transpose() * inputs(l);
+    }
+  }
+}
+
+template <typename T>
+MatrixX<T> PerExampleGrads<T>::Gram() const {
+  MatrixX<T> gram = MatrixX<T>::Zero(count_, count_);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    scratch_a_.noalias() = inputs(l) * inputs(l).transpose();
+    scratch_b_.noalias() = deltas_[l] * deltas_[l].transpose();
+    gram.array() += scratch_a_.array() * scratch_b_.array();
+  }
+  return gram;
+}
+
+template <typename T>
+MatrixX<T> PerExampleGrads<T>::Materialize() const {
+  MatrixX<T> j(dim_, count_);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerShape& shape = layers_[l];
+    for (int i = 0; i < count_; ++i) {
+      Eigen::Map<MatrixX<T>> block(j.col(i).data() + shape.offset, shape.out,
+                                   shape.in + 1);
+      block.noalias() =
+          deltas_[l].row(i).transpose() * inputs(l).row(i);
+    }
+  }
+  return j;
+}
+
+template class Network<float>;
+template class Network<double>;
+template class PerExampleGrads<float>;
+template class PerExampleGrads<double>;
+
+}  // namespace bnn

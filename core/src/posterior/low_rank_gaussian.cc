@@ -1,0 +1,64 @@
+#include "bnn/posterior/low_rank_gaussian.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "bnn/core/snapshot.pb.h"
+#include "bnn/status.h"
+
+namespace bnn {
+
+absl::StatusOr<std::unique_ptr<LowRankGaussianPosterior>>
+LowRankGaussianPosterior::Create(Eigen::VectorXd mean, Eigen::MatrixXd u,
+                                 Eigen::VectorXd d) {
+  if (d.size() != mean.size() || u.rows() != mean.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "low-rank posterior sizes disagree: mean ", mean.size(), ", U ",
+        u.rows(), "x", u.cols(), ", d ", d.size()));
+  }
+  if (!mean.allFinite()) {
+    return absl::InvalidArgumentError("posterior mean has a non-finite entry");
+  }
+  std::unique_ptr<LowRankGaussianPosterior> p(new LowRankGaussianPosterior());
+  BNN_RETURN_IF_ERROR(p->factor_.Factor(u, d));
+  p->mean_ = std::move(mean);
+  p->u_ = std::move(u);
+  p->d_ = std::move(d);
+  return p;
+}
+
+void LowRankGaussianPosterior::Sample(int num_samples, Rng& rng,
+                                      Eigen::MatrixXd* out) const {
+  Eigen::MatrixXd eps(dim(), num_samples);
+  for (int s = 0; s < num_samples; ++s) {
+    for (int64_t j = 0; j < dim(); ++j) eps(j, s) = rng.Normal();
+  }
+  factor_.Sample(mean_, eps, out);
+}
+
+Eigen::VectorXd LowRankGaussianPosterior::MarginalVariances() const {
+  return factor_.MarginalVariances();
+}
+
+double LowRankGaussianPosterior::KlToPrior(
+    const Eigen::VectorXd& prior_precision) const {
+  // KL(N(mu, S) || N(0, diag(1/lambda))) =
+  //   1/2 [sum lambda_j S_jj + sum lambda_j mu_j^2 - D - sum log lambda_j
+  //        + log det S^-1]  (SLANG §9.7).
+  const Eigen::VectorXd var = MarginalVariances();
+  return 0.5 * (prior_precision.dot(var) +
+                prior_precision.dot(mean_.cwiseAbs2()) -
+                static_cast<double>(dim()) -
+                prior_precision.array().log().sum() +
+                factor_.LogDetPrecision());
+}
+
+void LowRankGaussianPosterior::ToProto(snapshot::Posterior* proto) const {
+  snapshot::LowRankGaussian* lr = proto->mutable_low_rank();
+  lr->mutable_mean()->Assign(mean_.data(), mean_.data() + mean_.size());
+  lr->set_rank(static_cast<int32_t>(u_.cols()));
+  lr->mutable_u()->Assign(u_.data(), u_.data() + u_.size());
+  lr->mutable_d()->Assign(d_.data(), d_.data() + d_.size());
+}
+
+}  // namespace bnn

@@ -1,0 +1,163 @@
+#include "bnn/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "bnn/posterior/posterior.h"
+#include "bnn/random.h"
+#include "bnn/status.h"
+#include "bnn/version.h"
+#include "train/sha256.h"
+
+namespace bnn {
+namespace {
+
+constexpr int kMaxEpochs = 1000000;
+
+// Moves "epochs"/"seed" from `params` into `options`.
+absl::Status ApplyTrainerParams(const ParamMap& params, TrainOptions* options) {
+  if (auto it = params.find("epochs"); it != params.end()) {
+    if (!absl::SimpleAtoi(it->second, &options->epochs)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parameter 'epochs': '", it->second, "' is not a valid int"));
+    }
+  }
+  if (auto it = params.find("seed"); it != params.end()) {
+    if (!absl::SimpleAtoi(it->second, &options->seed)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parameter 'seed': '", it->second, "' is not a valid uint64"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+absl::Status TrainOptions::Validate() const {
+  return CheckIntRange("epochs", epochs, 1, kMaxEpochs);
+}
+
+const std::vector<std::string>& TrainerParamNames() {
+  static const auto* names = new std::vector<std::string>{"epochs", "seed"};
+  return *names;
+}
+
+std::string DatasetHash(const Dataset& data) {
+  internal::Sha256 sha;
+  sha.Update(TaskToString(data.task));
+  const int64_t header[3] = {data.num_features, data.num_rows(),
+                             data.num_classes};
+  sha.Update(header, sizeof(header));
+  sha.Update(data.features.data(), data.features.size() * sizeof(double));
+  sha.Update(data.targets.data(), data.targets.size() * sizeof(double));
+  sha.Update(data.class_values.data(),
+             data.class_values.size() * sizeof(double));
+  return sha.HexDigest();
+}
+
+absl::StatusOr<Snapshot> Train(const TrainRequest& request,
+                               const Dataset& data,
+                               const MethodRegistry& registry,
+                               const ProgressCallback& progress,
+                               const std::atomic<bool>* cancel) {
+  const auto start = std::chrono::steady_clock::now();
+  BNN_RETURN_IF_ERROR(data.Validate());
+  if (data.num_rows() < 1) {
+    return absl::InvalidArgumentError("the training set has no rows");
+  }
+  TrainOptions options = request.options;
+  BNN_RETURN_IF_ERROR(ApplyTrainerParams(request.params, &options));
+  BNN_RETURN_IF_ERROR(options.Validate());
+  BNN_ASSIGN_OR_RETURN(
+      std::unique_ptr<VariationalMethod> method,
+      registry.Create(request.method, request.params, TrainerParamNames()));
+
+  std::vector<Activation> activations = request.activations;
+  if (activations.size() == 1 && request.hidden_sizes.size() != 1) {
+    activations.assign(request.hidden_sizes.size(), activations[0]);
+  }
+  ModelSpec spec = ModelSpec::ForTask(
+      data.task, static_cast<int>(data.num_features), data.num_classes,
+      request.hidden_sizes, Activation::kRelu);
+  spec.activations = activations;
+  BNN_RETURN_IF_ERROR(spec.Validate());
+
+  // Standardise features (and regression targets) on the training set.
+  Standardization standardization = FitStandardization(data);
+  Dataset train = data;
+  BNN_RETURN_IF_ERROR(standardization.Apply(&train));
+
+  Rng root(options.seed);
+  Rng init_rng = root.Fork(1);
+  Rng batch_rng = root.Fork(2);
+  Rng step_rng = root.Fork(3);
+  BNN_RETURN_IF_ERROR(method->Initialize(spec, train, init_rng));
+
+  const int64_t n = train.num_rows();
+  const int64_t m = std::min<int64_t>(method->batch_size(), n);
+  const int64_t steps_per_epoch = (n + m - 1) / m;
+  TrainProgress state;
+  state.total_steps = steps_per_epoch * options.epochs;
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<int64_t> batch;
+  batch.reserve(m);
+  double epoch_loss = 0.0;
+  for (int epoch = 0; epoch < options.epochs; ++epoch) {
+    std::shuffle(order.begin(), order.end(), batch_rng.engine());
+    epoch_loss = 0.0;
+    int64_t epoch_rows = 0;
+    for (int64_t begin = 0; begin < n; begin += m) {
+      if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+        return absl::CancelledError(absl::StrCat(
+            "training cancelled after ", state.step, " steps"));
+      }
+      const int64_t end = std::min(n, begin + m);
+      batch.assign(order.begin() + begin, order.begin() + end);
+      BNN_ASSIGN_OR_RETURN(StepStats stats, method->Step(batch, step_rng));
+      epoch_loss += stats.loss * (end - begin);
+      epoch_rows += end - begin;
+      ++state.step;
+      state.loss = epoch_loss / epoch_rows;
+      if (progress) progress(state);
+    }
+    epoch_loss /= static_cast<double>(epoch_rows);
+    state.epoch = epoch + 1;
+    if (progress) progress(state);
+  }
+
+  Snapshot snapshot;
+  snapshot.library_version = kLibraryVersion;
+  snapshot.method = std::string(method->name());
+  snapshot.params = method->Params();
+  snapshot.model = spec;
+  snapshot.task = data.task;
+  snapshot.class_values = data.class_values;
+  snapshot.standardization = standardization;
+  snapshot.noise_precision = method->noise_precision();
+  snapshot.training.dataset_id = request.dataset_id;
+  snapshot.training.dataset_version = request.dataset_version;
+  snapshot.training.dataset_hash = DatasetHash(data);
+  snapshot.training.num_train = n;
+  snapshot.training.steps = state.step;
+  snapshot.training.epochs = options.epochs;
+  snapshot.training.final_loss = epoch_loss;
+  snapshot.training.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  snapshot.training.seed = options.seed;
+  snapshot.posterior = method->ExportPosterior();
+  snapshot.created_unix_ms = NowUnixMs();
+  return snapshot;
+}
+
+}  // namespace bnn

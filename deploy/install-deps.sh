@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package bnn-serve needs. Idempotent: when all are
+# present it does nothing (no apt-get update, no network).
+#
+#   deploy/install-deps.sh            build + test + demo packages (default)
+#   deploy/install-deps.sh --runtime  only the shared libraries bnn-server and
+#                                     bnnctl link against (Docker runtime stage)
+set -euo pipefail
+
+BUILD_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libeigen3-dev libabsl-dev libspdlog-dev libfmt-dev zlib1g-dev
+  libcpp-httplib-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # Tests parse bnnctl's --json output with a real JSON parser.
+  nlohmann-json3-dev
+  # Integration tests and the demo: data generation, metrics scraping.
+  python3 curl prometheus
+)
+RUNTIME_PACKAGES=(
+  libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libspdlog1.10
+  libfmt9 zlib1g libgomp1 ca-certificates
+)
+
+packages=("${BUILD_PACKAGES[@]}")
+if [[ "${1:-}" == "--runtime" ]]; then
+  packages=("${RUNTIME_PACKAGES[@]}")
+elif [[ $# -gt 0 ]]; then
+  echo "usage: $0 [--runtime]" >&2
+  exit 2
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=()
+if [[ $(id -u) -ne 0 ]]; then SUDO=(sudo); fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update
+"${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
