@@ -1,0 +1,122 @@
+// A typed client for bnn.v1.BnnService: one method per RPC, absl::Status
+// errors, a deadline on every call, and chunked client-streaming uploads.
+#ifndef BNN_CLIENT_BNN_CLIENT_H_
+#define BNN_CLIENT_BNN_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
+#include <absl/time/time.h>
+#include <absl/types/span.h>
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+
+#include "bnn/v1/bnn_service.grpc.pb.h"
+#include "bnn/v1/bnn_service.pb.h"
+
+namespace bnn::client {
+
+// The only grpc::Status -> absl::Status conversion in the client: the codes
+// share their numbering, the message is kept verbatim.
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// True for SUCCEEDED, FAILED and CANCELLED: the job will not change again.
+bool IsTerminal(v1::JobState state);
+
+class BnnClient {
+ public:
+  struct Options {
+    // Server address, HOST:PORT.
+    std::string target = "127.0.0.1:50051";
+    // Deadline of every unary RPC and of a whole upload stream.
+    absl::Duration rpc_timeout = absl::Seconds(30);
+    // Upload chunking: a RowChunk holds at most this many rows and roughly
+    // at most this many serialised bytes, so a chunk always stays well below
+    // gRPC's default 4 MiB message limit whatever the row width.
+    int chunk_rows = 4096;
+    int64_t chunk_bytes = int64_t{1} << 20;
+    // Largest response accepted (predictions for many rows can exceed gRPC's
+    // 4 MiB default).
+    int max_receive_bytes = 256 << 20;
+
+    absl::Status Validate() const;
+  };
+
+  // Creates an insecure channel to options.target. Connection failures
+  // surface on the first call (UNAVAILABLE), not here.
+  static absl::StatusOr<std::unique_ptr<BnnClient>> Create(
+      const Options& options);
+  // Uses an existing channel (tests, custom credentials). `options.target`
+  // is ignored.
+  static absl::StatusOr<std::unique_ptr<BnnClient>> Create(
+      std::shared_ptr<grpc::Channel> channel, const Options& options);
+
+  const Options& options() const { return options_; }
+
+  // Streams `header` and then `rows` in chunks. The server validates every
+  // row; nothing is stored unless all are valid.
+  absl::StatusOr<v1::DatasetInfo> UploadDataset(
+      const v1::DatasetHeader& header, absl::Span<const v1::Example> rows);
+  // Dense form: `features` is row-major targets.size() x
+  // header.num_features(). InvalidArgument if the sizes disagree.
+  absl::StatusOr<v1::DatasetInfo> UploadDataset(
+      const v1::DatasetHeader& header, absl::Span<const double> features,
+      absl::Span<const double> targets);
+
+  absl::StatusOr<v1::DatasetInfo> GetDataset(absl::string_view dataset_id);
+  absl::StatusOr<std::vector<v1::DatasetInfo>> ListDatasets();
+
+  // Returns the id of the queued job.
+  absl::StatusOr<std::string> StartTraining(
+      const v1::StartTrainingRequest& request);
+  absl::StatusOr<v1::Job> GetJob(absl::string_view job_id);
+  absl::StatusOr<v1::Job> CancelJob(absl::string_view job_id);
+
+  // Polls GetJob, backing off from 50 ms to 1 s between polls, until the job
+  // reaches a terminal state (returned whatever it is: check job.state()) or
+  // `timeout` passes (DeadlineExceeded naming the last state). `on_poll`, if
+  // set, sees every polled job, e.g. to report progress.
+  absl::StatusOr<v1::Job> WaitForJob(
+      absl::string_view job_id, absl::Duration timeout,
+      const std::function<void(const v1::Job&)>& on_poll = nullptr);
+
+  absl::StatusOr<v1::PredictResponse> Predict(
+      const v1::PredictRequest& request);
+  // Dense form: `features` is row-major num_rows x num_features (num_rows is
+  // features.size() / num_features). num_samples 0 means the server default;
+  // without a seed the server picks one and returns it.
+  absl::StatusOr<v1::PredictResponse> Predict(
+      absl::string_view snapshot_id, absl::Span<const double> features,
+      int64_t num_features, int num_samples,
+      std::optional<uint64_t> seed = std::nullopt);
+
+  absl::StatusOr<std::vector<v1::MethodInfo>> ListMethods();
+
+ private:
+  BnnClient(std::unique_ptr<v1::BnnService::Stub> stub, const Options& options)
+      : stub_(std::move(stub)), options_(options) {}
+
+  // Every call's deadline: now + options_.rpc_timeout.
+  void SetDeadline(grpc::ClientContext* context) const;
+
+  // Streams the header and then the rows produced by fill_row(i, example)
+  // for i in [0, num_rows).
+  absl::StatusOr<v1::DatasetInfo> Upload(
+      const v1::DatasetHeader& header, int64_t num_rows,
+      const std::function<void(int64_t, v1::Example*)>& fill_row);
+
+  std::unique_ptr<v1::BnnService::Stub> stub_;
+  const Options options_;
+};
+
+}  // namespace bnn::client
+
+#endif  // BNN_CLIENT_BNN_CLIENT_H_

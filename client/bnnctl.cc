@@ -1,0 +1,270 @@
+// bnnctl: command-line client of bnn-server. See BnnctlUsage() or
+// `bnnctl help`.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <type_traits>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_format.h>
+#include <absl/time/time.h>
+
+#include "bnn/data/readers.h"
+
+#include "client/bnn_client.h"
+#include "client/bnnctl_args.h"
+#include "client/bnnctl_output.h"
+#include "client/csv_input.h"
+#include "client/json_writer.h"
+
+namespace bnn::client {
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+// Runs one parsed command against the server and writes its output.
+class Runner {
+ public:
+  Runner(const GlobalFlags& global, BnnClient* client)
+      : global_(global), client_(client) {}
+
+  absl::Status operator()(const HelpCommand&) {
+    std::cout << BnnctlUsage();
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const UploadCommand& command) {
+    CsvOptions csv;
+    csv.target_column = command.target;
+    csv.classification = command.classification;
+    absl::StatusOr<Dataset> data = ReadCsv(command.csv_path, csv);
+    if (!data.ok()) return data.status();
+
+    v1::DatasetHeader header;
+    header.set_name(command.name);
+    header.set_task(command.classification ? v1::TASK_CLASSIFICATION
+                                           : v1::TASK_REGRESSION);
+    header.set_num_features(static_cast<int32_t>(data->num_features));
+    for (const std::string& name : data->feature_names) {
+      header.add_feature_names(name);
+    }
+    header.set_target_name(data->target_name);
+    // The CSV reader validated the labels locally by encoding them as class
+    // indices; the wire carries the original label values.
+    std::vector<double> targets = data->targets;
+    if (command.classification) {
+      for (double& y : targets) y = data->class_values[static_cast<int>(y)];
+    }
+    absl::StatusOr<v1::DatasetInfo> info =
+        client_->UploadDataset(header, data->features, targets);
+    if (!info.ok()) return info.status();
+    if (global_.json) {
+      JsonWriter json;
+      WriteDatasetJson(*info, &json);
+      PrintJson(json);
+    } else {
+      std::cout << FormatDataset(*info);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const TrainCommand& command) {
+    v1::StartTrainingRequest request;
+    request.set_dataset_id(command.dataset_id);
+    request.set_method(command.method);
+    for (int width : command.hidden_sizes) {
+      request.mutable_model()->add_hidden_sizes(width);
+    }
+    for (const std::string& activation : command.activations) {
+      request.mutable_model()->add_activations(activation);
+    }
+    request.set_epochs(command.epochs);
+    if (command.seed.has_value()) request.set_seed(*command.seed);
+    for (const auto& [key, value] : command.params) {
+      (*request.mutable_params())[key] = value;
+    }
+    absl::StatusOr<std::string> job_id = client_->StartTraining(request);
+    if (!job_id.ok()) return job_id.status();
+    if (global_.json) {
+      JsonWriter json;
+      json.BeginObject().Field("job_id", *job_id).EndObject();
+      PrintJson(json);
+    } else {
+      std::cout << "queued job " << *job_id << "; follow it with: bnnctl job "
+                << *job_id << " --wait\n";
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const JobCommand& command) {
+    absl::StatusOr<v1::Job> job;
+    if (command.wait) {
+      // Progress goes to stderr and only to a terminal, so that stdout stays
+      // the job alone and logs stay clean.
+      const bool show_progress = !global_.json && isatty(STDERR_FILENO);
+      job = client_->WaitForJob(
+          command.job_id, absl::Seconds(command.wait_timeout_seconds),
+          [&](const v1::Job& polled) {
+            if (!show_progress) return;
+            std::cerr << absl::StrFormat("\r%s %5.1f%%  epoch %d  loss %.6g ",
+                                         JobStateName(polled.state()),
+                                         100 * polled.progress(),
+                                         polled.epoch(), polled.last_loss())
+                      << std::flush;
+          });
+      if (show_progress) std::cerr << "\n";
+    } else {
+      job = client_->GetJob(command.job_id);
+    }
+    if (!job.ok()) return job.status();
+    PrintJob(*job);
+    if (command.wait && job->state() != v1::JOB_STATE_SUCCEEDED) {
+      return absl::AbortedError(absl::StrCat(
+          "job ", job->job_id(), " ", JobStateName(job->state()),
+          job->error().empty() ? "" : absl::StrCat(": ", job->error())));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const CancelCommand& command) {
+    absl::StatusOr<v1::Job> job = client_->CancelJob(command.job_id);
+    if (!job.ok()) return job.status();
+    PrintJob(*job);
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const PredictCommand& command) {
+    absl::StatusOr<FeatureTable> inputs =
+        ReadFeatureCsv(command.csv_path, command.target);
+    if (!inputs.ok()) return inputs.status();
+    absl::StatusOr<v1::PredictResponse> response = client_->Predict(
+        command.snapshot_id, inputs->features, inputs->num_features,
+        command.num_samples, command.seed);
+    if (!response.ok()) return response.status();
+    if (response->predictions_size() != inputs->num_rows()) {
+      return absl::InternalError(
+          absl::StrCat("the server returned ", response->predictions_size(),
+                       " predictions for ", inputs->num_rows(), " rows"));
+    }
+    if (global_.json) {
+      JsonWriter json;
+      WritePredictionsJson(*inputs, *response, &json);
+      PrintJson(json);
+    } else {
+      std::cout << FormatPredictions(*inputs, *response);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const MethodsCommand&) {
+    absl::StatusOr<std::vector<v1::MethodInfo>> methods =
+        client_->ListMethods();
+    if (!methods.ok()) return methods.status();
+    if (global_.json) {
+      JsonWriter json;
+      json.BeginObject().Key("methods").BeginArray();
+      for (const v1::MethodInfo& method : *methods) {
+        WriteMethodJson(method, &json);
+      }
+      json.EndArray().EndObject();
+      PrintJson(json);
+    } else {
+      std::cout << FormatMethods(*methods);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const DatasetsCommand&) {
+    absl::StatusOr<std::vector<v1::DatasetInfo>> datasets =
+        client_->ListDatasets();
+    if (!datasets.ok()) return datasets.status();
+    if (global_.json) {
+      JsonWriter json;
+      json.BeginObject().Key("datasets").BeginArray();
+      for (const v1::DatasetInfo& dataset : *datasets) {
+        WriteDatasetJson(dataset, &json);
+      }
+      json.EndArray().EndObject();
+      PrintJson(json);
+    } else {
+      std::cout << FormatDatasetList(*datasets);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const DatasetCommand& command) {
+    absl::StatusOr<v1::DatasetInfo> info =
+        client_->GetDataset(command.dataset_id);
+    if (!info.ok()) return info.status();
+    if (global_.json) {
+      JsonWriter json;
+      WriteDatasetJson(*info, &json);
+      PrintJson(json);
+    } else {
+      std::cout << FormatDataset(*info);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  static void PrintJson(const JsonWriter& json) {
+    std::cout << json.str() << "\n";
+  }
+
+  void PrintJob(const v1::Job& job) {
+    if (global_.json) {
+      JsonWriter json;
+      WriteJobJson(job, &json);
+      PrintJson(json);
+    } else {
+      std::cout << FormatJob(job);
+    }
+  }
+
+  const GlobalFlags& global_;
+  BnnClient* client_;  // not owned
+};
+
+int Main(int argc, char** argv) {
+  absl::StatusOr<Invocation> invocation =
+      ParseBnnctlArgs(std::vector<std::string>(argv + 1, argv + argc));
+  if (!invocation.ok()) {
+    std::cerr << "bnnctl: " << invocation.status().message()
+              << "\nRun 'bnnctl help' for usage.\n";
+    return kExitUsage;
+  }
+  const GlobalFlags& global = invocation->global;
+
+  BnnClient::Options options;
+  options.target = global.server;
+  options.rpc_timeout = absl::Seconds(global.timeout_seconds);
+  absl::StatusOr<std::unique_ptr<BnnClient>> client =
+      BnnClient::Create(options);
+  if (!client.ok()) {
+    std::cerr << "bnnctl: " << client.status().message() << "\n";
+    return kExitUsage;
+  }
+
+  Runner runner(global, client->get());
+  const absl::Status status = std::visit(runner, invocation->command);
+  if (status.ok()) return 0;
+  std::cerr << "bnnctl: " << absl::StatusCodeToString(status.code()) << ": "
+            << status.message();
+  if (status.code() == absl::StatusCode::kUnavailable ||
+      status.code() == absl::StatusCode::kDeadlineExceeded) {
+    std::cerr << " (server " << global.server << ")";
+  }
+  std::cerr << "\n";
+  return kExitFailure;
+}
+
+}  // namespace
+}  // namespace bnn::client
+
+int main(int argc, char** argv) { return bnn::client::Main(argc, argv); }
