@@ -1,0 +1,106 @@
+#include "client/csv_input.h"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace bnn::client {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(ParseFeatureCsvTest, WithoutTargetEveryColumnIsAFeature) {
+  absl::StatusOr<FeatureTable> table =
+      ParseFeatureCsv("a,b\n1,2\n\n3,4.5\n", "");
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(table->feature_names, ElementsAre("a", "b"));
+  EXPECT_EQ(table->num_features, 2);
+  EXPECT_EQ(table->num_rows(), 2);
+  EXPECT_THAT(table->features, ElementsAre(1, 2, 3, 4.5));
+}
+
+TEST(ParseFeatureCsvTest, SingleColumnAndCrLfLineEndings) {
+  absl::StatusOr<FeatureTable> table = ParseFeatureCsv("x\r\n-8\r\n8\r\n", "");
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(table->feature_names, ElementsAre("x"));
+  EXPECT_THAT(table->features, ElementsAre(-8, 8));
+}
+
+TEST(ParseFeatureCsvTest, TargetByNameOrIndexIsLeftOut) {
+  absl::StatusOr<FeatureTable> by_name = ParseFeatureCsv("x,y,z\n1,2,3\n", "y");
+  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  EXPECT_THAT(by_name->feature_names, ElementsAre("x", "z"));
+  EXPECT_THAT(by_name->features, ElementsAre(1, 3));
+
+  absl::StatusOr<FeatureTable> by_index =
+      ParseFeatureCsv("x,y,z\n1,2,3\n", "0");
+  ASSERT_TRUE(by_index.ok()) << by_index.status();
+  EXPECT_THAT(by_index->feature_names, ElementsAre("y", "z"));
+}
+
+TEST(ParseFeatureCsvTest, RaggedRowReportsTheUsersLineAndFieldCounts) {
+  absl::StatusOr<FeatureTable> table = ParseFeatureCsv("a,b\n1,2\n3\n", "");
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(table.status().message(),
+              HasSubstr("line 3 has 1 fields; the header has 2"));
+}
+
+TEST(ParseFeatureCsvTest, BadNumberReportsLineAndColumn) {
+  absl::StatusOr<FeatureTable> table =
+      ParseFeatureCsv("a,b\n1,2\n3,oops\n", "");
+  ASSERT_FALSE(table.ok());
+  EXPECT_THAT(table.status().message(), HasSubstr("line 3, column 2"));
+  EXPECT_THAT(table.status().message(), HasSubstr("oops"));
+  EXPECT_THAT(table.status().message(), Not(HasSubstr("placeholder")));
+}
+
+TEST(ParseFeatureCsvTest, NonFiniteValuesAreRejected) {
+  for (const char* value : {"nan", "inf", "-inf"}) {
+    absl::StatusOr<FeatureTable> table =
+        ParseFeatureCsv(std::string("x\n1\n") + value + "\n", "");
+    ASSERT_FALSE(table.ok()) << value;
+    EXPECT_THAT(table.status().message(), HasSubstr("line 3, column 1"));
+  }
+}
+
+TEST(ParseFeatureCsvTest, EmptyOrHeaderOnlyInputIsAnError) {
+  EXPECT_FALSE(ParseFeatureCsv("", "").ok());
+  EXPECT_FALSE(ParseFeatureCsv("\n\n", "").ok());
+  EXPECT_FALSE(ParseFeatureCsv("x,y\n", "").ok());
+  EXPECT_FALSE(ParseFeatureCsv("x,y\n1,2\n", "nope").ok());
+}
+
+TEST(ReadFeatureCsvTest, ReadsAFileAndPrefixesErrorsWithThePath) {
+  const std::string path =
+      testing::TempDir() + "/read_feature_csv_test_input.csv";
+  {
+    std::ofstream out(path);
+    out << "x\n0.5\n1.5\n";
+  }
+  absl::StatusOr<FeatureTable> table = ReadFeatureCsv(path, "");
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(table->features, ElementsAre(0.5, 1.5));
+
+  {
+    std::ofstream out(path);
+    out << "x\nbad\n";
+  }
+  table = ReadFeatureCsv(path, "");
+  ASSERT_FALSE(table.ok());
+  EXPECT_THAT(table.status().message(), HasSubstr(path + ": line 2"));
+  std::remove(path.c_str());
+
+  table = ReadFeatureCsv(path, "");
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(table.status().message(), HasSubstr(path));
+}
+
+}  // namespace
+}  // namespace bnn::client
