@@ -9,172 +9,158 @@
 //   d       = (1-b) d + b lambda + Delta            eq. 9 (b lambda, not lambda)
 //   m       = gamma m + (1-gamma) g;  m^ = m / (1 - gamma^t)            §3.4
 //   mu      = mu - a (U' U'^T + D)^-1 (m^ + lambda .* mu)   eq. 11, fast_inverse
-#include "bnn/methods/slang.h"
+#include "methods/slang/slang_impl.h"
 
+#include <algorithm>
 #include <cmath>
 
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "bnn/check.h"
-#include "bnn/linalg/low_rank.h"
-#include "bnn/model/network.h"
 #include "bnn/posterior/low_rank_gaussian.h"
 #include "bnn/status.h"
 
 namespace bnn {
-namespace {
+namespace internal {
 
 template <typename T>
-class Slang final : public VariationalMethod {
- public:
-  explicit Slang(const SlangOptions& options) : options_(options) {}
+ParamMap Slang<T>::Params() const {
+  return SlangOptionsSchema().ToParams(options_);
+}
 
-  absl::string_view name() const override { return "slang"; }
-  int batch_size() const override { return options_.batch_size; }
-  double noise_precision() const override { return options_.noise_precision; }
-  ParamMap Params() const override {
-    return SlangOptionsSchema().ToParams(options_);
+template <typename T>
+absl::Status Slang<T>::Initialize(const ModelSpec& spec, const Dataset& train,
+                                  Rng& rng) {
+  BNN_RETURN_IF_ERROR(spec.Validate());
+  if (train.num_rows() < 1) {
+    return absl::InvalidArgumentError("training set is empty");
+  }
+  network_ = std::make_unique<Network<T>>(spec);
+  train_ = &train;
+  const int64_t dim = network_->num_parameters();
+  mu_ = network_->InitialWeights(rng).template cast<T>();
+  u_.resize(dim, 0);
+  d_.setConstant(dim, T(options_.init_precision));
+  prior_.resize(dim);
+  const std::vector<bool> bias = spec.BiasMask();
+  for (int64_t j = 0; j < dim; ++j) {
+    prior_[j] =
+        T(bias[j] ? options_.bias_prior_precision : options_.prior_precision);
+  }
+  momentum_.setZero(dim);
+  t_ = 0;
+  return factor_.Factor(u_, d_);
+}
+
+template <typename T>
+absl::StatusOr<StepStats> Slang<T>::Step(const std::vector<int64_t>& batch,
+                                         Rng& rng) {
+  // theta_s ~ q for s = 1..S in one batched draw.
+  const int64_t dim = mu_.size();
+  eps_.resize(dim, options_.mc_samples);
+  for (int s = 0; s < options_.mc_samples; ++s) {
+    for (int64_t j = 0; j < dim; ++j) eps_(j, s) = T(rng.Normal());
+  }
+  factor_.Sample(mu_, eps_, &theta_);
+  return StepWithSamples(batch, theta_, rng);
+}
+
+template <typename T>
+absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
+    const std::vector<int64_t>& batch, const MatrixX<T>& theta, Rng& rng) {
+  ++t_;
+  const double decay =
+      options_.decay > 0
+          ? 1.0 + std::pow(static_cast<double>(t_), options_.decay)
+          : 1.0;
+  const double alpha = options_.learning_rate / decay;
+  const double beta = options_.beta / decay;
+  const int m = static_cast<int>(batch.size());
+  const int s_count = static_cast<int>(theta.cols());
+  const int64_t dim = mu_.size();
+  const double c = static_cast<double>(train_->num_rows()) / (m * s_count);
+
+  x_.resize(m, train_->num_features);
+  y_.resize(m);
+  for (int i = 0; i < m; ++i) {
+    for (int64_t f = 0; f < train_->num_features; ++f) {
+      x_(i, f) = T(train_->row(batch[i])[f]);
+    }
+    y_[i] = T(train_->targets[batch[i]]);
   }
 
-  absl::Status Initialize(const ModelSpec& spec, const Dataset& train,
-                          Rng& rng) override {
-    BNN_RETURN_IF_ERROR(spec.Validate());
-    if (train.num_rows() < 1) {
-      return absl::InvalidArgumentError("training set is empty");
+  network_->Forward(x_, theta, &pass_);
+  network_->Backward(y_, T(options_.noise_precision), theta, pass_, &grads_,
+                     &nll_);
+  grads_.Sum(&ghat_);
+  ghat_ *= T(c);
+
+  // Top-L eigenpairs of (1-b) U U^T + b c J J^T, applied to blocks only.
+  const T w_u = T(1.0 - beta);
+  const T w_g = T(beta * c);
+  auto op = [&](const MatrixX<T>& x, MatrixX<T>* out) {
+    grads_.TransposeTimes(x, &jtx_);
+    grads_.Times(jtx_, out);
+    *out *= w_g;
+    if (u_.cols() > 0) {
+      utx_.noalias() = u_.transpose() * x;
+      out->noalias() += w_u * (u_ * utx_);
     }
-    network_ = std::make_unique<Network<T>>(spec);
-    train_ = &train;
-    const int64_t dim = network_->num_parameters();
-    mu_ = network_->InitialWeights(rng).template cast<T>();
-    u_.resize(dim, 0);
-    d_.setConstant(dim, T(options_.init_precision));
-    prior_.resize(dim);
-    const std::vector<bool> bias = spec.BiasMask();
-    for (int64_t j = 0; j < dim; ++j) {
-      prior_[j] = T(bias[j] ? options_.bias_prior_precision
-                            : options_.prior_precision);
-    }
-    momentum_.setZero(dim);
-    t_ = 0;
-    return factor_.Factor(u_, d_);
+  };
+  const int rank = static_cast<int>(std::min<int64_t>(options_.rank, dim));
+  auto eig = eig_solver_.Solve(op, dim, rank, options_.power_iterations, rng);
+  int kept = 0;
+  while (kept < rank && eig.values[kept] > options_.eig_threshold) ++kept;
+  u_new_.resize(dim, kept);
+  for (int k = 0; k < kept; ++k) {
+    u_new_.col(k) = eig.vectors.col(k) * T(std::sqrt(eig.values[k]));
   }
 
-  absl::StatusOr<StepStats> Step(const std::vector<int64_t>& batch,
-                                 Rng& rng) override {
-    ++t_;
-    const double decay =
-        options_.decay > 0 ? 1.0 + std::pow(static_cast<double>(t_), options_.decay)
-                           : 1.0;
-    const double alpha = options_.learning_rate / decay;
-    const double beta = options_.beta / decay;
-    const int m = static_cast<int>(batch.size());
-    const int s_count = options_.mc_samples;
-    const int64_t dim = mu_.size();
-    const double c = static_cast<double>(train_->num_rows()) / (m * s_count);
+  // Diagonal correction (eq. 10), clamped at 0 against noise (§3.3 (b)).
+  grads_.SquaredSum(&sq_);
+  delta_ = w_g * sq_;
+  if (u_.cols() > 0) delta_ += w_u * u_.rowwise().squaredNorm();
+  if (kept > 0) delta_ -= u_new_.rowwise().squaredNorm();
+  delta_ = delta_.cwiseMax(T(0));
+  d_ = T(1.0 - beta) * d_ + T(beta) * prior_ + delta_;
+  u_.swap(u_new_);
 
-    x_.resize(m, train_->num_features);
-    y_.resize(m);
-    for (int i = 0; i < m; ++i) {
-      for (int64_t f = 0; f < train_->num_features; ++f) {
-        x_(i, f) = T(train_->row(batch[i])[f]);
-      }
-      y_[i] = T(train_->targets[batch[i]]);
-    }
+  // Mean step with bias-corrected momentum on the likelihood gradient.
+  const double gamma = options_.momentum;
+  momentum_ = T(gamma) * momentum_ + T(1.0 - gamma) * ghat_;
+  const T correction = T(1.0 - std::pow(gamma, static_cast<double>(t_)));
+  rhs_ = momentum_ / correction + prior_.cwiseProduct(mu_);
+  absl::Status factored = factor_.Factor(u_, d_);
+  if (!factored.ok()) return Diverged(factored.message());
+  factor_.Solve(rhs_, &step_);
+  mu_ -= T(alpha) * step_.col(0);
+  if (!mu_.allFinite()) return Diverged("the mean became non-finite");
 
-    // theta_s ~ q for s = 1..S in one batched draw.
-    eps_.resize(dim, s_count);
-    for (int s = 0; s < s_count; ++s) {
-      for (int64_t j = 0; j < dim; ++j) eps_(j, s) = T(rng.Normal());
-    }
-    factor_.Sample(mu_, eps_, &theta_);
+  StepStats stats;
+  stats.loss = static_cast<double>(nll_.mean());
+  return stats;
+}
 
-    network_->Forward(x_, theta_, &pass_);
-    network_->Backward(y_, T(options_.noise_precision), theta_, pass_, &grads_,
-                       &nll_);
-    grads_.Sum(&ghat_);
-    ghat_ *= T(c);
+template <typename T>
+std::unique_ptr<Posterior> Slang<T>::ExportPosterior() const {
+  auto posterior = LowRankGaussianPosterior::Create(
+      mu_.template cast<double>(), u_.template cast<double>(),
+      d_.template cast<double>());
+  // The state is finite and d > 0 after every successful step.
+  BNN_CHECK_OK(posterior.status());
+  return std::move(posterior).value();
+}
 
-    // Top-L eigenpairs of (1-b) U U^T + b c J J^T, applied to blocks only.
-    const T w_u = T(1.0 - beta);
-    const T w_g = T(beta * c);
-    auto op = [&](const MatrixX<T>& x, MatrixX<T>* out) {
-      grads_.TransposeTimes(x, &jtx_);
-      grads_.Times(jtx_, out);
-      *out *= w_g;
-      if (u_.cols() > 0) {
-        utx_.noalias() = u_.transpose() * x;
-        out->noalias() += w_u * (u_ * utx_);
-      }
-    };
-    const int rank = static_cast<int>(std::min<int64_t>(options_.rank, dim));
-    auto eig = eig_solver_.Solve(op, dim, rank, options_.power_iterations, rng);
-    int kept = 0;
-    while (kept < rank && eig.values[kept] > options_.eig_threshold) ++kept;
-    u_new_.resize(dim, kept);
-    for (int k = 0; k < kept; ++k) {
-      u_new_.col(k) = eig.vectors.col(k) * T(std::sqrt(eig.values[k]));
-    }
+template <typename T>
+absl::Status Slang<T>::Diverged(absl::string_view why) const {
+  return absl::FailedPreconditionError(
+      absl::StrCat("SLANG diverged at step ", t_, ": ", why,
+                   "; try a smaller learning_rate or beta"));
+}
 
-    // Diagonal correction (eq. 10), clamped at 0 against noise (§3.3 (b)).
-    grads_.SquaredSum(&sq_);
-    delta_ = w_g * sq_;
-    if (u_.cols() > 0) delta_ += w_u * u_.rowwise().squaredNorm();
-    if (kept > 0) delta_ -= u_new_.rowwise().squaredNorm();
-    delta_ = delta_.cwiseMax(T(0));
-    d_ = T(1.0 - beta) * d_ + T(beta) * prior_ + delta_;
-    u_.swap(u_new_);
+template class Slang<float>;
+template class Slang<double>;
 
-    // Mean step with bias-corrected momentum on the likelihood gradient.
-    const double gamma = options_.momentum;
-    momentum_ = T(gamma) * momentum_ + T(1.0 - gamma) * ghat_;
-    const T correction = T(1.0 - std::pow(gamma, static_cast<double>(t_)));
-    rhs_ = momentum_ / correction + prior_.cwiseProduct(mu_);
-    absl::Status factored = factor_.Factor(u_, d_);
-    if (!factored.ok()) return Diverged(factored.message());
-    factor_.Solve(rhs_, &step_);
-    mu_ -= T(alpha) * step_.col(0);
-    if (!mu_.allFinite()) return Diverged("the mean became non-finite");
-
-    StepStats stats;
-    stats.loss = static_cast<double>(nll_.mean());
-    return stats;
-  }
-
-  std::unique_ptr<Posterior> ExportPosterior() const override {
-    auto posterior = LowRankGaussianPosterior::Create(
-        mu_.template cast<double>(), u_.template cast<double>(),
-        d_.template cast<double>());
-    // The state is finite and d > 0 after every successful step.
-    BNN_CHECK_OK(posterior.status());
-    return std::move(posterior).value();
-  }
-
- private:
-  absl::Status Diverged(absl::string_view why) const {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "SLANG diverged at step ", t_, ": ", why,
-        "; try a smaller learning_rate or beta"));
-  }
-
-  SlangOptions options_;
-  std::unique_ptr<Network<T>> network_;
-  const Dataset* train_ = nullptr;  // not owned; outlives training
-
-  // Variational parameters and optimiser state.
-  VectorX<T> mu_, d_, prior_, momentum_;
-  MatrixX<T> u_;
-  int64_t t_ = 0;
-  LowRankPrecision<T> factor_;  // kept in sync with (u_, d_)
-  RandomizedEigSolver<T> eig_solver_;
-
-  // Per-step workspaces, reused (no allocation once shapes settle).
-  MatrixX<T> x_, eps_, theta_, jtx_, utx_, u_new_, step_;
-  VectorX<T> y_, nll_, ghat_, sq_, delta_, rhs_;
-  ForwardPass<T> pass_;
-  PerExampleGrads<T> grads_;
-};
-
-}  // namespace
+}  // namespace internal
 
 absl::Status SlangOptions::Validate() const {
   BNN_RETURN_IF_ERROR(CheckIntRange("rank", rank, 1, 4096));
@@ -188,10 +174,13 @@ absl::Status SlangOptions::Validate() const {
   BNN_RETURN_IF_ERROR(
       CheckPositive("bias_prior_precision", bias_prior_precision));
   BNN_RETURN_IF_ERROR(CheckPositive("noise_precision", noise_precision));
-  BNN_RETURN_IF_ERROR(CheckIntRange("power_iterations", power_iterations, 1, 100));
+  BNN_RETURN_IF_ERROR(
+      CheckIntRange("power_iterations", power_iterations, 1, 100));
   BNN_RETURN_IF_ERROR(CheckPositive("init_precision", init_precision));
-  BNN_RETURN_IF_ERROR(CheckRange("eig_threshold", eig_threshold, 0, 1e300, true));
-  BNN_RETURN_IF_ERROR(CheckOneOf("precision", precision, {"float64", "float32"}));
+  BNN_RETURN_IF_ERROR(
+      CheckRange("eig_threshold", eig_threshold, 0, 1e300, true));
+  BNN_RETURN_IF_ERROR(
+      CheckOneOf("precision", precision, {"float64", "float32"}));
   return absl::OkStatus();
 }
 
@@ -233,9 +222,11 @@ absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateSlang(
     const SlangOptions& options) {
   BNN_RETURN_IF_ERROR(options.Validate());
   if (options.precision == "float32") {
-    return std::unique_ptr<VariationalMethod>(new Slang<float>(options));
+    return std::unique_ptr<VariationalMethod>(
+        new internal::Slang<float>(options));
   }
-  return std::unique_ptr<VariationalMethod>(new Slang<double>(options));
+  return std::unique_ptr<VariationalMethod>(
+      new internal::Slang<double>(options));
 }
 
 }  // namespace bnn

@@ -1,0 +1,71 @@
+// Internal: the SLANG method class, exposed to tests so that a step can be
+// driven with fixed weight samples and the state inspected.
+#ifndef BNN_METHODS_SLANG_SLANG_IMPL_H_
+#define BNN_METHODS_SLANG_SLANG_IMPL_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "bnn/data/dataset.h"
+#include "bnn/linalg/low_rank.h"
+#include "bnn/methods/method.h"
+#include "bnn/methods/slang.h"
+#include "bnn/model/network.h"
+
+namespace bnn::internal {
+
+template <typename T>
+class Slang final : public VariationalMethod {
+ public:
+  explicit Slang(const SlangOptions& options) : options_(options) {}
+
+  absl::string_view name() const override { return "slang"; }
+  int batch_size() const override { return options_.batch_size; }
+  double noise_precision() const override { return options_.noise_precision; }
+  ParamMap Params() const override;
+
+  absl::Status Initialize(const ModelSpec& spec, const Dataset& train,
+                          Rng& rng) override;
+  // Draws S samples theta_s ~ q, then StepWithSamples().
+  absl::StatusOr<StepStats> Step(const std::vector<int64_t>& batch,
+                                 Rng& rng) override;
+  // One update with the given weight samples (D x S); `rng` drives the
+  // randomized eigensolver only.
+  absl::StatusOr<StepStats> StepWithSamples(const std::vector<int64_t>& batch,
+                                            const MatrixX<T>& theta, Rng& rng);
+  std::unique_ptr<Posterior> ExportPosterior() const override;
+
+  const VectorX<T>& mean() const { return mu_; }
+  const MatrixX<T>& u() const { return u_; }
+  const VectorX<T>& d() const { return d_; }
+  const VectorX<T>& prior() const { return prior_; }
+
+ private:
+  absl::Status Diverged(absl::string_view why) const;
+
+  SlangOptions options_;
+  std::unique_ptr<Network<T>> network_;
+  const Dataset* train_ = nullptr;  // not owned; outlives training
+
+  // Variational parameters and optimiser state.
+  VectorX<T> mu_, d_, prior_, momentum_;
+  MatrixX<T> u_;
+  int64_t t_ = 0;
+  LowRankPrecision<T> factor_;  // kept in sync with (u_, d_)
+  RandomizedEigSolver<T> eig_solver_;
+
+  // Per-step workspaces, reused (no allocation once shapes settle).
+  MatrixX<T> x_, eps_, theta_, jtx_, utx_, u_new_, step_;
+  VectorX<T> y_, nll_, ghat_, sq_, delta_, rhs_;
+  ForwardPass<T> pass_;
+  PerExampleGrads<T> grads_;
+};
+
+extern template class Slang<float>;
+extern template class Slang<double>;
+
+}  // namespace bnn::internal
+
+#endif  // BNN_METHODS_SLANG_SLANG_IMPL_H_

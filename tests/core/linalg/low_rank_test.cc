@@ -1,0 +1,231 @@
+// fast_inverse, fast_sample and fast_eig against dense Eigen references.
+#include "bnn/linalg/low_rank.h"
+
+#include <cmath>
+
+#include <Eigen/Dense>
+#include <gtest/gtest.h>
+
+#include "bnn/random.h"
+
+namespace bnn {
+namespace {
+
+Eigen::MatrixXd Gaussian(int rows, int cols, Rng& rng) {
+  Eigen::MatrixXd m(rows, cols);
+  for (int j = 0; j < cols; ++j) {
+    for (int i = 0; i < rows; ++i) m(i, j) = rng.Normal();
+  }
+  return m;
+}
+
+Eigen::VectorXd PositiveVector(int n, Rng& rng) {
+  Eigen::VectorXd d(n);
+  for (int i = 0; i < n; ++i) d[i] = rng.Uniform(0.2, 3.0);
+  return d;
+}
+
+Eigen::MatrixXd DenseCovariance(const Eigen::MatrixXd& u,
+                                const Eigen::VectorXd& d) {
+  Eigen::MatrixXd precision = u * u.transpose();
+  precision.diagonal() += d;
+  return precision.inverse();
+}
+
+struct Case {
+  int dim;
+  int rank;
+};
+
+class LowRankPrecisionTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LowRankPrecisionTest, SolveMatchesDenseInverse) {
+  const Case c = GetParam();
+  Rng rng(c.dim * 31 + c.rank);
+  const Eigen::MatrixXd u = Gaussian(c.dim, c.rank, rng);
+  const Eigen::VectorXd d = PositiveVector(c.dim, rng);
+  const Eigen::MatrixXd g = Gaussian(c.dim, 3, rng);
+  LowRankPrecision<double> f;
+  ASSERT_TRUE(f.Factor(u, d).ok());
+  Eigen::MatrixXd x;
+  f.Solve(g, &x);
+  const Eigen::MatrixXd expected = DenseCovariance(u, d) * g;
+  EXPECT_LT((x - expected).norm() / expected.norm(), 1e-8);
+  // The paper-named one-shot form agrees.
+  const Eigen::VectorXd x0 =
+      FastInverse<double>(g.col(0), u, d);
+  EXPECT_LT((x0 - expected.col(0)).norm() / expected.col(0).norm(), 1e-8);
+}
+
+TEST_P(LowRankPrecisionTest, SampleFactorReproducesCovarianceExactly) {
+  // With eps = I the samples minus mu are the columns of the factor T used by
+  // fast_sample, so T T^T must equal (U U^T + D)^-1 (no Monte Carlo error).
+  const Case c = GetParam();
+  Rng rng(c.dim * 7 + c.rank);
+  const Eigen::MatrixXd u = Gaussian(c.dim, c.rank, rng);
+  const Eigen::VectorXd d = PositiveVector(c.dim, rng);
+  const Eigen::VectorXd mu = Gaussian(c.dim, 1, rng);
+  LowRankPrecision<double> f;
+  ASSERT_TRUE(f.Factor(u, d).ok());
+  Eigen::MatrixXd samples;
+  f.Sample(mu, Eigen::MatrixXd::Identity(c.dim, c.dim), &samples);
+  const Eigen::MatrixXd t = samples.colwise() - mu;
+  const Eigen::MatrixXd sigma = DenseCovariance(u, d);
+  EXPECT_LT((t * t.transpose() - sigma).cwiseAbs().maxCoeff(),
+            1e-10 * sigma.cwiseAbs().maxCoeff());
+}
+
+TEST_P(LowRankPrecisionTest, MarginalVariancesAndLogDet) {
+  const Case c = GetParam();
+  Rng rng(c.dim + 100 * c.rank);
+  const Eigen::MatrixXd u = Gaussian(c.dim, c.rank, rng);
+  const Eigen::VectorXd d = PositiveVector(c.dim, rng);
+  LowRankPrecision<double> f;
+  ASSERT_TRUE(f.Factor(u, d).ok());
+  const Eigen::MatrixXd sigma = DenseCovariance(u, d);
+  EXPECT_LT((f.MarginalVariances() - sigma.diagonal()).cwiseAbs().maxCoeff(),
+            1e-10);
+  Eigen::MatrixXd precision = u * u.transpose();
+  precision.diagonal() += d;
+  const double log_det =
+      2 * Eigen::LLT<Eigen::MatrixXd>(precision)
+              .matrixLLT().diagonal().array().log().sum();
+  EXPECT_NEAR(f.LogDetPrecision(), log_det, 1e-9 * std::abs(log_det) + 1e-12);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, LowRankPrecisionTest,
+                         ::testing::Values(Case{1, 1}, Case{5, 0}, Case{8, 3},
+                                           Case{20, 5}, Case{50, 10},
+                                           Case{12, 12}, Case{6, 9}));
+
+TEST(LowRankPrecisionTest, RankDeficientUStillSamplesExactly) {
+  // Zero and duplicated columns make U^T D^-1 U singular; the factorisation
+  // must drop the null directions, not fail or lose covariance.
+  Rng rng(4);
+  const int dim = 10;
+  Eigen::MatrixXd u = Eigen::MatrixXd::Zero(dim, 4);
+  u.col(0) = Gaussian(dim, 1, rng);
+  u.col(2) = u.col(0);
+  u.col(3) = Gaussian(dim, 1, rng);
+  const Eigen::VectorXd d = PositiveVector(dim, rng);
+  LowRankPrecision<double> f;
+  ASSERT_TRUE(f.Factor(u, d).ok());
+  EXPECT_EQ(f.rank(), 2);
+  Eigen::MatrixXd samples;
+  f.Sample(Eigen::VectorXd::Zero(dim), Eigen::MatrixXd::Identity(dim, dim),
+           &samples);
+  const Eigen::MatrixXd sigma = DenseCovariance(u, d);
+  EXPECT_LT((samples * samples.transpose() - sigma).cwiseAbs().maxCoeff(), 1e-10);
+  Eigen::MatrixXd g = Gaussian(dim, 1, rng), x;
+  f.Solve(g, &x);
+  EXPECT_LT((x - sigma * g).norm(), 1e-9 * (sigma * g).norm());
+}
+
+TEST(LowRankPrecisionTest, MonteCarloCovarianceWithinThreePercent) {
+  Rng rng(8);
+  const int dim = 10, rank = 3, draws = 200000;
+  const Eigen::MatrixXd u = Gaussian(dim, rank, rng);
+  const Eigen::VectorXd d = PositiveVector(dim, rng);
+  const Eigen::VectorXd mu = Gaussian(dim, 1, rng);
+  LowRankPrecision<double> f;
+  ASSERT_TRUE(f.Factor(u, d).ok());
+  const Eigen::MatrixXd eps = Gaussian(dim, draws, rng);
+  Eigen::MatrixXd samples;
+  f.Sample(mu, eps, &samples);
+  const Eigen::VectorXd mean = samples.rowwise().mean();
+  const Eigen::MatrixXd centered = samples.colwise() - mean;
+  const Eigen::MatrixXd cov = centered * centered.transpose() / (draws - 1);
+  const Eigen::MatrixXd sigma = DenseCovariance(u, d);
+  for (int i = 0; i < dim; ++i) {
+    for (int j = 0; j < dim; ++j) {
+      // Relative to the scale sqrt(S_ii S_jj): the MC standard error there is
+      // about 0.3%, so 3% cannot flake but catches any wrong factor.
+      EXPECT_LT(std::abs(cov(i, j) - sigma(i, j)),
+                0.03 * std::sqrt(sigma(i, i) * sigma(j, j)))
+          << i << "," << j;
+    }
+  }
+}
+
+TEST(LowRankPrecisionTest, RejectsNonPositiveDiagonal) {
+  LowRankPrecision<double> f;
+  Eigen::VectorXd d = Eigen::VectorXd::Ones(3);
+  d[1] = 0;
+  const absl::Status s = f.Factor(Eigen::MatrixXd::Zero(3, 1), d);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("d[1]"), absl::string_view::npos) << s;
+}
+
+TEST(LowRankPrecisionTest, FloatSolveIsAccurate) {
+  Rng rng(12);
+  const Eigen::MatrixXd u = Gaussian(40, 4, rng);
+  const Eigen::VectorXd d = PositiveVector(40, rng);
+  const Eigen::MatrixXd g = Gaussian(40, 1, rng);
+  LowRankPrecision<float> f;
+  ASSERT_TRUE(f.Factor(u.cast<float>(), d.cast<float>()).ok());
+  Eigen::MatrixXf x;
+  f.Solve(g.cast<float>(), &x);
+  const Eigen::MatrixXd expected = DenseCovariance(u, d) * g;
+  EXPECT_LT((x.cast<double>() - expected).norm() / expected.norm(), 1e-4);
+}
+
+// A = (1-b) U U^T + b G G^T of exact rank r, applied through factors only.
+struct LowRankOperator {
+  Eigen::MatrixXd factor;  // A = F F^T
+  void operator()(const Eigen::MatrixXd& x, Eigen::MatrixXd* out) const {
+    *out = factor * (factor.transpose() * x);
+  }
+};
+
+class FastEigTest : public ::testing::TestWithParam<std::tuple<int, int, int>> {
+};
+
+TEST_P(FastEigTest, TopEigenvaluesMatchDenseSolverOnExactlyLowRankInputs) {
+  const auto [dim, true_rank, rank] = GetParam();
+  Rng rng(dim * 13 + true_rank);
+  LowRankOperator op{Gaussian(dim, true_rank, rng)};
+  const Eigen::MatrixXd dense = op.factor * op.factor.transpose();
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(dense);
+  RandomizedEigSolver<double> solver;
+  const auto result = solver.Solve(op, dim, rank, 4, rng);
+  ASSERT_EQ(result.values.size(), rank);
+  ASSERT_EQ(result.vectors.cols(), rank);
+  for (int i = 0; i < rank; ++i) {
+    const double expected = es.eigenvalues()[dim - 1 - i];
+    EXPECT_NEAR(result.values[i], expected, 1e-6 * es.eigenvalues()[dim - 1])
+        << "eigenvalue " << i;
+    // A v = lambda v for every returned pair with a non-negligible value.
+    if (expected > 1e-8 * es.eigenvalues()[dim - 1]) {
+      const Eigen::VectorXd v = result.vectors.col(i);
+      EXPECT_NEAR(v.norm(), 1.0, 1e-8);
+      EXPECT_LT((dense * v - result.values[i] * v).norm(),
+                1e-6 * es.eigenvalues()[dim - 1]);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, FastEigTest,
+    ::testing::Values(std::make_tuple(30, 3, 1), std::make_tuple(30, 3, 3),
+                      std::make_tuple(50, 5, 3), std::make_tuple(50, 12, 10),
+                      std::make_tuple(8, 8, 8), std::make_tuple(40, 2, 5)));
+
+TEST(FastEigTest, FloatPrecisionOnLowRankInput) {
+  Rng rng(21);
+  LowRankOperator op{Gaussian(200, 4, rng)};
+  const Eigen::MatrixXd dense = op.factor * op.factor.transpose();
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(dense);
+  RandomizedEigSolver<float> solver;
+  auto fop = [&](const Eigen::MatrixXf& x, Eigen::MatrixXf* out) {
+    const Eigen::MatrixXf f = op.factor.cast<float>();
+    *out = f * (f.transpose() * x);
+  };
+  const auto result = solver.Solve(fop, 200, 2, 4, rng);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_NEAR(result.values[i], es.eigenvalues()[199 - i],
+                1e-4 * es.eigenvalues()[199]);
+  }
+}
+
+}  // namespace
+}  // namespace bnn
