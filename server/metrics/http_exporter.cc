@@ -1,0 +1,65 @@
+#include "server/metrics/http_exporter.h"
+
+#include <chrono>
+#include <utility>
+
+#include <httplib.h>
+
+#include "bnn/status.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/address.h"
+
+namespace bnn::server {
+namespace {
+
+// Scrapes are rare and cheap; httplib's default pool has 8+ threads.
+constexpr size_t kHttpThreads = 2;
+constexpr char kContentType[] = "text/plain; version=0.0.4; charset=utf-8";
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(
+    absl::string_view listen, const Registry* registry) {
+  std::string host;
+  int port = 0;
+  BNN_RETURN_IF_ERROR(SplitHostPort(listen, &host, &port));
+  auto http = std::make_unique<httplib::Server>();
+  http->new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
+  http->Get("/metrics",
+            [registry](const httplib::Request&, httplib::Response& response) {
+              response.set_content(registry->Serialize(), kContentType);
+            });
+  if (port == 0) {
+    port = http->bind_to_any_port(host);
+  } else if (!http->bind_to_port(host, port)) {
+    port = -1;
+  }
+  if (port < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot bind the metrics listener to ", listen));
+  }
+  return std::unique_ptr<HttpExporter>(
+      new HttpExporter(std::move(http), JoinHostPort(host, port)));
+}
+
+HttpExporter::HttpExporter(std::unique_ptr<httplib::Server> http,
+                           std::string address)
+    : http_(std::move(http)), address_(std::move(address)) {
+  thread_ = std::thread([this] {
+    http_->listen_after_bind();
+    loop_exited_ = true;
+  });
+  // stop() is a no-op until the accept loop runs, so a destructor racing
+  // with start-up would otherwise hang in join().
+  while (!http_->is_running() && !loop_exited_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+HttpExporter::~HttpExporter() {
+  http_->stop();
+  thread_.join();
+}
+
+}  // namespace bnn::server

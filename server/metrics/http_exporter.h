@@ -1,0 +1,44 @@
+// Serves a Registry at GET /metrics over plain HTTP (cpp-httplib) on its own
+// threads, for Prometheus to scrape.
+#ifndef BNN_SERVER_METRICS_HTTP_EXPORTER_H_
+#define BNN_SERVER_METRICS_HTTP_EXPORTER_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "server/metrics/registry.h"
+
+namespace httplib {
+class Server;
+}  // namespace httplib
+
+namespace bnn::server {
+
+class HttpExporter {
+ public:
+  // Binds `listen` ("host:port", "[v6]:port"; port 0 picks a free port) and
+  // starts serving. `registry` is borrowed and must outlive the exporter.
+  static absl::StatusOr<std::unique_ptr<HttpExporter>> Start(
+      absl::string_view listen, const Registry* registry);
+  // Stops serving and joins the threads.
+  ~HttpExporter();
+
+  // host:port actually bound.
+  const std::string& address() const { return address_; }
+
+ private:
+  HttpExporter(std::unique_ptr<httplib::Server> http, std::string address);
+
+  std::unique_ptr<httplib::Server> http_;
+  std::string address_;
+  std::atomic<bool> loop_exited_{false};
+  std::thread thread_;
+};
+
+}  // namespace bnn::server
+
+#endif  // BNN_SERVER_METRICS_HTTP_EXPORTER_H_

@@ -1,0 +1,51 @@
+// Every metric bnn-server exports, defined in one place. Owned by main and
+// borrowed by the service and the job runner; tests build their own.
+#ifndef BNN_SERVER_METRICS_SERVER_METRICS_H_
+#define BNN_SERVER_METRICS_SERVER_METRICS_H_
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "server/metrics/registry.h"
+
+namespace bnn::server {
+
+// Thread-safe.
+class ServerMetrics {
+ public:
+  ServerMetrics();
+
+  const Registry& registry() const { return registry_; }
+
+  // One finished RPC: bnn_rpc_requests_total{rpc,code} and
+  // bnn_rpc_latency_seconds{rpc}.
+  void RecordRpc(absl::string_view rpc, absl::StatusCode code,
+                 absl::Duration latency);
+
+  // bnn_training_jobs{state}; `state` is the wire name without prefix
+  // ("queued", "running", ...).
+  Gauge& training_jobs(absl::string_view state) {
+    return training_jobs_.WithLabels({state});
+  }
+  // bnn_training_steps_total{method}.
+  Counter& training_steps(absl::string_view method) {
+    return training_steps_.WithLabels({method});
+  }
+  Counter& predict_rows() { return predict_rows_.WithLabels({}); }
+  Gauge& datasets() { return datasets_.WithLabels({}); }
+  Gauge& snapshots() { return snapshots_.WithLabels({}); }
+
+ private:
+  Registry registry_;
+  Family<Counter>& rpc_requests_;
+  Family<Histogram>& rpc_latency_;
+  Family<Gauge>& training_jobs_;
+  Family<Counter>& training_steps_;
+  Family<Counter>& predict_rows_;
+  Family<Gauge>& datasets_;
+  Family<Gauge>& snapshots_;
+};
+
+}  // namespace bnn::server
+
+#endif  // BNN_SERVER_METRICS_SERVER_METRICS_H_

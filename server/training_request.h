@@ -1,0 +1,35 @@
+// StartTraining requests to job records: merges typed method options and
+// string overrides into one ParamMap and checks the whole request
+// synchronously, so that a bad request fails the RPC instead of a job.
+#ifndef BNN_SERVER_TRAINING_REQUEST_H_
+#define BNN_SERVER_TRAINING_REQUEST_H_
+
+#include <google/protobuf/message.h>
+
+#include "bnn/methods/options.h"
+#include "bnn/methods/registry.h"
+#include "bnn/v1/bnn_service.pb.h"
+
+#include "absl/status/statusor.h"
+#include "store/store.pb.h"
+
+namespace bnn::server {
+
+// The set fields of a typed options message (e.g. v1::SlangOptions) as
+// parameters: field name -> value printed so that it parses back exactly.
+// Generic over the message type, so a new method's options need no code
+// here. InvalidArgument for field types that have no parameter form.
+absl::StatusOr<ParamMap> TypedOptionsToParams(
+    const google::protobuf::Message& options);
+
+// Validates `request` against the dataset it names and the registered
+// methods and returns the job to queue: typed options, then `params`
+// overrides, then the resolved "epochs" and "seed" (a random seed if none is
+// given, so that every job is reproducible) in one ParamMap.
+absl::StatusOr<store::JobRecord> BuildTrainingJob(
+    const v1::StartTrainingRequest& request, const store::DatasetMeta& dataset,
+    const MethodRegistry& registry);
+
+}  // namespace bnn::server
+
+#endif  // BNN_SERVER_TRAINING_REQUEST_H_
