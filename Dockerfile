@@ -1,0 +1,55 @@
+# syntax=docker/dockerfile:1
+#
+# bnn-serve image: bnn-server and bnnctl on Debian 12, running as an
+# unprivileged user. Build and run:
+#
+#   docker build -t bnn-serve .
+#   docker run -d --name bnn -p 50051:50051 -p 9464:9464 \
+#       -v bnn-data:/var/lib/bnn bnn-serve
+#   docker exec bnn bnnctl methods
+#
+# Both stages install packages with deploy/install-deps.sh, so the image uses
+# exactly the Debian packages the build and CI use.
+
+# ---- build -----------------------------------------------------------------
+FROM debian:bookworm AS build
+
+# Copied alone first so the dependency layer is cached across source changes.
+COPY deploy/install-deps.sh /src/deploy/install-deps.sh
+RUN /src/deploy/install-deps.sh && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /src
+COPY . .
+# BNN_NATIVE=OFF: the image must run on any x86-64 host, not only on a CPU
+# like the build machine's.
+RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DBNN_NATIVE=OFF -DBNN_BUILD_TESTS=OFF -DBNN_BUILD_BENCH=OFF \
+ && cmake --build /build --parallel "$(nproc)" --target bnn-server bnnctl \
+ && install -D -m 0755 -s /build/server/bnn-server /out/bnn-server \
+ && install -D -m 0755 -s /build/client/bnnctl /out/bnnctl
+
+# ---- runtime ---------------------------------------------------------------
+FROM debian:bookworm
+
+COPY deploy/install-deps.sh /tmp/install-deps.sh
+RUN /tmp/install-deps.sh --runtime \
+ && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
+ && groupadd --system --gid 10001 bnn \
+ && useradd --system --uid 10001 --gid bnn --home-dir /var/lib/bnn \
+      --no-create-home --shell /usr/sbin/nologin bnn \
+ && install -d -o bnn -g bnn -m 0750 /var/lib/bnn
+
+COPY --from=build /out/bnn-server /out/bnnctl /usr/local/bin/
+
+USER bnn:bnn
+WORKDIR /var/lib/bnn
+# The store: datasets, jobs and snapshots survive container restarts.
+VOLUME /var/lib/bnn
+# gRPC, Prometheus metrics (/metrics).
+EXPOSE 50051 9464
+
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["bnnctl", "--server", "127.0.0.1:50051", "--timeout", "3", "methods"]
+
+ENTRYPOINT ["bnn-server", "--listen", "0.0.0.0:50051", \
+            "--data-dir", "/var/lib/bnn", "--metrics-listen", "0.0.0.0:9464"]
