@@ -18,6 +18,11 @@ namespace {
 // below double rounding of d).
 constexpr double kNullDirectionTolerance = 1e-12;
 
+// CholeskyQR2 is used when the smallest Cholesky pivot of the column-
+// normalised Gram matrix exceeds this fraction of the largest, i.e. cond(Y)
+// below about 1e6, where its two passes reach orthogonality to rounding.
+constexpr double kCholeskyQrMinPivot = 1e-6;
+
 }  // namespace
 
 template <typename T>
@@ -167,10 +172,42 @@ VectorX<T> FastSample(const VectorX<T>& mu, const MatrixX<T>& u,
 }
 
 template <typename T>
-void RandomizedEigSolver<T>::ThinQ(MatrixX<T>* y) {
-  qr_.compute(*y);
-  y->setIdentity(y->rows(), y->cols());
-  y->applyOnTheLeft(qr_.householderQ());
+void RandomizedEigSolver<T>::Orthonormalize(MatrixX<T>* y) {
+  // CholeskyQR2 keeps orthogonality to rounding when eps * cond(Y)^2 << 1;
+  // unit columns first so that scale differences do not count as
+  // ill-conditioning.
+  Eigen::MatrixXd& b = basis_;
+  b = y->template cast<double>();
+  const int k = static_cast<int>(b.cols());
+  bool cholesky_ok = true;
+  for (int c = 0; c < k && cholesky_ok; ++c) {
+    const double norm = b.col(c).norm();
+    cholesky_ok = norm > 0 && std::isfinite(norm);
+    if (cholesky_ok) b.col(c) /= norm;
+  }
+  for (int pass = 0; pass < 2 && cholesky_ok; ++pass) {
+    const Eigen::MatrixXd gram = b.transpose() * b;
+    Eigen::LLT<Eigen::MatrixXd> llt(gram);
+    cholesky_ok = llt.info() == Eigen::Success;
+    if (cholesky_ok) {
+      const Eigen::VectorXd pivots = llt.matrixLLT().diagonal();
+      cholesky_ok = pivots.minCoeff() > kCholeskyQrMinPivot * pivots.maxCoeff();
+    }
+    if (cholesky_ok) {
+      // B <- B R^-1 with R = L^T.
+      const Eigen::MatrixXd r_inv = llt.matrixU().solve(
+          Eigen::MatrixXd::Identity(k, k));
+      basis_tmp_.noalias() = b * r_inv;
+      b.swap(basis_tmp_);
+    }
+  }
+  if (!cholesky_ok) {
+    b = y->template cast<double>();
+    qr_.compute(b);
+    b.setIdentity(b.rows(), k);
+    b.applyOnTheLeft(qr_.householderQ());
+  }
+  *y = b.template cast<T>();
 }
 
 template <typename T>
@@ -188,7 +225,7 @@ typename RandomizedEigSolver<T>::Result RandomizedEigSolver<T>::Solve(
   for (int it = 0; it + 1 < power_iterations; ++it) {
     op(q_, &y_);
     q_.swap(y_);
-    ThinQ(&q_);
+    Orthonormalize(&q_);
   }
   op(q_, &y_);
   // Spectral-norm estimate for the Nystrom shift (fbpca's anorm).
@@ -198,7 +235,7 @@ typename RandomizedEigSolver<T>::Result RandomizedEigSolver<T>::Solve(
     if (qn > 0) anorm = std::max(anorm, static_cast<double>(y_.col(c).norm()) / qn);
   }
   q_.swap(y_);
-  ThinQ(&q_);
+  Orthonormalize(&q_);
 
   Result result;
   op(q_, &y_);  // y = A Q

@@ -139,8 +139,11 @@ void RunBoth(const SlangOptions& o, internal::Slang<double>* slang,
   }
 }
 
-TEST(SlangTest, FullRankEqualsVognAfterEachStep) {
-  const SlangOptions o = EquivalenceOptions(/*rank=*/4);  // L = D = 3 + bias
+class FullRankTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FullRankTest, EqualsVognAfterEachStep) {
+  SlangOptions o = EquivalenceOptions(/*rank=*/4);  // L = D = 3 + bias
+  o.eig_solver = GetParam();
   internal::Slang<double> slang(o);
   DenseVogn vogn;
   RunBoth(o, &slang, &vogn);
@@ -149,6 +152,48 @@ TEST(SlangTest, FullRankEqualsVognAfterEachStep) {
             1e-8 * vogn.precision.cwiseAbs().maxCoeff());
   EXPECT_LT((slang.mean() - vogn.mu).cwiseAbs().maxCoeff(),
             1e-8 * (1 + vogn.mu.cwiseAbs().maxCoeff()));
+}
+
+INSTANTIATE_TEST_SUITE_P(EigSolvers, FullRankTest,
+                         ::testing::Values("randomized", "exact"));
+
+TEST(SlangTest, ExactAndRandomizedSolversAgreeWhenProbesSpanTheRange) {
+  // With M S = 2 and L = 1, rank((1-b) U U^T + b c J J^T) <= 3 = L + 2 = K, so
+  // the randomized solver is exact too; the exact one takes the Gram path
+  // (D = 26 > L + M S).
+  Dataset data;
+  data.num_features = 3;
+  Rng data_rng(2);
+  for (int i = 0; i < 12; ++i) {
+    for (int f = 0; f < 3; ++f) data.features.push_back(data_rng.Normal());
+    data.targets.push_back(data_rng.Normal());
+  }
+  const ModelSpec spec =
+      ModelSpec::ForTask(Task::kRegression, 3, 0, {5}, Activation::kTanh);
+  SlangOptions o;
+  o.rank = 1;
+  o.mc_samples = 1;
+  o.batch_size = 2;
+  o.eig_threshold = 0;
+  SlangOptions exact_options = o;
+  exact_options.eig_solver = "exact";
+  internal::Slang<double> randomized(o), exact(exact_options);
+  Rng init_a(1), init_b(1), rng(3);
+  ASSERT_TRUE(randomized.Initialize(spec, data, init_a).ok());
+  ASSERT_TRUE(exact.Initialize(spec, data, init_b).ok());
+  for (int step = 0; step < 3; ++step) {
+    Eigen::MatrixXd theta = randomized.mean();
+    for (int64_t j = 0; j < theta.rows(); ++j) theta(j, 0) += 0.3 * rng.Normal();
+    const std::vector<int64_t> batch = {2 * step, 2 * step + 1};
+    Rng eig_rng(10 + step);
+    ASSERT_TRUE(randomized.StepWithSamples(batch, theta, eig_rng).ok());
+    ASSERT_TRUE(exact.StepWithSamples(batch, theta, eig_rng).ok());
+    const Eigen::MatrixXd pr = SlangPrecision(randomized);
+    const Eigen::MatrixXd pe = SlangPrecision(exact);
+    EXPECT_LT((pr - pe).cwiseAbs().maxCoeff(), 1e-9 * pe.cwiseAbs().maxCoeff())
+        << "step " << step;
+    EXPECT_LT((randomized.mean() - exact.mean()).cwiseAbs().maxCoeff(), 1e-9);
+  }
 }
 
 TEST(SlangTest, LowRankMatchesVognPrecisionDiagonal) {

@@ -88,10 +88,14 @@ class RandomizedEigSolver {
                int power_iterations, Rng& rng);
 
  private:
-  void ThinQ(MatrixX<T>* y);
+  // Replaces y (D x K) by an orthonormal basis of its range: CholeskyQR2 in
+  // double (two GEMM passes, fast for tall-skinny blocks), Householder when y
+  // is too ill-conditioned for Cholesky (e.g. rank-deficient).
+  void Orthonormalize(MatrixX<T>* y);
 
   MatrixX<T> q_, y_;
-  Eigen::HouseholderQR<MatrixX<T>> qr_;
+  Eigen::MatrixXd basis_, basis_tmp_;
+  Eigen::HouseholderQR<Eigen::MatrixXd> qr_;
 };
 
 extern template class LowRankPrecision<float>;

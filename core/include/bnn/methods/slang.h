@@ -42,6 +42,11 @@ struct SlangOptions {
   double init_precision = 1.0;
   // Eigenpairs with eigenvalue <= this are dropped (§3.3 (a)).
   double eig_threshold = 1e-6;
+  // "randomized": fast_eig of §5.3 (K = rank + 2 probes, power_iterations).
+  // "exact": the top-L eigenpairs of (1-b) U U^T + b c J J^T through the
+  // (L + M S)-dimensional Gram matrix of its factors (or the D x D matrix when
+  // D is smaller); exact, and cheaper when L + M S is a few hundred.
+  std::string eig_solver = "randomized";
   // Arithmetic of the big arrays: "float64" or "float32" (small factorisations
   // are always double). float32 doubles GEMM throughput on large nets.
   std::string precision = "float64";

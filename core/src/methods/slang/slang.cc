@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <Eigen/Eigenvalues>
+
 #include "absl/strings/str_cat.h"
 #include "bnn/check.h"
 #include "bnn/posterior/low_rank_gaussian.h"
@@ -107,7 +109,10 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
     }
   };
   const int rank = static_cast<int>(std::min<int64_t>(options_.rank, dim));
-  auto eig = eig_solver_.Solve(op, dim, rank, options_.power_iterations, rng);
+  auto eig = options_.eig_solver == "exact"
+                 ? ExactEig(1.0 - beta, beta * c, rank)
+                 : eig_solver_.Solve(op, dim, rank, options_.power_iterations,
+                                     rng);
   int kept = 0;
   while (kept < rank && eig.values[kept] > options_.eig_threshold) ++kept;
   u_new_.resize(dim, kept);
@@ -138,6 +143,63 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
   StepStats stats;
   stats.loss = static_cast<double>(nll_.mean());
   return stats;
+}
+
+template <typename T>
+typename RandomizedEigSolver<T>::Result Slang<T>::ExactEig(double w_u,
+                                                          double w_g,
+                                                          int rank) {
+  const int64_t dim = mu_.size();
+  const int l = static_cast<int>(u_.cols());
+  const int ms = grads_.count();
+  typename RandomizedEigSolver<T>::Result result;
+  Eigen::MatrixXd vecs;  // eigenvectors of the small matrix, descending
+  Eigen::VectorXd vals;
+  auto take_top = [&](const Eigen::MatrixXd& m) {
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(m);
+    vals = es.eigenvalues().reverse().head(rank).cwiseMax(0.0);
+    vecs = es.eigenvectors().rowwise().reverse().leftCols(rank);
+  };
+  if (dim <= l + ms) {
+    // Small D: eigendecompose the D x D matrix itself.
+    const Eigen::MatrixXd j = grads_.Materialize().template cast<double>();
+    Eigen::MatrixXd a = w_g * j * j.transpose();
+    if (l > 0) {
+      const Eigen::MatrixXd u = u_.template cast<double>();
+      a += w_u * u * u.transpose();
+    }
+    take_top(a);
+    result.values = vals;
+    result.vectors = vecs.template cast<T>();
+    return result;
+  }
+  // A = F F^T with F = [sqrt(w_u) U, sqrt(w_g) J]: its nonzero eigenpairs are
+  // (lambda, F w / sqrt(lambda)) for the eigenpairs (lambda, w) of the Gram
+  // matrix F^T F, whose blocks Goodfellow's factors give without forming J.
+  Eigen::MatrixXd h(l + ms, l + ms);
+  if (l > 0) {
+    grads_.TransposeTimes(u_, &jtx_);  // J^T U, ms x l
+    h.topLeftCorner(l, l) = w_u * (u_.transpose() * u_).template cast<double>();
+    h.bottomLeftCorner(ms, l) =
+        std::sqrt(w_u * w_g) * jtx_.template cast<double>();
+    h.topRightCorner(l, ms) = h.bottomLeftCorner(ms, l).transpose();
+  }
+  h.bottomRightCorner(ms, ms) = w_g * grads_.Gram().template cast<double>();
+  take_top(h);
+  // vectors = F W diag(1/sqrt(lambda)); zero for null eigenvalues.
+  Eigen::VectorXd inv_sqrt(rank);
+  for (int i = 0; i < rank; ++i) {
+    inv_sqrt[i] = vals[i] > 0 ? 1.0 / std::sqrt(vals[i]) : 0.0;
+  }
+  const Eigen::MatrixXd coeff = vecs * inv_sqrt.asDiagonal();
+  grads_.Times((std::sqrt(w_g) * coeff.bottomRows(ms)).template cast<T>(),
+               &result.vectors);
+  if (l > 0) {
+    result.vectors.noalias() +=
+        u_ * (std::sqrt(w_u) * coeff.topRows(l)).template cast<T>();
+  }
+  result.values = vals;
+  return result;
 }
 
 template <typename T>
@@ -181,6 +243,8 @@ absl::Status SlangOptions::Validate() const {
       CheckRange("eig_threshold", eig_threshold, 0, 1e300, true));
   BNN_RETURN_IF_ERROR(
       CheckOneOf("precision", precision, {"float64", "float32"}));
+  BNN_RETURN_IF_ERROR(
+      CheckOneOf("eig_solver", eig_solver, {"randomized", "exact"}));
   return absl::OkStatus();
 }
 
@@ -212,7 +276,9 @@ const OptionsSchema<SlangOptions>& SlangOptionsSchema() {
         .Field("eig_threshold", &SlangOptions::eig_threshold,
                "drop eigenvalues <= this")
         .Field("precision", &SlangOptions::precision,
-               "float64 or float32 arithmetic for the big arrays");
+               "float64 or float32 arithmetic for the big arrays")
+        .Field("eig_solver", &SlangOptions::eig_solver,
+               "randomized (fast_eig, §5.3) or exact (Gram of the factors)");
     return s;
   }();
   return *schema;

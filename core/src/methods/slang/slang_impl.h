@@ -44,6 +44,9 @@ class Slang final : public VariationalMethod {
 
  private:
   absl::Status Diverged(absl::string_view why) const;
+  // Exact top-`rank` eigenpairs of w_u U U^T + w_g J J^T (eig_solver=exact).
+  typename RandomizedEigSolver<T>::Result ExactEig(double w_u, double w_g,
+                                                   int rank);
 
   SlangOptions options_;
   std::unique_ptr<Network<T>> network_;

@@ -1,0 +1,67 @@
+// Predict for 1 and 1000 rows with S = 64 from a rank-L low-rank posterior on
+// the UCI and MNIST-size nets.
+//
+//   build/bench/perf/bnn_perf_bench --benchmark_filter=Predict
+#include <memory>
+
+#include <benchmark/benchmark.h>
+
+#include "bnn/check.h"
+#include "bnn/posterior/low_rank_gaussian.h"
+#include "bnn/predict/predictor.h"
+#include "bnn/random.h"
+
+namespace bnn {
+namespace {
+
+std::shared_ptr<Snapshot> MakeSnapshot(int input, std::vector<int> hidden,
+                                       int classes, int rank) {
+  auto s = std::make_shared<Snapshot>();
+  s->task = classes > 1 ? Task::kMulticlass : Task::kRegression;
+  s->model = ModelSpec::ForTask(s->task, input, classes, std::move(hidden),
+                                Activation::kRelu);
+  for (int c = 0; c < classes; ++c) s->class_values.push_back(c);
+  const int64_t dim = s->model.NumParameters();
+  Rng rng(3);
+  Eigen::VectorXd mean(dim), d(dim);
+  Eigen::MatrixXd u(dim, rank);
+  for (int64_t j = 0; j < dim; ++j) {
+    mean[j] = 0.05 * rng.Normal();
+    d[j] = 100 + rng.Uniform();
+    for (int l = 0; l < rank; ++l) u(j, l) = rng.Normal();
+  }
+  auto posterior = LowRankGaussianPosterior::Create(mean, u, d);
+  BNN_CHECK_OK(posterior.status());
+  s->posterior = std::move(posterior).value();
+  s->standardization.feature_mean.assign(input, 0.0);
+  s->standardization.feature_std.assign(input, 1.0);
+  return s;
+}
+
+void BM_Predict(benchmark::State& state, int input, std::vector<int> hidden,
+                int classes, int rank) {
+  auto predictor =
+      Predictor::Create(MakeSnapshot(input, std::move(hidden), classes, rank));
+  BNN_CHECK_OK(predictor.status());
+  const int64_t rows = state.range(0);
+  Rng rng(5);
+  std::vector<double> x(rows * input);
+  for (double& v : x) v = rng.Normal();
+  PredictOptions options;
+  options.num_samples = 64;
+  for (auto _ : state) {
+    auto p = (*predictor)->Predict(x, rows, options);
+    BNN_CHECK_OK(p.status());
+    benchmark::DoNotOptimize(p->num_rows);
+  }
+  state.SetItemsProcessed(state.iterations() * rows);
+}
+
+BENCHMARK_CAPTURE(BM_Predict, uci_13_50_1_L1, 13, std::vector<int>{50}, 1, 1)
+    ->Arg(1)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Predict, mnist_784_400_400_10_L32, 784,
+                  std::vector<int>{400, 400}, 10, 32)
+    ->Arg(1)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace bnn

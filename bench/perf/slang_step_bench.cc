@@ -1,0 +1,201 @@
+// One SLANG step at the three sizes of issue #2, in float64 and float32, and
+// a plain reference step (per-example backward passes, materialised J, dense
+// products) at the sizes where J fits in memory.
+//
+//   build/bench/perf/bnn_perf_bench --benchmark_filter=SlangStep
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "bnn/check.h"
+#include "bnn/linalg/low_rank.h"
+#include "bnn/model/network.h"
+#include "methods/slang/slang_impl.h"
+
+namespace bnn {
+namespace {
+
+struct Size {
+  const char* name;
+  int input;
+  std::vector<int> hidden;
+  int output;  // 1: Bernoulli/Gaussian, > 1: categorical
+  int batch;   // M
+  int samples; // S
+  int rank;    // L
+};
+
+const Size kSizes[] = {
+    {"logreg_D15", 14, {}, 1, 32, 12, 5},
+    {"uci_13_50_1", 13, {50}, 1, 10, 4, 1},
+    {"mnist_784_400_400_10", 784, {400, 400}, 10, 200, 4, 32},
+};
+
+// Random data with the size's shapes; N = 10 M so that c = N/(M S) is
+// realistic. Regression for 1 output unless logistic (no hidden layers).
+Dataset MakeData(const Size& size, Rng& rng) {
+  Dataset d;
+  d.num_features = size.input;
+  const int n = 10 * size.batch;
+  for (int i = 0; i < n * size.input; ++i) d.features.push_back(rng.Normal());
+  if (size.output > 1) {
+    d.task = Task::kMulticlass;
+    d.num_classes = size.output;
+    for (int c = 0; c < size.output; ++c) d.class_values.push_back(c);
+    for (int i = 0; i < n; ++i) d.targets.push_back(rng.UniformInt(size.output));
+  } else if (size.hidden.empty()) {
+    d.task = Task::kBinary;
+    d.num_classes = 2;
+    d.class_values = {0, 1};
+    for (int i = 0; i < n; ++i) d.targets.push_back(rng.UniformInt(2));
+  } else {
+    for (int i = 0; i < n; ++i) d.targets.push_back(rng.Normal());
+  }
+  return d;
+}
+
+ModelSpec SpecFor(const Size& size, const Dataset& d) {
+  return ModelSpec::ForTask(d.task, size.input, d.num_classes, size.hidden,
+                            Activation::kRelu);
+}
+
+SlangOptions OptionsFor(const Size& size, const char* precision,
+                        const char* eig_solver = "randomized") {
+  SlangOptions o;
+  o.eig_solver = eig_solver;
+  o.rank = size.rank;
+  o.mc_samples = size.samples;
+  o.batch_size = size.batch;
+  o.precision = precision;
+  return o;
+}
+
+template <typename T>
+void BM_SlangStep(benchmark::State& state, const Size& size,
+                  const char* eig_solver) {
+  Rng rng(1);
+  const Dataset data = MakeData(size, rng);
+  const ModelSpec spec = SpecFor(size, data);
+  internal::Slang<T> slang(
+      OptionsFor(size, std::is_same_v<T, float> ? "float32" : "float64",
+                 eig_solver));
+  BNN_CHECK_OK(slang.Initialize(spec, data, rng));
+  std::vector<int64_t> batch(size.batch);
+  std::iota(batch.begin(), batch.end(), 0);
+  // Warm up past U = 0 so that every timed step has a rank-L U.
+  BNN_CHECK_OK(slang.Step(batch, rng).status());
+  for (auto _ : state) {
+    auto stats = slang.Step(batch, rng);
+    BNN_CHECK_OK(stats.status());
+    benchmark::DoNotOptimize(stats->loss);
+  }
+  state.counters["D"] = static_cast<double>(spec.NumParameters());
+  const double k = size.rank + 2;
+  // Floor of the randomized eigensolver: 5 operator applications, each a
+  // J^T X and a J Y product of 2 D (M S) K flops.
+  state.counters["eig_GFLOP"] = 5 * 4.0 * spec.NumParameters() * size.batch *
+                                size.samples * k / 1e9;
+}
+
+// The plain reference: one backward pass per (example, sample), J
+// materialised (D x M S), dense products with it; same update formulas.
+void BM_PlainSlangStep(benchmark::State& state, const Size& size) {
+  Rng rng(1);
+  const Dataset data = MakeData(size, rng);
+  const ModelSpec spec = SpecFor(size, data);
+  const Network<double> net(spec);
+  const SlangOptions o = OptionsFor(size, "float64");
+  const int64_t dim = net.num_parameters();
+  Eigen::VectorXd mu = net.InitialWeights(rng), d = Eigen::VectorXd::Ones(dim);
+  Eigen::MatrixXd u = Eigen::MatrixXd::Zero(dim, 0);
+  Eigen::VectorXd prior = Eigen::VectorXd::Constant(dim, o.prior_precision);
+  Eigen::VectorXd momentum = Eigen::VectorXd::Zero(dim);
+  const int ms = size.batch * size.samples;
+  const double c = static_cast<double>(data.num_rows()) / ms;
+  RandomizedEigSolver<double> eig;
+  LowRankPrecision<double> factor;
+  int t = 0;
+  for (auto _ : state) {
+    ++t;
+    BNN_CHECK_OK(factor.Factor(u, d));
+    Eigen::MatrixXd eps(dim, size.samples), theta;
+    for (int s = 0; s < size.samples; ++s)
+      for (int64_t j = 0; j < dim; ++j) eps(j, s) = rng.Normal();
+    factor.Sample(mu, eps, &theta);
+    Eigen::MatrixXd j(dim, ms);
+    ForwardPass<double> pass;
+    PerExampleGrads<double> grads;
+    for (int s = 0; s < size.samples; ++s) {
+      for (int i = 0; i < size.batch; ++i) {
+        Eigen::MatrixXd x(1, size.input);
+        for (int f = 0; f < size.input; ++f) x(0, f) = data.row(i)[f];
+        Eigen::VectorXd y(1);
+        y[0] = data.targets[i];
+        net.Forward(x, theta.col(s), &pass);
+        net.Backward(y, 1.0, theta.col(s), pass, &grads, nullptr);
+        Eigen::VectorXd g;
+        grads.Sum(&g);
+        j.col(s * size.batch + i) = g;
+      }
+    }
+    const Eigen::VectorXd ghat = c * j.rowwise().sum();
+    auto op = [&](const Eigen::MatrixXd& x, Eigen::MatrixXd* out) {
+      *out = o.beta * c * (j * (j.transpose() * x));
+      if (u.cols() > 0) *out += (1 - o.beta) * (u * (u.transpose() * x));
+    };
+    auto r = eig.Solve(op, dim, o.rank, o.power_iterations, rng);
+    Eigen::MatrixXd u_new = r.vectors * r.values.cwiseSqrt().asDiagonal();
+    Eigen::VectorXd delta = o.beta * c * j.cwiseAbs2().rowwise().sum() -
+                            u_new.cwiseAbs2().rowwise().sum();
+    if (u.cols() > 0) delta += (1 - o.beta) * u.cwiseAbs2().rowwise().sum();
+    d = (1 - o.beta) * d + o.beta * prior + delta.cwiseMax(0.0);
+    u = u_new;
+    momentum = o.momentum * momentum + (1 - o.momentum) * ghat;
+    BNN_CHECK_OK(factor.Factor(u, d));
+    Eigen::MatrixXd step;
+    factor.Solve(momentum / (1 - std::pow(o.momentum, t)) +
+                     prior.cwiseProduct(mu),
+                 &step);
+    mu -= o.learning_rate * step.col(0);
+    benchmark::DoNotOptimize(mu.data());
+  }
+  state.counters["D"] = static_cast<double>(dim);
+}
+
+void RegisterAll() {
+  for (const Size& size : kSizes) {
+    const bool big = size.input > 100;
+    for (const char* solver : {"randomized", "exact"}) {
+      const std::string suffix = std::string(solver) + "/" + size.name;
+      auto* b64 = benchmark::RegisterBenchmark(
+          ("SlangStep/float64/" + suffix).c_str(),
+          [&size, solver](benchmark::State& s) {
+            BM_SlangStep<double>(s, size, solver);
+          });
+      auto* b32 = benchmark::RegisterBenchmark(
+          ("SlangStep/float32/" + suffix).c_str(),
+          [&size, solver](benchmark::State& s) {
+            BM_SlangStep<float>(s, size, solver);
+          });
+      for (auto* b : {b64, b32}) {
+        b->Unit(benchmark::kMillisecond)->UseRealTime();
+        if (big) b->Iterations(5);
+      }
+    }
+    if (!big) {
+      benchmark::RegisterBenchmark(
+          (std::string("PlainSlangStep/float64/") + size.name).c_str(),
+          [&size](benchmark::State& s) { BM_PlainSlangStep(s, size); })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+  }
+}
+
+const int kRegistered = (RegisterAll(), 0);
+
+}  // namespace
+}  // namespace bnn
