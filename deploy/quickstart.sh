@@ -29,13 +29,24 @@ step "Installing dependencies"
 deploy/install-deps.sh
 
 step "Building bnn-server and bnnctl (Release, ${BUILD_DIR}/)"
+echo "The first build takes about 5 minutes on 2 cores."
 configure=(-S . -B "${BUILD_DIR}" -DCMAKE_BUILD_TYPE=Release
   -DBNN_BUILD_TESTS=OFF -DBNN_BUILD_BENCH=OFF)
 if [[ ! -f "${BUILD_DIR}/CMakeCache.txt" ]]; then
   configure+=(-G Ninja)
 fi
-cmake "${configure[@]}" >/dev/null
-cmake --build "${BUILD_DIR}" --parallel "$(nproc)" --target bnn-server bnnctl
+mkdir -p "${BUILD_DIR}"
+build_log="${BUILD_DIR}/quickstart-build.log"
+# The compiler's output goes to a log; the demo shows it only on failure.
+if ! { cmake "${configure[@]}" &&
+  cmake --build "${BUILD_DIR}" --parallel "$(nproc)" \
+    --target bnn-server bnnctl; } >"${build_log}" 2>&1; then
+  tail -n 40 "${build_log}" >&2
+  echo "Build failed; the full log is ${build_log}" >&2
+  exit 1
+fi
+echo "Built; log in ${build_log}"
+
 readonly SERVER_BIN="${BUILD_DIR}/server/bnn-server"
 readonly BNNCTL_BIN="${BUILD_DIR}/client/bnnctl"
 
@@ -107,10 +118,19 @@ bnnctl dataset "${dataset_id}"
 step "Training SLANG: bnnctl train ${TRAIN_ARGS[*]}"
 job_id="$(bnnctl --json train --dataset "${dataset_id}" "${TRAIN_ARGS[@]}" \
   | json_field job_id)"
-start=${SECONDS}
-snapshot_id="$(bnnctl --json job "${job_id}" --wait --wait-timeout 600 \
-  | json_field snapshot_id)"
-echo "job ${job_id} succeeded in $((SECONDS - start)) s; snapshot ${snapshot_id}"
+bnnctl --json job "${job_id}" --wait --wait-timeout 600 >"${work_dir}/job.json"
+snapshot_id="$(json_field snapshot_id <"${work_dir}/job.json")"
+python3 - "${work_dir}/job.json" <<'PY'
+import json
+import sys
+
+with open(sys.argv[1]) as f:
+    job = json.load(f)
+seconds = (job["finished_unix_ms"] - job["started_unix_ms"]) / 1000
+print(f"job {job['job_id']} {job['state']}: {job['step']} steps in "
+      f"{seconds:.1f} s, last loss {job['last_loss']:.3f}; "
+      f"snapshot {job['snapshot_id']}")
+PY
 
 step "Predictive mean ± std on x = -8..8 (training data only in [-4, 4])"
 bnnctl --json predict --snapshot "${snapshot_id}" --csv "${work_dir}/grid.csv" \
