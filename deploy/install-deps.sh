@@ -21,6 +21,8 @@ BUILD_PACKAGES=(
 RUNTIME_PACKAGES=(
   libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libspdlog1.10
   libfmt9 zlib1g libgomp1 ca-certificates
+  # Debian ships cpp-httplib (the /metrics endpoint) as a shared library.
+  libcpp-httplib0.11
 )
 
 packages=("${BUILD_PACKAGES[@]}")
