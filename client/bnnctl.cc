@@ -1,11 +1,11 @@
 // bnnctl: command-line client of bnn-server. See BnnctlUsage() or
 // `bnnctl help`.
-#include <cstdio>
 #include <iostream>
+#include <memory>
 #include <string>
-#include <type_traits>
 #include <unistd.h>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <absl/status/status.h>
