@@ -11,6 +11,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -124,6 +125,8 @@ absl::StatusOr<Dataset> ParseCsv(absl::string_view text,
   if (options.target_column.empty()) {
     return absl::InvalidArgumentError("target_column must be set");
   }
+  // A UTF-8 byte-order mark (spreadsheet exports) is not part of the header.
+  if (absl::StartsWith(text, "\xEF\xBB\xBF")) text.remove_prefix(3);
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
   size_t first = 0;
   while (first < lines.size() && IsBlank(lines[first])) ++first;

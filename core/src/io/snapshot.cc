@@ -1,5 +1,6 @@
 #include "bnn/io/snapshot.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstring>
@@ -89,7 +90,25 @@ absl::StatusOr<Snapshot> FromProto(const snapshot::Snapshot& p) {
     return absl::InvalidArgumentError(
         "snapshot standardisation has a non-positive target std");
   }
+  if (m.likelihood != LikelihoodForTask(s.task)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "snapshot task ", TaskToString(s.task), " does not match its ",
+        LikelihoodToString(m.likelihood), " likelihood"));
+  }
+  if (IsClassification(s.task)) {
+    const size_t classes =
+        m.likelihood == Likelihood::kCategorical ? m.output_dim : 2;
+    if (s.class_values.size() != classes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "snapshot has ", s.class_values.size(), " class_values; the model has ",
+          classes, " classes"));
+    }
+  }
   s.noise_precision = p.noise_precision();
+  if (m.likelihood == Likelihood::kGaussian && !(s.noise_precision > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "snapshot noise_precision = ", s.noise_precision, " must be positive"));
+  }
   const auto& t = p.training();
   s.training = {t.dataset_id(), t.dataset_version(), t.dataset_hash(),
                 t.num_train(),  t.steps(),           t.epochs(),
@@ -161,10 +180,15 @@ absl::StatusOr<std::string> EncodeSnapshot(const Snapshot& s) {
 }
 
 absl::StatusOr<Snapshot> DecodeSnapshot(absl::string_view bytes) {
-  if (bytes.size() < kHeaderSize ||
-      std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+  const size_t magic_bytes = std::min(bytes.size(), sizeof(kMagic));
+  if (std::memcmp(bytes.data(), kMagic, magic_bytes) != 0) {
     return absl::DataLossError(
         "not a bnn-serve snapshot (missing BNNSNAP1 header)");
+  }
+  if (bytes.size() < kHeaderSize) {
+    return absl::DataLossError(absl::StrCat(
+        "snapshot is truncated: ", bytes.size(),
+        " bytes, shorter than its ", kHeaderSize, "-byte header"));
   }
   const uint32_t version = GetLE<uint32_t>(bytes.data() + 8);
   if (version > kSnapshotFormatVersion) {

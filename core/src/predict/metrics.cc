@@ -40,6 +40,8 @@ double GaussianMixtureLogLikelihood(absl::Span<const double> samples,
       const double r = y[i] - samples[s * n + i];
       acc += std::exp(-0.5 * tau * r * r - mx);
     }
+    // Every sample infinitely far away: the likelihood is 0 (log = -inf).
+    if (mx == -std::numeric_limits<double>::infinity()) return mx;
     total += mx + std::log(acc / num_samples) + log_norm;
   }
   return total / n;
@@ -110,6 +112,10 @@ double ExpectedCalibrationError(absl::Span<const double> probs,
 double Auroc(absl::Span<const double> scores, absl::Span<const bool> positive) {
   BNN_CHECK_EQ(scores.size(), positive.size());
   const size_t n = scores.size();
+  // NaN has no rank (and would break the sort's ordering).
+  for (double s : scores) {
+    if (std::isnan(s)) return std::numeric_limits<double>::quiet_NaN();
+  }
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(),

@@ -93,6 +93,14 @@ TEST(ParseCsvTest, ReadsHeaderRowsAndTargetByName) {
   EXPECT_TRUE(d->Validate().ok());
 }
 
+TEST(ParseCsvTest, Utf8ByteOrderMarkIsIgnored) {
+  const absl::StatusOr<Dataset> d =
+      ParseCsv("\xEF\xBB\xBFy,a\n1,2\n", Target("y"));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_THAT(d->targets, ElementsAre(1));
+  EXPECT_THAT(d->feature_names, ElementsAre("a"));
+}
+
 TEST(ParseCsvTest, TargetColumnInTheMiddleIsRemovedFromFeatures) {
   const absl::StatusOr<Dataset> d =
       ParseCsv("a,y,b\n1,-2.5,3e2\n4,5,6\n", Target("y"));

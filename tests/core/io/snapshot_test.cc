@@ -450,6 +450,20 @@ TEST_F(SnapshotTest, InvalidModelInPayloadIsInvalid) {
   EXPECT_THAT(Msg(s.status()), HasSubstr("'ranking'"));
 }
 
+TEST_F(SnapshotTest, InconsistentContentsAreInvalid) {
+  snapshot::Snapshot p = PayloadProto();
+  p.set_task("regression");
+  absl::StatusOr<Snapshot> s = DecodeSnapshot(Frame(Serialize(p)));
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(s.status()), HasSubstr("does not match"));
+
+  p = PayloadProto();  // the fixture is multiclass
+  p.add_class_values(99);
+  s = DecodeSnapshot(Frame(Serialize(p)));
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(s.status()), HasSubstr("class_values"));
+}
+
 TEST(Crc32cTest, KnownAnswers) {
   EXPECT_EQ(Crc32c("123456789"), 0xE3069283u);
   EXPECT_EQ(Crc32c(""), 0u);

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <future>
 #include <memory>
 #include <thread>
@@ -87,6 +88,13 @@ TEST(GaussianMixtureLogLikelihoodTest, StableWithHugeResiduals) {
   samples = {1e6, 2e6, -1e6};
   EXPECT_TRUE(
       std::isfinite(GaussianMixtureLogLikelihood(samples, 3, y, 100.0)));
+}
+
+TEST(GaussianMixtureLogLikelihoodTest, OverflowingResidualIsMinusInfinity) {
+  const std::vector<double> y = {0.0, 0.0};
+  const std::vector<double> samples = {1e200, 0.0};  // row 0 is hopeless
+  EXPECT_EQ(GaussianMixtureLogLikelihood(samples, 1, y, 1.0),
+            -std::numeric_limits<double>::infinity());
 }
 
 TEST(LogLossTest, HandComputed) {
