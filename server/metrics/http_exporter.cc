@@ -1,6 +1,7 @@
 #include "server/metrics/http_exporter.h"
 
 #include <chrono>
+#include <sys/socket.h>
 #include <utility>
 
 #include <httplib.h>
@@ -26,6 +27,12 @@ absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(
   BNN_RETURN_IF_ERROR(SplitHostPort(listen, &host, &port));
   auto http = std::make_unique<httplib::Server>();
   http->new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
+  // httplib's default adds SO_REUSEPORT, which would let a second server
+  // share the port and silently take half of the scrapes.
+  http->set_socket_options([](int socket) {
+    const int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   http->Get("/metrics",
             [registry](const httplib::Request&, httplib::Response& response) {
               response.set_content(registry->Serialize(), kContentType);

@@ -1,0 +1,239 @@
+// The bnn-server binary: flags, the printed address, health and reflection
+// services, and clean shutdown on signals.
+#include <memory>
+#include <signal.h>
+#include <stdlib.h>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "bnn/v1/bnn_service.grpc.pb.h"
+
+#include "absl/time/clock.h"
+#include "tests/server/server_test_util.h"
+
+namespace bnn::server {
+namespace {
+
+using ::bnn::server::testutil::ChildProcess;
+using ::bnn::server::testutil::CubicDataset;
+using ::bnn::server::testutil::ReadFileOrEmpty;
+using ::bnn::server::testutil::TempDir;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+
+constexpr char kListening[] = "bnn-server listening on ";
+
+class BnnServerMainTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // An idle client channel answers the server's shutdown GOAWAY ping only
+    // when its backup poller runs (every 5 s by default), which would hold
+    // every shutdown for the server's whole grace period. Read at the
+    // first grpc_init.
+    setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "50", 1);
+  }
+
+  // Starts bnn-server on a free port and returns its address.
+  std::string Start(std::vector<std::string> extra_flags = {}) {
+    std::vector<std::string> argv = {BNN_SERVER_PATH,
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--data-dir",
+                                     dir_.path() + "/data",
+                                     "--metrics-listen",
+                                     ""};
+    argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+    absl::StatusOr<std::unique_ptr<ChildProcess>> child =
+        ChildProcess::Start(argv, log_path());
+    EXPECT_TRUE(child.ok()) << child.status();
+    server_ = *std::move(child);
+    absl::StatusOr<std::string> address =
+        server_->WaitForLine(kListening, absl::Seconds(20));
+    EXPECT_TRUE(address.ok()) << address.status() << "\n" << Log();
+    channel_ = grpc::CreateChannel(address.value_or(""),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = v1::BnnService::NewStub(channel_);
+    return address.value_or("");
+  }
+  // Sends `signal_number` and returns the exit code.
+  int Stop(int signal_number) {
+    server_->Signal(signal_number);
+    const absl::StatusOr<int> code = server_->Wait(absl::Seconds(15));
+    EXPECT_TRUE(code.ok()) << code.status() << "\n" << Log();
+    return code.value_or(-1);
+  }
+  std::string log_path() const { return dir_.path() + "/server.log"; }
+  std::string Log() const { return ReadFileOrEmpty(log_path()); }
+
+  TempDir dir_;
+  std::unique_ptr<ChildProcess> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::BnnService::Stub> stub_;
+};
+
+std::string ToBytes(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  std::string bytes;
+  if (!buffer.Dump(&slices).ok()) return bytes;
+  for (const grpc::Slice& s : slices) {
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return bytes;
+}
+
+// One unary call through the generic stub; `request` and the returned bytes
+// are serialised protobuf messages (the health proto is not packaged).
+absl::StatusOr<std::string> RawUnaryCall(
+    const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+    const std::string& request) {
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext context;
+  grpc::Slice slice(request);
+  auto call =
+      stub.PrepareUnaryCall(&context, method, grpc::ByteBuffer(&slice, 1), &cq);
+  call->StartCall();
+  grpc::ByteBuffer response;
+  grpc::Status status;
+  call->Finish(&response, &status, reinterpret_cast<void*>(1));
+  void* tag = nullptr;
+  bool ok = false;
+  if (!cq.Next(&tag, &ok) || !ok || !status.ok()) {
+    return absl::UnavailableError(status.error_message());
+  }
+  return ToBytes(response);
+}
+
+TEST_F(BnnServerMainTest, ServesAndStopsCleanlyOnSigterm) {
+  const std::string address = Start();
+  EXPECT_THAT(address, MatchesRegex("127\\.0\\.0\\.1:[1-9][0-9]*"));
+
+  grpc::ClientContext context;
+  v1::ListMethodsResponse methods;
+  ASSERT_TRUE(stub_->ListMethods(&context, {}, &methods).ok());
+  EXPECT_GE(methods.methods_size(), 1);
+
+  // grpc.health.v1.Health/Check for the server as a whole ("" service):
+  // HealthCheckResponse{status: SERVING} is the two bytes 08 01.
+  EXPECT_EQ(*RawUnaryCall(channel_, "/grpc.health.v1.Health/Check", ""),
+            std::string("\x08\x01", 2));
+
+  EXPECT_EQ(Stop(SIGTERM), 0);
+  EXPECT_THAT(Log(), HasSubstr("bnn-server stopped"));
+}
+
+TEST_F(BnnServerMainTest, RegistersReflection) {
+  Start();
+  grpc::GenericStub stub(channel_);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext context;
+  auto call = stub.PrepareCall(
+      &context,
+      "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  // ServerReflectionRequest{list_services: ""}: field 7, empty string.
+  grpc::Slice request(std::string("\x3a\x00", 2));
+  call->Write(grpc::ByteBuffer(&request, 1), reinterpret_cast<void*>(2));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  grpc::ByteBuffer response;
+  call->Read(&response, reinterpret_cast<void*>(3));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  const std::string bytes = ToBytes(response);
+  EXPECT_THAT(bytes, HasSubstr("bnn.v1.BnnService"));
+  EXPECT_THAT(bytes, HasSubstr("grpc.health.v1.Health"));
+  context.TryCancel();
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(4));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+}
+
+TEST_F(BnnServerMainTest, SigintDuringTrainingFailsTheJobAcrossRestart) {
+  Start();
+  const Dataset data = CubicDataset(20);
+  grpc::ClientContext upload_context;
+  v1::UploadDatasetResponse uploaded;
+  {
+    auto writer = stub_->UploadDataset(&upload_context, &uploaded);
+    v1::UploadDatasetRequest header;
+    header.mutable_header()->set_name("cubic");
+    header.mutable_header()->set_task(v1::TASK_REGRESSION);
+    header.mutable_header()->set_num_features(1);
+    ASSERT_TRUE(writer->Write(header));
+    v1::UploadDatasetRequest chunk;
+    for (int64_t i = 0; i < data.num_rows(); ++i) {
+      v1::Example* row = chunk.mutable_chunk()->add_rows();
+      row->add_x(data.features[i]);
+      row->set_y(data.targets[i]);
+    }
+    ASSERT_TRUE(writer->Write(chunk));
+    writer->WritesDone();
+    ASSERT_TRUE(writer->Finish().ok());
+  }
+  v1::StartTrainingRequest train;
+  train.set_dataset_id(uploaded.dataset().dataset_id());
+  train.set_method("slang");
+  train.set_epochs(1000000);
+  grpc::ClientContext train_context;
+  v1::StartTrainingResponse started;
+  ASSERT_TRUE(stub_->StartTraining(&train_context, train, &started).ok());
+  v1::GetJobRequest get_job;
+  get_job.set_job_id(started.job_id());
+  v1::Job job;
+  for (int i = 0; i < 1000 && job.step() == 0; ++i) {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub_->GetJob(&context, get_job, &job).ok());
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING);
+
+  // The running job is cancelled, so the server exits promptly (well within
+  // the 5 s grace period).
+  const absl::Time stopping = absl::Now();
+  EXPECT_EQ(Stop(SIGINT), 0);
+  EXPECT_LT(absl::Now() - stopping, absl::Seconds(4));
+  Start();
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub_->GetJob(&context, get_job, &job).ok());
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(job.error(), "server restarted while the job was running");
+  // The dataset survived the restart.
+  grpc::ClientContext dataset_context;
+  v1::GetDatasetRequest get_dataset;
+  get_dataset.set_dataset_id(uploaded.dataset().dataset_id());
+  v1::DatasetInfo info;
+  ASSERT_TRUE(stub_->GetDataset(&dataset_context, get_dataset, &info).ok());
+  EXPECT_EQ(info.num_rows(), 20);
+  EXPECT_EQ(Stop(SIGTERM), 0);
+}
+
+TEST_F(BnnServerMainTest, BadFlagsExitWithAMessage) {
+  for (const auto& [argv, message] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{BNN_SERVER_PATH}, "--data-dir is required"},
+           {{BNN_SERVER_PATH, "--data-dir", dir_.path(),
+             "--max_predict_samples=0"},
+            "--max-predict-samples = 0 must be >= 1"},
+           {{BNN_SERVER_PATH, "--data-dir", dir_.path(), "--listen",
+             "nonsense"},
+            "'nonsense' is not host:port"}}) {
+    auto child = ChildProcess::Start(argv, log_path());
+    ASSERT_TRUE(child.ok()) << child.status();
+    const absl::StatusOr<int> code = (*child)->Wait(absl::Seconds(15));
+    ASSERT_TRUE(code.ok()) << code.status();
+    EXPECT_EQ(*code, 1) << message;
+    EXPECT_THAT(Log(), HasSubstr(message));
+  }
+}
+
+}  // namespace
+}  // namespace bnn::server

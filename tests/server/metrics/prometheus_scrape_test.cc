@@ -1,0 +1,107 @@
+// A real Prometheus scrapes a real bnn-server: the exposition, the HTTP
+// endpoint and the flags work together as deployed.
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "bnn/v1/bnn_service.grpc.pb.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/server/server_test_util.h"
+
+namespace bnn::server {
+namespace {
+
+using ::bnn::server::testutil::ChildProcess;
+using ::bnn::server::testutil::PickFreePort;
+using ::bnn::server::testutil::ReadFileOrEmpty;
+using ::bnn::server::testutil::TempDir;
+using ::testing::HasSubstr;
+
+// Queries Prometheus' HTTP API until the result contains every one of
+// `expected`; returns the last response body.
+std::string QueryUntil(int port, const std::string& query,
+                       const std::vector<std::string>& expected,
+                       absl::Time deadline) {
+  httplib::Client client("127.0.0.1", port);
+  std::string body;
+  while (absl::Now() < deadline) {
+    const httplib::Params params = {{"query", query}};
+    const httplib::Result result =
+        client.Get("/api/v1/query", params, httplib::Headers());
+    if (result && result->status == 200) {
+      body = result->body;
+      bool all = true;
+      for (const std::string& s : expected) {
+        all &= body.find(s) != std::string::npos;
+      }
+      if (all) return body;
+    }
+    absl::SleepFor(absl::Milliseconds(250));
+  }
+  return body;
+}
+
+TEST(PrometheusScrapeTest, PrometheusScrapesBnnServer) {
+  TempDir dir;
+  const int metrics_port = PickFreePort();
+  absl::StatusOr<std::unique_ptr<ChildProcess>> server = ChildProcess::Start(
+      {BNN_SERVER_PATH, "--listen", "127.0.0.1:0", "--data-dir",
+       dir.path() + "/data", "--metrics-listen",
+       absl::StrCat("127.0.0.1:", metrics_port)},
+      dir.path() + "/server.log");
+  ASSERT_TRUE(server.ok()) << server.status();
+  const absl::StatusOr<std::string> address =
+      (*server)->WaitForLine("bnn-server listening on ", absl::Seconds(20));
+  ASSERT_TRUE(address.ok()) << address.status() << "\n"
+                            << ReadFileOrEmpty(dir.path() + "/server.log");
+  {
+    // One RPC, so that a labelled series exists to be scraped.
+    auto stub = v1::BnnService::NewStub(
+        grpc::CreateChannel(*address, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    v1::ListMethodsResponse response;
+    ASSERT_TRUE(stub->ListMethods(&context, {}, &response).ok());
+  }
+
+  const std::string config = dir.path() + "/prometheus.yml";
+  std::ofstream(config) << "global:\n"
+                        << "  scrape_interval: 1s\n"
+                        << "scrape_configs:\n"
+                        << "  - job_name: bnn\n"
+                        << "    static_configs:\n"
+                        << "      - targets: ['127.0.0.1:" << metrics_port
+                        << "']\n";
+  const int prometheus_port = PickFreePort();
+  const std::string prometheus_log = dir.path() + "/prometheus.log";
+  absl::StatusOr<std::unique_ptr<ChildProcess>> prometheus =
+      ChildProcess::Start(
+          {BNN_PROMETHEUS_PATH, "--config.file=" + config,
+           "--storage.tsdb.path=" + dir.path() + "/tsdb",
+           absl::StrCat("--web.listen-address=127.0.0.1:", prometheus_port)},
+          prometheus_log);
+  ASSERT_TRUE(prometheus.ok()) << prometheus.status();
+
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  const std::string up =
+      QueryUntil(prometheus_port, "up{job=\"bnn\"}", {"\"1\"]"}, deadline);
+  EXPECT_THAT(up, HasSubstr("\"value\":[")) << ReadFileOrEmpty(prometheus_log);
+  EXPECT_THAT(up, HasSubstr(",\"1\"]"));
+  const std::string requests =
+      QueryUntil(prometheus_port, "bnn_rpc_requests_total{rpc=\"ListMethods\"}",
+                 {"\"code\":\"OK\""}, deadline);
+  EXPECT_THAT(requests, HasSubstr("\"code\":\"OK\""));
+  EXPECT_THAT(requests, HasSubstr(",\"1\"]"));
+  const std::string build =
+      QueryUntil(prometheus_port, "bnn_build_info", {"\"version\":"}, deadline);
+  EXPECT_THAT(build, HasSubstr("\"version\":\"0.1.0\""));
+}
+
+}  // namespace
+}  // namespace bnn::server

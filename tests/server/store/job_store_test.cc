@@ -1,0 +1,168 @@
+#include "server/store/job_store.h"
+
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/store/ids.h"
+#include "tests/server/server_test_util.h"
+
+namespace bnn::server {
+namespace {
+
+using ::bnn::server::testutil::ReadFileOrEmpty;
+using ::bnn::server::testutil::StatusIs;
+using ::bnn::server::testutil::TempDir;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+using State = store::JobRecord::State;
+
+store::JobRecord Request() {
+  store::JobRecord record;
+  record.set_dataset_id("ds-0123456789abcdef");
+  record.set_method("slang");
+  (*record.mutable_params())["rank"] = "2";
+  record.add_hidden_sizes(50);
+  record.add_activations("relu");
+  record.set_epochs(10);
+  record.set_seed(7);
+  return record;
+}
+
+class JobStoreTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<JobStore> Open() {
+    absl::StatusOr<std::unique_ptr<JobStore>> store =
+        JobStore::Open(dir_.path() + "/jobs");
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+  // Moves job `id` to `state` (persisted).
+  static void SetState(JobStore* store, const std::string& id, State state) {
+    ASSERT_TRUE(store
+                    ->Update(id,
+                             [state](store::JobRecord* r) {
+                               r->set_state(state);
+                               return true;
+                             })
+                    .ok());
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(JobStoreTest, CreateAssignsIdStateAndTime) {
+  std::unique_ptr<JobStore> store = Open();
+  const absl::StatusOr<store::JobRecord> job = store->Create(Request());
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(IsId(kJobIdPrefix, job->job_id()));
+  EXPECT_EQ(job->state(), store::JobRecord::QUEUED);
+  EXPECT_GT(job->created_unix_ms(), 0);
+  EXPECT_EQ(job->method(), "slang");
+  EXPECT_EQ(store->Get(job->job_id())->SerializeAsString(),
+            job->SerializeAsString());
+}
+
+TEST_F(JobStoreTest, UpdatesPersistUnlessMemoryOnly) {
+  std::string id;
+  {
+    std::unique_ptr<JobStore> store = Open();
+    id = store->Create(Request())->job_id();
+    SetState(store.get(), id, store::JobRecord::SUCCEEDED);
+    ASSERT_TRUE(store
+                    ->Update(
+                        id,
+                        [](store::JobRecord* r) {
+                          r->set_step(99);
+                          return true;
+                        },
+                        JobStore::Durability::kMemoryOnly)
+                    .ok());
+    EXPECT_EQ(store->Get(id)->step(), 99);
+  }
+  const absl::StatusOr<store::JobRecord> reread = Open()->Get(id);
+  ASSERT_TRUE(reread.ok()) << reread.status();
+  EXPECT_EQ(reread->state(), store::JobRecord::SUCCEEDED);
+  EXPECT_EQ(reread->step(), 0);
+}
+
+TEST_F(JobStoreTest, DeclinedUpdatesChangeNothing) {
+  std::unique_ptr<JobStore> store = Open();
+  const std::string id = store->Create(Request())->job_id();
+  const absl::StatusOr<store::JobRecord> after =
+      store->Update(id, [](store::JobRecord* r) {
+        r->set_error("scribbled on the copy");
+        return false;
+      });
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->error(), "");
+  EXPECT_EQ(store->Get(id)->error(), "");
+}
+
+TEST_F(JobStoreTest, RestartFailsQueuedAndRunningJobs) {
+  std::string queued, running, succeeded, cancelled;
+  {
+    std::unique_ptr<JobStore> store = Open();
+    queued = store->Create(Request())->job_id();
+    running = store->Create(Request())->job_id();
+    succeeded = store->Create(Request())->job_id();
+    cancelled = store->Create(Request())->job_id();
+    SetState(store.get(), running, store::JobRecord::RUNNING);
+    SetState(store.get(), succeeded, store::JobRecord::SUCCEEDED);
+    SetState(store.get(), cancelled, store::JobRecord::CANCELLED);
+  }
+  std::unique_ptr<JobStore> store = Open();
+  for (const std::string& id : {queued, running}) {
+    const absl::StatusOr<store::JobRecord> job = store->Get(id);
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(job->state(), store::JobRecord::FAILED);
+    EXPECT_EQ(job->error(), "server restarted while the job was running");
+    EXPECT_GT(job->finished_unix_ms(), 0);
+    EXPECT_EQ(job->method(), "slang");  // the request is kept
+  }
+  EXPECT_EQ(store->Get(succeeded)->state(), store::JobRecord::SUCCEEDED);
+  EXPECT_EQ(store->Get(cancelled)->state(), store::JobRecord::CANCELLED);
+  EXPECT_THAT(store->CountByState(),
+              UnorderedElementsAre(Pair(store::JobRecord::FAILED, 2),
+                                   Pair(store::JobRecord::SUCCEEDED, 1),
+                                   Pair(store::JobRecord::CANCELLED, 1)));
+  // The recovery was written: a second restart sees the same.
+  store.reset();
+  EXPECT_EQ(Open()->Get(running)->error(),
+            "server restarted while the job was running");
+}
+
+TEST_F(JobStoreTest, UnknownIdIsNotFound) {
+  std::unique_ptr<JobStore> store = Open();
+  EXPECT_THAT(store->Get("job-0000000000000000").status(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       "job_id 'job-0000000000000000' not found"));
+  EXPECT_THAT(store
+                  ->Update("job-0000000000000000",
+                           [](store::JobRecord*) { return true; })
+                  .status(),
+              StatusIs(absl::StatusCode::kNotFound, "job_id"));
+}
+
+TEST_F(JobStoreTest, CorruptRecordIsDataLoss) {
+  std::string id;
+  {
+    std::unique_ptr<JobStore> store = Open();
+    id = store->Create(Request())->job_id();
+  }
+  const std::string path = dir_.path() + "/jobs/" + id + ".job";
+  std::string bytes = ReadFileOrEmpty(path);
+  bytes[bytes.size() / 2] ^= 0x01;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  std::unique_ptr<JobStore> store = Open();
+  EXPECT_THAT(store->Get(id).status(),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       path + ": record checksum mismatch"));
+  EXPECT_TRUE(store->CountByState().empty());
+}
+
+}  // namespace
+}  // namespace bnn::server
