@@ -1,7 +1,7 @@
 #include "server/address.h"
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
 
 namespace bnn::server {
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "absl/status/status.h"
-#include "absl/strings/string_view.h"
+#include <absl/status/status.h>
+#include <absl/strings/string_view.h>
 
 namespace bnn::server {
 

@@ -6,14 +6,14 @@
 #include <utility>
 #include <vector>
 
+#include <absl/random/random.h>
+#include <absl/strings/str_cat.h>
 #include <spdlog/spdlog.h>
 
 #include "bnn/data/dataset.h"
 #include "bnn/predict/predictor.h"
 #include "bnn/status.h"
 
-#include "absl/random/random.h"
-#include "absl/strings/str_cat.h"
 #include "server/compute_threads.h"
 #include "server/status_util.h"
 #include "server/training_request.h"

@@ -4,14 +4,14 @@
 #ifndef BNN_SERVER_BNN_SERVICE_H_
 #define BNN_SERVER_BNN_SERVICE_H_
 
+#include <absl/status/status.h>
+#include <absl/strings/string_view.h>
+#include <absl/time/time.h>
 #include <grpcpp/grpcpp.h>
 
 #include "bnn/methods/registry.h"
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
-#include "absl/status/status.h"
-#include "absl/strings/string_view.h"
-#include "absl/time/time.h"
 #include "server/job_runner.h"
 #include "server/metrics/server_metrics.h"
 #include "server/request_validation.h"

@@ -3,6 +3,10 @@
 #include <utility>
 #include <vector>
 
+#include <absl/strings/ascii.h>
+#include <absl/strings/str_cat.h>
+#include <absl/time/clock.h>
+#include <absl/time/time.h>
 #include <spdlog/spdlog.h>
 
 #include "bnn/data/dataset.h"
@@ -11,10 +15,6 @@
 #include "bnn/status.h"
 #include "bnn/train/trainer.h"
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "server/compute_threads.h"
 
 namespace bnn::server {

@@ -8,12 +8,13 @@
 #include <memory>
 #include <string>
 
+#include <absl/base/thread_annotations.h>
+#include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
+#include <absl/synchronization/mutex.h>
+
 #include "bnn/methods/registry.h"
 
-#include "absl/base/thread_annotations.h"
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "server/metrics/server_metrics.h"
 #include "server/store/dataset_store.h"
 #include "server/store/job_store.h"

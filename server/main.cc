@@ -12,6 +12,12 @@
 #include <string>
 #include <vector>
 
+#include <absl/flags/flag.h>
+#include <absl/flags/parse.h>
+#include <absl/flags/usage.h>
+#include <absl/status/status.h>
+#include <absl/strings/str_cat.h>
+#include <absl/time/time.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -22,12 +28,6 @@
 #include "bnn/status.h"
 #include "bnn/version.h"
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
 #include "server/address.h"
 #include "server/bnn_service.h"
 #include "server/job_runner.h"

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_format.h"
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_format.h>
 
 namespace bnn::server {
 

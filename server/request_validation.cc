@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "bnn/model/model_spec.h"
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "bnn/model/model_spec.h"
 
 namespace bnn::server {
 namespace {

@@ -7,12 +7,12 @@
 
 #include <cstdint>
 
-#include "bnn/v1/bnn_service.pb.h"
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
+#include <absl/types/span.h>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
-#include "absl/types/span.h"
+#include "bnn/v1/bnn_service.pb.h"
 
 namespace bnn::server {
 

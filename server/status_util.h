@@ -4,9 +4,8 @@
 
 #include <cstddef>
 
+#include <absl/status/status.h>
 #include <grpcpp/support/status.h>
-
-#include "absl/status/status.h"
 
 namespace bnn::server {
 

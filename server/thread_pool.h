@@ -6,9 +6,9 @@
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/functional/any_invocable.h"
-#include "absl/synchronization/mutex.h"
+#include <absl/base/thread_annotations.h>
+#include <absl/functional/any_invocable.h>
+#include <absl/synchronization/mutex.h>
 
 namespace bnn::server {
 

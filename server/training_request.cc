@@ -4,14 +4,15 @@
 #include <string>
 #include <vector>
 
+#include <absl/random/random.h>
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+
 #include "bnn/data/dataset.h"
 #include "bnn/model/model_spec.h"
 #include "bnn/status.h"
 #include "bnn/train/trainer.h"
 
-#include "absl/random/random.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
 #include "server/number_format.h"
 #include "server/request_validation.h"
 

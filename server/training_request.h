@@ -4,13 +4,13 @@
 #ifndef BNN_SERVER_TRAINING_REQUEST_H_
 #define BNN_SERVER_TRAINING_REQUEST_H_
 
+#include <absl/status/statusor.h>
 #include <google/protobuf/message.h>
 
 #include "bnn/methods/options.h"
 #include "bnn/methods/registry.h"
 #include "bnn/v1/bnn_service.pb.h"
 
-#include "absl/status/statusor.h"
 #include "store/store.pb.h"
 
 namespace bnn::server {

@@ -4,11 +4,11 @@
 #include <sys/socket.h>
 #include <utility>
 
+#include <absl/strings/str_cat.h>
 #include <httplib.h>
 
 #include "bnn/status.h"
 
-#include "absl/strings/str_cat.h"
 #include "server/address.h"
 
 namespace bnn::server {

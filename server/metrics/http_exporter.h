@@ -8,8 +8,9 @@
 #include <string>
 #include <thread>
 
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
+#include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
+
 #include "server/metrics/registry.h"
 
 namespace httplib {

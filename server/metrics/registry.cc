@@ -6,10 +6,11 @@
 #include <type_traits>
 #include <utility>
 
+#include <absl/strings/ascii.h>
+#include <absl/strings/str_cat.h>
+
 #include "bnn/check.h"
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/str_cat.h"
 #include "server/number_format.h"
 
 namespace bnn::server {

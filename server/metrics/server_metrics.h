@@ -3,9 +3,10 @@
 #ifndef BNN_SERVER_METRICS_SERVER_METRICS_H_
 #define BNN_SERVER_METRICS_SERVER_METRICS_H_
 
-#include "absl/status/status.h"
-#include "absl/strings/string_view.h"
-#include "absl/time/time.h"
+#include <absl/status/status.h>
+#include <absl/strings/string_view.h>
+#include <absl/time/time.h>
+
 #include "server/metrics/registry.h"
 
 namespace bnn::server {

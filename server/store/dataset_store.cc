@@ -4,14 +4,14 @@
 #include <climits>
 #include <utility>
 
+#include <absl/strings/str_cat.h>
+#include <absl/time/clock.h>
+#include <absl/time/time.h>
 #include <spdlog/spdlog.h>
 
 #include "bnn/status.h"
 #include "bnn/train/trainer.h"
 
-#include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "server/store/ids.h"
 #include "server/store/record_file.h"
 

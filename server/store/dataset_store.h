@@ -12,13 +12,14 @@
 #include <string>
 #include <vector>
 
+#include <absl/base/thread_annotations.h>
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
+#include <absl/synchronization/mutex.h>
+
 #include "bnn/data/dataset.h"
 
-#include "absl/base/thread_annotations.h"
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "store/store.pb.h"
 
 namespace bnn::server {
@@ -44,7 +45,8 @@ class DatasetStore {
   // Reads the dataset's rows back, verifying the file again.
   absl::StatusOr<Dataset> Load(absl::string_view dataset_id) const;
 
-  // Every readable dataset, oldest first.
+  // Every readable dataset, oldest first (creation times are in
+  // milliseconds; ties are ordered by id).
   std::vector<store::DatasetMeta> List() const;
 
   // Number of readable datasets.

@@ -2,9 +2,9 @@
 
 #include <cstdint>
 
-#include "absl/random/random.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/str_format.h"
+#include <absl/random/random.h>
+#include <absl/strings/ascii.h>
+#include <absl/strings/str_format.h>
 
 namespace bnn::server {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "absl/strings/string_view.h"
+#include <absl/strings/string_view.h>
 
 namespace bnn::server {
 

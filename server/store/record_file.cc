@@ -9,11 +9,12 @@
 #include <system_error>
 #include <unistd.h>
 
+#include <absl/strings/match.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/strip.h>
+
 #include "bnn/io/snapshot.h"
 
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "server/store/ids.h"
 
 namespace bnn::server {

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <utility>
 
+#include <absl/strings/str_cat.h>
+
 #include "bnn/status.h"
 
-#include "absl/strings/str_cat.h"
 #include "server/store/ids.h"
 #include "server/store/record_file.h"
 

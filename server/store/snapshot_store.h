@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
+#include <absl/base/thread_annotations.h>
+#include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
+#include <absl/synchronization/mutex.h>
+
 #include "bnn/io/snapshot.h"
 #include "bnn/predict/predictor.h"
-
-#include "absl/base/thread_annotations.h"
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 
 namespace bnn::server {
 

@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
+#include <absl/strings/str_cat.h>
+#include <absl/time/clock.h>
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include "bnn/methods/registry.h"
 
-#include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "tests/server/server_test_util.h"
 
 namespace bnn::server {

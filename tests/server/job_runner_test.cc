@@ -3,12 +3,12 @@
 #include <memory>
 #include <string>
 
+#include <absl/time/clock.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "bnn/methods/registry.h"
 
-#include "absl/time/clock.h"
 #include "tests/server/server_test_util.h"
 
 namespace bnn::server {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string>
 
+#include <absl/time/clock.h>
 #include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -12,7 +13,6 @@
 
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
-#include "absl/time/clock.h"
 #include "tests/server/server_test_util.h"
 
 namespace bnn::server {

@@ -14,14 +14,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <absl/strings/match.h>
+#include <absl/strings/str_cat.h>
+#include <absl/time/clock.h>
 #include <gtest/gtest.h>
 
 #include "bnn/check.h"
 #include "bnn/random.h"
-
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 
 namespace bnn::server::testutil {
 

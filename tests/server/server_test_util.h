@@ -8,13 +8,12 @@
 #include <sys/types.h>
 #include <vector>
 
+#include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
+#include <absl/time/time.h>
 #include <gmock/gmock.h>
 
 #include "bnn/data/dataset.h"
-
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
-#include "absl/time/time.h"
 
 namespace bnn::server::testutil {
 

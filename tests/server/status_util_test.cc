@@ -2,9 +2,8 @@
 
 #include <string>
 
+#include <absl/status/status.h>
 #include <gtest/gtest.h>
-
-#include "absl/status/status.h"
 
 namespace bnn::server {
 namespace {

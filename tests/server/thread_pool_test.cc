@@ -4,11 +4,10 @@
 #include <thread>
 #include <vector>
 
+#include <absl/synchronization/mutex.h>
+#include <absl/synchronization/notification.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 
 namespace bnn::server {
 namespace {

@@ -1,12 +1,12 @@
 #include "server/training_request.h"
 
+#include <absl/strings/str_cat.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "bnn/methods/registry.h"
 #include "bnn/train/trainer.h"
 
-#include "absl/strings/str_cat.h"
 #include "tests/server/server_test_util.h"
 
 namespace bnn::server {

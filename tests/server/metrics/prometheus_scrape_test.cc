@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include <absl/strings/str_cat.h>
+#include <absl/time/clock.h>
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -11,8 +13,6 @@
 
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
-#include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "tests/server/server_test_util.h"
 
 namespace bnn::server {

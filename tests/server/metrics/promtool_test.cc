@@ -7,10 +7,10 @@
 #include <string>
 #include <sys/wait.h>
 
+#include <absl/status/status.h>
+#include <absl/time/time.h>
 #include <gtest/gtest.h>
 
-#include "absl/status/status.h"
-#include "absl/time/time.h"
 #include "server/metrics/registry.h"
 #include "server/metrics/server_metrics.h"
 #include "tests/server/server_test_util.h"

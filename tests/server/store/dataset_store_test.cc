@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include <absl/time/clock.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -91,6 +92,7 @@ TEST_F(DatasetStoreTest, SurvivesReopening) {
   {
     std::unique_ptr<DatasetStore> store = Open();
     first_id = store->Create(CubicDataset(30), "cubic")->dataset_id();
+    absl::SleepFor(absl::Milliseconds(2));  // creation times are in ms
     second_id = store->Create(Classification(), "labels")->dataset_id();
   }
   std::unique_ptr<DatasetStore> store = Open();
