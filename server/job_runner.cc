@@ -1,7 +1,6 @@
 #include "server/job_runner.h"
 
 #include <utility>
-#include <vector>
 
 #include <absl/strings/ascii.h>
 #include <absl/strings/str_cat.h>

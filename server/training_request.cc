@@ -56,9 +56,14 @@ absl::StatusOr<ParamMap> TypedOptionsToParams(
   reflection->ListFields(options, &fields);
   ParamMap params;
   for (const FieldDescriptor* field : fields) {
+    const auto no_parameter_form = [&] {
+      return absl::InvalidArgumentError(
+          absl::StrCat(options.GetDescriptor()->name(), ".", field->name(),
+                       " has no parameter form (repeated or message)"));
+    };
+    if (field->is_repeated()) return no_parameter_form();
     std::string value;
-    switch (field->is_repeated() ? FieldDescriptor::MAX_CPPTYPE
-                                 : field->cpp_type()) {
+    switch (field->cpp_type()) {
       case FieldDescriptor::CPPTYPE_INT32:
         value = absl::StrCat(reflection->GetInt32(options, field));
         break;
@@ -86,10 +91,8 @@ absl::StatusOr<ParamMap> TypedOptionsToParams(
       case FieldDescriptor::CPPTYPE_ENUM:
         value = reflection->GetEnum(options, field)->name();
         break;
-      default:
-        return absl::InvalidArgumentError(
-            absl::StrCat(options.GetDescriptor()->name(), ".", field->name(),
-                         " has no parameter form (repeated or message)"));
+      case FieldDescriptor::CPPTYPE_MESSAGE:
+        return no_parameter_form();
     }
     params[field->name()] = std::move(value);
   }

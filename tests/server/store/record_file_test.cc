@@ -20,7 +20,7 @@ using ::testing::ElementsAre;
 constexpr RecordFormat kFormat{"TESTREC1", 2};
 
 TEST(RecordTest, RoundTrip) {
-  for (const std::string payload :
+  for (const std::string& payload :
        {std::string(), std::string("hello"), std::string(100000, '\0')}) {
     const std::string bytes = EncodeRecord(kFormat, payload);
     const absl::StatusOr<absl::string_view> decoded =
