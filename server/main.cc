@@ -104,6 +104,8 @@ absl::Status Serve(const sigset_t& stop_signals) {
       CheckAtLeast("max-predict-rows", limits.max_predict_rows, 1));
   BNN_RETURN_IF_ERROR(
       CheckAtLeast("max-predict-samples", limits.max_predict_samples, 1));
+  BNN_RETURN_IF_ERROR(CheckAtLeast(
+      "max-concurrent-jobs", absl::GetFlag(FLAGS_max_concurrent_jobs), 1));
   BNN_RETURN_IF_ERROR(CheckAtLeast("threads", threads, 0));
   if (max_message_bytes < 1 || max_message_bytes > INT_MAX) {
     return absl::InvalidArgumentError(
