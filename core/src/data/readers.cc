@@ -122,9 +122,6 @@ absl::StatusOr<std::vector<uint32_t>> IdxDims(const std::string& data,
 
 absl::StatusOr<Dataset> ParseCsv(absl::string_view text,
                                  const CsvOptions& options) {
-  if (options.target_column.empty()) {
-    return absl::InvalidArgumentError("target_column must be set");
-  }
   // A UTF-8 byte-order mark (spreadsheet exports) is not part of the header.
   if (absl::StartsWith(text, "\xEF\xBB\xBF")) text.remove_prefix(3);
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
@@ -139,11 +136,16 @@ absl::StatusOr<Dataset> ParseCsv(absl::string_view text,
     header.emplace_back(StripQuotes(field));
   }
   const int num_columns = static_cast<int>(header.size());
+  const bool has_target = !options.target_column.empty();
+  if (!has_target && options.classification) {
+    return absl::InvalidArgumentError(
+        "classification needs a target column for its labels");
+  }
   int target = -1;
   for (int j = 0; j < num_columns; ++j) {
-    if (header[j] == options.target_column) target = j;
+    if (has_target && header[j] == options.target_column) target = j;
   }
-  if (target < 0) {
+  if (has_target && target < 0) {
     int index;
     if (absl::SimpleAtoi(options.target_column, &index) && index >= 0 &&
         index < num_columns) {
@@ -155,15 +157,15 @@ absl::StatusOr<Dataset> ParseCsv(absl::string_view text,
           ")"));
     }
   }
-  if (num_columns < 2) {
+  if (num_columns < (has_target ? 2 : 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "line ", first + 1, ": the header has ", num_columns,
         " column; need a target and at least one feature"));
   }
 
   Dataset data;
-  data.num_features = num_columns - 1;
-  data.target_name = header[target];
+  data.num_features = has_target ? num_columns - 1 : num_columns;
+  if (has_target) data.target_name = header[target];
   for (int j = 0; j < num_columns; ++j) {
     if (j != target) data.feature_names.push_back(header[j]);
   }
@@ -193,6 +195,7 @@ absl::StatusOr<Dataset> ParseCsv(absl::string_view text,
           column > num_columns ? num_columns : column,
           " fields; the header has ", num_columns));
     }
+    if (!has_target) data.targets.push_back(0.0);
   }
   if (data.num_rows() == 0) {
     return absl::InvalidArgumentError("CSV has a header but no data rows");

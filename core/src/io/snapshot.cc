@@ -114,7 +114,7 @@ absl::StatusOr<Snapshot> FromProto(const snapshot::Snapshot& p) {
                 t.num_train(),  t.steps(),           t.epochs(),
                 t.final_loss(), t.seconds(),         t.seed()};
   BNN_ASSIGN_OR_RETURN(std::unique_ptr<Posterior> posterior,
-                       PosteriorFromProto(p.posterior(), m.NumParameters()));
+                       PosteriorFromProto(p.posterior(), m));
   s.posterior = std::move(posterior);
   s.created_unix_ms = p.created_unix_ms();
   return s;

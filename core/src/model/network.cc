@@ -108,27 +108,55 @@ void Network<T>::Forward(const Eigen::Ref<const MatrixX<T>>& x,
 }
 
 template <typename T>
+MatrixX<T>& Network<T>::PrepareGrads(const ForwardPass<T>& pass,
+                                     PerExampleGrads<T>* grads) const {
+  const int rows = pass.num_rows * pass.num_samples;
+  grads->layers_ = layers_;
+  grads->dim_ = num_parameters_;
+  grads->count_ = rows;
+  grads->inputs_ = &pass.inputs;
+  grads->deltas_.resize(layers_.size());
+  MatrixX<T>& top = grads->deltas_.back();
+  top.resize(rows, spec_.output_dim);
+  return top;
+}
+
+template <typename T>
+void Network<T>::PropagateDeltas(const Eigen::Ref<const MatrixX<T>>& weights,
+                                 const ForwardPass<T>& pass,
+                                 PerExampleGrads<T>* grads) const {
+  const int m = pass.num_rows;
+  const int rows = m * pass.num_samples;
+  for (int l = static_cast<int>(layers_.size()) - 1; l > 0; --l) {
+    const LayerShape& shape = layers_[l];
+    MatrixX<T>& below = grads->deltas_[l - 1];
+    below.resize(rows, shape.in);
+    const MatrixX<T>& delta = grads->deltas_[l];
+    for (int s = 0; s < pass.num_samples; ++s) {
+      below.middleRows(s * m, m).noalias() =
+          delta.middleRows(s * m, m) *
+          LayerWeights<T>(weights, s, shape).leftCols(shape.in);
+    }
+    const MatrixX<T>& a = pass.inputs[l];
+    MultiplyByDerivative<T>(spec_.activations[l - 1], pass.pre[l - 1],
+                            a.leftCols(shape.in), &below);
+  }
+}
+
+template <typename T>
 void Network<T>::Backward(const Eigen::Ref<const VectorX<T>>& targets,
                           T noise_precision,
                           const Eigen::Ref<const MatrixX<T>>& weights,
                           const ForwardPass<T>& pass,
                           PerExampleGrads<T>* grads, VectorX<T>* nll) const {
   const int m = pass.num_rows;
-  const int s_count = pass.num_samples;
-  const int rows = m * s_count;
-  const int num_layers = static_cast<int>(layers_.size());
+  const int rows = m * pass.num_samples;
   BNN_CHECK_EQ(targets.size(), m);
-  grads->layers_ = layers_;
-  grads->dim_ = num_parameters_;
-  grads->count_ = rows;
-  grads->inputs_ = &pass.inputs;
-  grads->deltas_.resize(num_layers);
+  MatrixX<T>& top = PrepareGrads(pass, grads);
 
   // Output layer: delta = d(-log p)/dz per row.
   const MatrixX<T>& out = pass.output();
   const int k = spec_.output_dim;
-  MatrixX<T>& top = grads->deltas_[num_layers - 1];
-  top.resize(rows, k);
   if (nll != nullptr) nll->resize(rows);
   VectorX<T> f(k), g(k);
   for (int r = 0; r < rows; ++r) {
@@ -139,22 +167,18 @@ void Network<T>::Backward(const Eigen::Ref<const VectorX<T>>& targets,
     top.row(r) = g.transpose();
     if (nll != nullptr) (*nll)[r] = value;
   }
+  PropagateDeltas(weights, pass, grads);
+}
 
-  // Hidden layers: delta_{l-1} = (delta_l W_l) .* phi'(z_{l-1}), per sample.
-  for (int l = num_layers - 1; l > 0; --l) {
-    const LayerShape& shape = layers_[l];
-    MatrixX<T>& below = grads->deltas_[l - 1];
-    below.resize(rows, shape.in);
-    const MatrixX<T>& delta = grads->deltas_[l];
-    for (int s = 0; s < s_count; ++s) {
-      below.middleRows(s * m, m).noalias() =
-          delta.middleRows(s * m, m) *
-          LayerWeights<T>(weights, s, shape).leftCols(shape.in);
-    }
-    const MatrixX<T>& a = pass.inputs[l];
-    MultiplyByDerivative<T>(spec_.activations[l - 1], pass.pre[l - 1],
-                            a.leftCols(shape.in), &below);
-  }
+template <typename T>
+void Network<T>::OutputGradients(const Eigen::Ref<const MatrixX<T>>& weights,
+                                 const ForwardPass<T>& pass, int output,
+                                 PerExampleGrads<T>* grads) const {
+  BNN_CHECK(output >= 0 && output < spec_.output_dim);
+  MatrixX<T>& top = PrepareGrads(pass, grads);
+  top.setZero();
+  top.col(output).setOnes();
+  PropagateDeltas(weights, pass, grads);
 }
 
 template <typename T>
@@ -196,6 +220,25 @@ void PerExampleGrads<T>::SquaredSum(VectorX<T>* out) const {
     scratch_a_ = deltas_[l].array().square();
     scratch_b_ = inputs(l).array().square();
     block.noalias() = scratch_a_.transpose() * scratch_b_;
+  }
+}
+
+template <typename T>
+void PerExampleGrads<T>::WeightedSquaredNorms(const VectorX<T>& w,
+                                             VectorX<T>* out) const {
+  BNN_CHECK_EQ(w.size(), dim_);
+  out->setZero(count_);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerShape& shape = layers_[l];
+    Eigen::Map<const MatrixX<T>> wl(w.data() + shape.offset, shape.out,
+                                    shape.in + 1);
+    // sum_{o,j} delta_io^2 w_oj a_ij^2 = rowsum((Delta^2 W) .* A^2).
+    scratch_a_ = deltas_[l].array().square();
+    scratch_b_.noalias() = scratch_a_ * wl;
+    *out += (scratch_b_.array() * inputs(l).array().square())
+                .rowwise()
+                .sum()
+                .matrix();
   }
 }
 

@@ -40,8 +40,13 @@ Eigen::VectorXd LowRankGaussianPosterior::MarginalVariances() const {
   return factor_.MarginalVariances();
 }
 
-double LowRankGaussianPosterior::KlToPrior(
+absl::StatusOr<double> LowRankGaussianPosterior::KlToPrior(
     const Eigen::VectorXd& prior_precision) const {
+  if (prior_precision.size() != dim()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prior precision has ", prior_precision.size(),
+                     " entries; the posterior has ", dim()));
+  }
   // KL(N(mu, S) || N(0, diag(1/lambda))) =
   //   1/2 [sum lambda_j S_jj + sum lambda_j mu_j^2 - D - sum log lambda_j
   //        + log det S^-1]  (SLANG §9.7).
@@ -51,6 +56,20 @@ double LowRankGaussianPosterior::KlToPrior(
                 static_cast<double>(dim()) -
                 prior_precision.array().log().sum() +
                 factor_.LogDetPrecision());
+}
+
+absl::StatusOr<Eigen::VectorXd> LowRankGaussianPosterior::LinearizedVariance(
+    const PerExampleGrads<double>& jacobian) const {
+  // g^T (U U^T + D)^-1 g = sum_j g_j^2 / d_j - t^T W t with t = Z^T g
+  // (Woodbury, low_rank.h), all through the Goodfellow factors.
+  Eigen::VectorXd var;
+  jacobian.WeightedSquaredNorms(d_.cwiseInverse(), &var);
+  if (factor_.rank() > 0) {
+    Eigen::MatrixXd t;
+    jacobian.TransposeTimes(factor_.WoodburyZ(), &t);
+    var -= ((t * factor_.WoodburyW()).array() * t.array()).rowwise().sum().matrix();
+  }
+  return var;
 }
 
 void LowRankGaussianPosterior::ToProto(snapshot::Posterior* proto) const {

@@ -2,7 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "bnn/core/snapshot.pb.h"
+#include "bnn/posterior/gaussian_families.h"
 #include "bnn/posterior/low_rank_gaussian.h"
+#include "bnn/posterior/sample_families.h"
 #include "bnn/status.h"
 
 namespace bnn {
@@ -34,13 +36,126 @@ absl::StatusOr<std::unique_ptr<Posterior>> LowRankFromProto(
   return std::unique_ptr<Posterior>(std::move(posterior));
 }
 
+absl::Status CheckSize(absl::string_view what, int64_t got, int64_t want) {
+  if (got != want) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has ", got, " entries; expected ", want));
+  }
+  return absl::OkStatus();
+}
+
+Eigen::MatrixXd AsMatrix(const google::protobuf::RepeatedField<double>& f,
+                         int64_t rows, int64_t cols) {
+  return Eigen::Map<const Eigen::MatrixXd>(f.data(), rows, cols);
+}
+
+template <typename P>
+absl::StatusOr<std::unique_ptr<Posterior>> Upcast(
+    absl::StatusOr<std::unique_ptr<P>> p) {
+  if (!p.ok()) return p.status();
+  return std::unique_ptr<Posterior>(std::move(p).value());
+}
+
+absl::StatusOr<std::unique_ptr<Posterior>> DiagonalFromProto(
+    const snapshot::DiagonalGaussian& p, int64_t dim) {
+  BNN_RETURN_IF_ERROR(CheckSize("diagonal posterior mean", p.mean_size(), dim));
+  BNN_RETURN_IF_ERROR(
+      CheckSize("diagonal posterior variance", p.variance_size(), dim));
+  return Upcast(DiagonalGaussianPosterior::Create(AsVector(p.mean()),
+                                                  AsVector(p.variance())));
+}
+
+absl::StatusOr<std::unique_ptr<Posterior>> FullFromProto(
+    const snapshot::FullGaussian& p, int64_t dim) {
+  if (dim > FullGaussianPosterior::kMaxDim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "full posterior for ", dim, " parameters exceeds the limit ",
+        FullGaussianPosterior::kMaxDim));
+  }
+  BNN_RETURN_IF_ERROR(CheckSize("full posterior mean", p.mean_size(), dim));
+  BNN_RETURN_IF_ERROR(
+      CheckSize("full posterior precision", p.precision_size(), dim * dim));
+  return Upcast(FullGaussianPosterior::Create(
+      AsVector(p.mean()), AsMatrix(p.precision(), dim, dim)));
+}
+
+absl::StatusOr<std::unique_ptr<Posterior>> KroneckerFromProto(
+    const snapshot::KroneckerLayers& p, const ModelSpec& model) {
+  const std::vector<LayerShape> shapes = model.Layers();
+  if (p.layers_size() != static_cast<int>(shapes.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kronecker posterior has ", p.layers_size(),
+                     " layers; the model has ", shapes.size()));
+  }
+  std::vector<KroneckerPosterior::Layer> layers;
+  for (int l = 0; l < p.layers_size(); ++l) {
+    const auto& pl = p.layers(l);
+    const int64_t rows = shapes[l].out, cols = shapes[l].in + 1;
+    if (pl.rows() != rows || pl.cols() != cols) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kronecker layer ", l, " is ", pl.rows(), "x", pl.cols(),
+          "; the model layer is ", rows, "x", cols));
+    }
+    const std::string name = absl::StrCat("kronecker layer ", l);
+    BNN_RETURN_IF_ERROR(CheckSize(name + " mean", pl.mean_size(), rows * cols));
+    BNN_RETURN_IF_ERROR(
+        CheckSize(name + " out_factor", pl.out_factor_size(), rows * rows));
+    BNN_RETURN_IF_ERROR(
+        CheckSize(name + " in_factor", pl.in_factor_size(), cols * cols));
+    layers.push_back({AsMatrix(pl.mean(), rows, cols),
+                      AsMatrix(pl.out_factor(), rows, rows),
+                      AsMatrix(pl.in_factor(), cols, cols)});
+  }
+  return Upcast(KroneckerPosterior::Create(model, std::move(layers)));
+}
+
+absl::StatusOr<std::unique_ptr<Posterior>> SampleSetFromProto(
+    const snapshot::SampleSet& p, int64_t dim) {
+  if (p.num_samples() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sample-set posterior num_samples = ", p.num_samples(),
+        " must be >= 1"));
+  }
+  BNN_RETURN_IF_ERROR(CheckSize("sample-set posterior", p.samples_size(),
+                                dim * p.num_samples()));
+  return Upcast(
+      SampleSetPosterior::Create(AsMatrix(p.samples(), dim, p.num_samples())));
+}
+
+absl::StatusOr<std::unique_ptr<Posterior>> DropoutFromProto(
+    const snapshot::Dropout& p, const ModelSpec& model) {
+  BNN_RETURN_IF_ERROR(CheckSize("dropout posterior weights", p.weights_size(),
+                                model.NumParameters()));
+  return Upcast(DropoutPosterior::Create(
+      model, AsVector(p.weights()), p.rate(),
+      std::vector<bool>(p.drop_inputs().begin(), p.drop_inputs().end())));
+}
+
 }  // namespace
 
+absl::Status NotGaussianError(absl::string_view family,
+                              absl::string_view what) {
+  return absl::UnimplementedError(absl::StrCat(
+      "the ", family, " posterior has no Gaussian density, so it has no ",
+      what, "; use Monte Carlo prediction"));
+}
+
 absl::StatusOr<std::unique_ptr<Posterior>> PosteriorFromProto(
-    const snapshot::Posterior& proto, int64_t expected_dim) {
+    const snapshot::Posterior& proto, const ModelSpec& model) {
+  const int64_t dim = model.NumParameters();
   switch (proto.family_case()) {
     case snapshot::Posterior::kLowRank:
-      return LowRankFromProto(proto.low_rank(), expected_dim);
+      return LowRankFromProto(proto.low_rank(), dim);
+    case snapshot::Posterior::kDiagonal:
+      return DiagonalFromProto(proto.diagonal(), dim);
+    case snapshot::Posterior::kFull:
+      return FullFromProto(proto.full(), dim);
+    case snapshot::Posterior::kKronecker:
+      return KroneckerFromProto(proto.kronecker(), model);
+    case snapshot::Posterior::kSamples:
+      return SampleSetFromProto(proto.samples(), dim);
+    case snapshot::Posterior::kDropout:
+      return DropoutFromProto(proto.dropout(), model);
     case snapshot::Posterior::FAMILY_NOT_SET:
       break;
   }

@@ -93,6 +93,18 @@ TEST(ParseCsvTest, ReadsHeaderRowsAndTargetByName) {
   EXPECT_TRUE(d->Validate().ok());
 }
 
+TEST(ParseCsvTest, EmptyTargetMakesEveryColumnAFeature) {
+  const absl::StatusOr<Dataset> d = ParseCsv("a,b\n1,2\n3,4\n", Target(""));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->num_features, 2);
+  EXPECT_THAT(d->features, ElementsAre(1, 2, 3, 4));
+  EXPECT_THAT(d->targets, ElementsAre(0, 0));
+  EXPECT_THAT(d->feature_names, ElementsAre("a", "b"));
+  const absl::StatusOr<Dataset> one = ParseCsv("x\n5\n", Target(""));
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->num_features, 1);
+}
+
 TEST(ParseCsvTest, Utf8ByteOrderMarkIsIgnored) {
   const absl::StatusOr<Dataset> d =
       ParseCsv("\xEF\xBB\xBFy,a\n1,2\n", Target("y"));
@@ -212,10 +224,11 @@ TEST(ParseCsvTest, HeaderOnlyIsAnError) {
   EXPECT_THAT(Msg(d.status()), HasSubstr("no data rows"));
 }
 
-TEST(ParseCsvTest, MissingTargetOptionIsAnError) {
-  const absl::StatusOr<Dataset> d = ParseCsv("a,y\n1,2\n", CsvOptions{});
+TEST(ParseCsvTest, ClassificationWithoutTargetIsAnError) {
+  const absl::StatusOr<Dataset> d =
+      ParseCsv("a,y\n1,2\n", Target("", /*classification=*/true));
   EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(Msg(d.status()), HasSubstr("target_column"));
+  EXPECT_THAT(Msg(d.status()), HasSubstr("target column"));
 }
 
 TEST(ParseCsvTest, SingleColumnHeaderIsAnError) {

@@ -16,7 +16,8 @@ namespace bnn {
 
 struct CsvOptions {
   // Name of the target column as written in the header, or its 0-based index
-  // given as a decimal string. Required.
+  // given as a decimal string. Empty: every column is a feature and every
+  // target is 0 (rows to predict on).
   std::string target_column;
   // True: labels are class labels, encoded by EncodeClassLabels. False:
   // regression.

@@ -40,6 +40,12 @@ class LowRankPrecision {
   void Sample(const Eigen::Ref<const VectorX<T>>& mu,
               const Eigen::Ref<const MatrixX<T>>& eps, MatrixX<T>* out) const;
 
+  // Woodbury pieces: (U U^T + D)^-1 = D^-1 - Z W Z^T with Z = D^-1/2 V
+  // (D x rank) and W = (I + V^T V)^-1 (rank x rank).
+  MatrixX<T> WoodburyZ() const { return inv_sqrt_d_.asDiagonal() * v_; }
+  const MatrixX<T>& WoodburyW() const { return w_; }
+  const VectorX<T>& d() const { return d_; }
+
   // diag((U U^T + D)^-1) (SLANG §9.7).
   VectorX<double> MarginalVariances() const;
   // log det(U U^T + D) = sum log d + log det(I + V^T V).

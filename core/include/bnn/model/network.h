@@ -57,12 +57,28 @@ class Network {
                 const ForwardPass<T>& pass, PerExampleGrads<T>* grads,
                 VectorX<T>* nll) const;
 
+  // Per-example gradients of output `output` of the network (not of a
+  // likelihood) with respect to theta, for every row of `pass`: the
+  // Jacobian rows of the linearised predictive.
+  void OutputGradients(const Eigen::Ref<const MatrixX<T>>& weights,
+                       const ForwardPass<T>& pass, int output,
+                       PerExampleGrads<T>* grads) const;
+
   // Initial weights for a posterior mean: uniform(-s, s) with s = sqrt(1/in)
   // (PyTorch's nn.Linear default, as in the SLANG reference code) for weights
   // and biases alike.
   VectorX<double> InitialWeights(Rng& rng) const;
 
  private:
+  // Points `grads` at `pass` and sizes it; returns the top layer's deltas.
+  MatrixX<T>& PrepareGrads(const ForwardPass<T>& pass,
+                           PerExampleGrads<T>* grads) const;
+  // delta_{l-1} = (delta_l W_l) .* phi'(z_{l-1}) for every hidden layer,
+  // from the top layer's deltas.
+  void PropagateDeltas(const Eigen::Ref<const MatrixX<T>>& weights,
+                       const ForwardPass<T>& pass,
+                       PerExampleGrads<T>* grads) const;
+
   ModelSpec spec_;
   std::vector<LayerShape> layers_;
   int64_t num_parameters_ = 0;
@@ -87,6 +103,9 @@ class PerExampleGrads {
   void Sum(VectorX<T>* out, const VectorX<T>* weights = nullptr) const;
   // out = sum_i g_i .* g_i (D): the diagonal of J J^T.
   void SquaredSum(VectorX<T>* out) const;
+  // out_i = sum_k w_k g_ik^2 for every column i ((M*S)): diag(J^T W J) for a
+  // diagonal W, without forming J.
+  void WeightedSquaredNorms(const VectorX<T>& w, VectorX<T>* out) const;
   // out = J^T q for q (D x K): (M*S) x K.
   void TransposeTimes(const Eigen::Ref<const MatrixX<T>>& q,
                       MatrixX<T>* out) const;

@@ -20,7 +20,10 @@ class LowRankGaussianPosterior final : public Posterior {
   const Eigen::VectorXd& mean() const override { return mean_; }
   void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
   Eigen::VectorXd MarginalVariances() const override;
-  double KlToPrior(const Eigen::VectorXd& prior_precision) const override;
+  absl::StatusOr<double> KlToPrior(
+      const Eigen::VectorXd& prior_precision) const override;
+  absl::StatusOr<Eigen::VectorXd> LinearizedVariance(
+      const PerExampleGrads<double>& jacobian) const override;
   void ToProto(snapshot::Posterior* proto) const override;
 
   const Eigen::MatrixXd& u() const { return u_; }

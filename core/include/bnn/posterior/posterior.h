@@ -11,6 +11,8 @@
 #include <Eigen/Core>
 
 #include "absl/status/statusor.h"
+#include "bnn/model/model_spec.h"
+#include "bnn/model/network.h"
 #include "bnn/random.h"
 
 namespace bnn {
@@ -30,15 +32,26 @@ class Posterior {
   // Deterministic given the state of `rng`.
   virtual void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const = 0;
   virtual Eigen::VectorXd MarginalVariances() const = 0;
-  // KL(q || N(0, diag(1 / prior_precision))).
-  virtual double KlToPrior(const Eigen::VectorXd& prior_precision) const = 0;
+  // KL(q || N(0, diag(1 / prior_precision))); Unimplemented for families
+  // without a density (sample sets, dropout).
+  virtual absl::StatusOr<double> KlToPrior(
+      const Eigen::VectorXd& prior_precision) const = 0;
+  // diag(J^T Sigma J) for per-example output gradients J (the columns of
+  // `jacobian`): the variance of the linearised (GLM) predictive, computed
+  // through the family's structure. Unimplemented for non-Gaussian families.
+  virtual absl::StatusOr<Eigen::VectorXd> LinearizedVariance(
+      const PerExampleGrads<double>& jacobian) const = 0;
   virtual void ToProto(snapshot::Posterior* proto) const = 0;
 };
 
-// Rebuilds a posterior from a snapshot, checking that its dimension is
-// `expected_dim` and that every number is valid for the family.
+// Rebuilds a posterior from a snapshot, checking its shapes against `model`
+// and that every number is valid for the family.
 absl::StatusOr<std::unique_ptr<Posterior>> PosteriorFromProto(
-    const snapshot::Posterior& proto, int64_t expected_dim);
+    const snapshot::Posterior& proto, const ModelSpec& model);
+
+// The error of families without a Gaussian density.
+absl::Status NotGaussianError(absl::string_view family,
+                              absl::string_view what);
 
 }  // namespace bnn
 

@@ -1,0 +1,290 @@
+#include "bnn/posterior/gaussian_families.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "bnn/core/snapshot.pb.h"
+
+namespace bnn {
+namespace {
+
+void FillNormal(int64_t rows, int cols, Rng& rng, Eigen::MatrixXd* out) {
+  out->resize(rows, cols);
+  for (int c = 0; c < cols; ++c) {
+    for (int64_t r = 0; r < rows; ++r) (*out)(r, c) = rng.Normal();
+  }
+}
+
+// KL(N(mu, S) || N(0, diag(1/lambda))) from diag(S) and log det S^-1.
+double GaussianKl(const Eigen::VectorXd& mean, const Eigen::VectorXd& variance,
+                  double log_det_precision, const Eigen::VectorXd& lambda) {
+  return 0.5 * (lambda.dot(variance) + lambda.dot(mean.cwiseAbs2()) -
+                static_cast<double>(mean.size()) -
+                lambda.array().log().sum() + log_det_precision);
+}
+
+absl::Status CheckPriorSize(const Eigen::VectorXd& lambda, int64_t dim) {
+  if (lambda.size() != dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prior precision has ", lambda.size(),
+                     " entries; the posterior has ", dim));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------- diagonal
+
+absl::StatusOr<std::unique_ptr<DiagonalGaussianPosterior>>
+DiagonalGaussianPosterior::Create(Eigen::VectorXd mean,
+                                  Eigen::VectorXd variance) {
+  if (mean.size() != variance.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("diagonal posterior: mean has ", mean.size(),
+                     " entries, variance ", variance.size()));
+  }
+  if (!mean.allFinite()) {
+    return absl::InvalidArgumentError("posterior mean has a non-finite entry");
+  }
+  for (int64_t j = 0; j < variance.size(); ++j) {
+    if (!(variance[j] > 0) || !std::isfinite(variance[j])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("diagonal posterior: variance[", j, "] = ",
+                       variance[j], " must be positive and finite"));
+    }
+  }
+  auto p = std::unique_ptr<DiagonalGaussianPosterior>(
+      new DiagonalGaussianPosterior());
+  p->mean_ = std::move(mean);
+  p->variance_ = std::move(variance);
+  return p;
+}
+
+void DiagonalGaussianPosterior::Sample(int num_samples, Rng& rng,
+                                       Eigen::MatrixXd* out) const {
+  FillNormal(dim(), num_samples, rng, out);
+  *out = variance_.cwiseSqrt().asDiagonal() * *out;
+  out->colwise() += mean_;
+}
+
+absl::StatusOr<double> DiagonalGaussianPosterior::KlToPrior(
+    const Eigen::VectorXd& prior_precision) const {
+  if (auto s = CheckPriorSize(prior_precision, dim()); !s.ok()) return s;
+  return GaussianKl(mean_, variance_, -variance_.array().log().sum(),
+                    prior_precision);
+}
+
+absl::StatusOr<Eigen::VectorXd> DiagonalGaussianPosterior::LinearizedVariance(
+    const PerExampleGrads<double>& jacobian) const {
+  Eigen::VectorXd out;
+  jacobian.WeightedSquaredNorms(variance_, &out);
+  return out;
+}
+
+void DiagonalGaussianPosterior::ToProto(snapshot::Posterior* proto) const {
+  auto* p = proto->mutable_diagonal();
+  p->mutable_mean()->Assign(mean_.data(), mean_.data() + mean_.size());
+  p->mutable_variance()->Assign(variance_.data(),
+                                variance_.data() + variance_.size());
+}
+
+// --------------------------------------------------------------------- full
+
+absl::StatusOr<std::unique_ptr<FullGaussianPosterior>>
+FullGaussianPosterior::Create(Eigen::VectorXd mean,
+                              Eigen::MatrixXd precision) {
+  const int64_t d = mean.size();
+  if (d > kMaxDim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "full-covariance posterior of dimension ", d,
+        " exceeds the limit of ", kMaxDim, " parameters"));
+  }
+  if (precision.rows() != d || precision.cols() != d) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "full posterior: precision is ", precision.rows(), "x",
+        precision.cols(), "; the mean has ", d, " entries"));
+  }
+  if (!mean.allFinite() || !precision.allFinite()) {
+    return absl::InvalidArgumentError(
+        "full posterior has a non-finite mean or precision entry");
+  }
+  if ((precision - precision.transpose()).cwiseAbs().maxCoeff() >
+      1e-10 * (1 + precision.cwiseAbs().maxCoeff())) {
+    return absl::InvalidArgumentError("full posterior precision is not symmetric");
+  }
+  auto p = std::unique_ptr<FullGaussianPosterior>(new FullGaussianPosterior());
+  p->llt_.compute(precision);
+  if (p->llt_.info() != Eigen::Success) {
+    return absl::InvalidArgumentError(
+        "full posterior precision is not positive definite");
+  }
+  p->mean_ = std::move(mean);
+  p->precision_ = std::move(precision);
+  return p;
+}
+
+void FullGaussianPosterior::Sample(int num_samples, Rng& rng,
+                                   Eigen::MatrixXd* out) const {
+  // theta = mu + L^-T eps has covariance L^-T L^-1 = P^-1.
+  FillNormal(dim(), num_samples, rng, out);
+  llt_.matrixU().solveInPlace(*out);
+  out->colwise() += mean_;
+}
+
+Eigen::VectorXd FullGaussianPosterior::MarginalVariances() const {
+  // diag(P^-1) = squared column norms of L^-1.
+  Eigen::MatrixXd l_inv = Eigen::MatrixXd::Identity(dim(), dim());
+  llt_.matrixL().solveInPlace(l_inv);
+  return l_inv.colwise().squaredNorm().transpose();
+}
+
+absl::StatusOr<double> FullGaussianPosterior::KlToPrior(
+    const Eigen::VectorXd& prior_precision) const {
+  if (auto s = CheckPriorSize(prior_precision, dim()); !s.ok()) return s;
+  const double log_det =
+      2.0 * llt_.matrixLLT().diagonal().array().log().sum();
+  return GaussianKl(mean_, MarginalVariances(), log_det, prior_precision);
+}
+
+absl::StatusOr<Eigen::VectorXd> FullGaussianPosterior::LinearizedVariance(
+    const PerExampleGrads<double>& jacobian) const {
+  // g^T P^-1 g = |L^-1 g|^2; D is small, so J is formed.
+  Eigen::MatrixXd j = jacobian.Materialize();
+  llt_.matrixL().solveInPlace(j);
+  return Eigen::VectorXd(j.colwise().squaredNorm().transpose());
+}
+
+void FullGaussianPosterior::ToProto(snapshot::Posterior* proto) const {
+  auto* p = proto->mutable_full();
+  p->mutable_mean()->Assign(mean_.data(), mean_.data() + mean_.size());
+  p->mutable_precision()->Assign(precision_.data(),
+                                 precision_.data() + precision_.size());
+}
+
+// ---------------------------------------------------------------- kronecker
+
+absl::StatusOr<std::unique_ptr<KroneckerPosterior>> KroneckerPosterior::Create(
+    const ModelSpec& model, std::vector<Layer> layers) {
+  const std::vector<LayerShape> shapes = model.Layers();
+  if (layers.size() != shapes.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kronecker posterior has ", layers.size(),
+                     " layers; the model has ", shapes.size()));
+  }
+  auto p = std::unique_ptr<KroneckerPosterior>(new KroneckerPosterior());
+  p->mean_.resize(model.NumParameters());
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const LayerShape& s = shapes[l];
+    const Layer& layer = layers[l];
+    if (layer.mean.rows() != s.out || layer.mean.cols() != s.in + 1 ||
+        layer.out_factor.rows() != s.out || layer.out_factor.cols() != s.out ||
+        layer.in_factor.rows() != s.in + 1 ||
+        layer.in_factor.cols() != s.in + 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kronecker layer ", l, " has mean ", layer.mean.rows(), "x",
+          layer.mean.cols(), ", out factor ", layer.out_factor.rows(), "x",
+          layer.out_factor.cols(), ", in factor ", layer.in_factor.rows(),
+          "x", layer.in_factor.cols(), "; the model layer is ", s.out, "x",
+          s.in + 1));
+    }
+    for (const Eigen::MatrixXd* f : {&layer.out_factor, &layer.in_factor}) {
+      const bool lower =
+          f->isApprox(Eigen::MatrixXd(f->triangularView<Eigen::Lower>()));
+      if (!f->allFinite() || !lower || !(f->diagonal().minCoeff() > 0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "kronecker layer ", l,
+            ": factors must be finite, lower triangular, positive diagonal"));
+      }
+    }
+    if (!layer.mean.allFinite()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kronecker layer ", l, ": non-finite mean"));
+    }
+    p->mean_.segment(s.offset, s.size()) =
+        Eigen::Map<const Eigen::VectorXd>(layer.mean.data(), s.size());
+  }
+  p->shapes_ = shapes;
+  p->layers_ = std::move(layers);
+  return p;
+}
+
+void KroneckerPosterior::Sample(int num_samples, Rng& rng,
+                                Eigen::MatrixXd* out) const {
+  out->resize(dim(), num_samples);
+  Eigen::MatrixXd e;
+  for (int s = 0; s < num_samples; ++s) {
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      const LayerShape& shape = shapes_[l];
+      FillNormal(shape.out, shape.in + 1, rng, &e);
+      Eigen::Map<Eigen::MatrixXd> w(out->col(s).data() + shape.offset,
+                                    shape.out, shape.in + 1);
+      w = layers_[l].mean +
+          layers_[l].out_factor.triangularView<Eigen::Lower>() *
+              (e * layers_[l].in_factor.transpose()
+                       .triangularView<Eigen::Upper>());
+    }
+  }
+}
+
+Eigen::VectorXd KroneckerPosterior::MarginalVariances() const {
+  Eigen::VectorXd var(dim());
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerShape& s = shapes_[l];
+    // Var(W_oi) = C_out(o, o) C_in(i, i).
+    const Eigen::VectorXd out_var =
+        layers_[l].out_factor.rowwise().squaredNorm();
+    const Eigen::VectorXd in_var = layers_[l].in_factor.rowwise().squaredNorm();
+    Eigen::Map<Eigen::MatrixXd>(var.data() + s.offset, s.out, s.in + 1) =
+        out_var * in_var.transpose();
+  }
+  return var;
+}
+
+absl::StatusOr<double> KroneckerPosterior::KlToPrior(
+    const Eigen::VectorXd& prior_precision) const {
+  if (auto s = CheckPriorSize(prior_precision, dim()); !s.ok()) return s;
+  // log det(C_in (x) C_out)^-1 = -(out log det C_in + (in+1) log det C_out).
+  double log_det_precision = 0;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerShape& s = shapes_[l];
+    log_det_precision -=
+        2.0 * (s.out * layers_[l].in_factor.diagonal().array().log().sum() +
+               (s.in + 1) * layers_[l].out_factor.diagonal().array().log().sum());
+  }
+  return GaussianKl(mean_, MarginalVariances(), log_det_precision,
+                    prior_precision);
+}
+
+absl::StatusOr<Eigen::VectorXd> KroneckerPosterior::LinearizedVariance(
+    const PerExampleGrads<double>& jacobian) const {
+  // g = a (x) delta per layer: g^T (C_in (x) C_out) g = |L_in^T a|^2
+  // |L_out^T delta|^2, summed over the (independent) layers.
+  Eigen::VectorXd var = Eigen::VectorXd::Zero(jacobian.count());
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Eigen::VectorXd a =
+        (jacobian.inputs(l) * layers_[l].in_factor).rowwise().squaredNorm();
+    const Eigen::VectorXd d =
+        (jacobian.deltas(l) * layers_[l].out_factor).rowwise().squaredNorm();
+    var += a.cwiseProduct(d);
+  }
+  return var;
+}
+
+void KroneckerPosterior::ToProto(snapshot::Posterior* proto) const {
+  auto* p = proto->mutable_kronecker();
+  for (const Layer& layer : layers_) {
+    auto* l = p->add_layers();
+    l->set_rows(static_cast<int32_t>(layer.mean.rows()));
+    l->set_cols(static_cast<int32_t>(layer.mean.cols()));
+    l->mutable_mean()->Assign(layer.mean.data(),
+                              layer.mean.data() + layer.mean.size());
+    l->mutable_out_factor()->Assign(
+        layer.out_factor.data(),
+        layer.out_factor.data() + layer.out_factor.size());
+    l->mutable_in_factor()->Assign(
+        layer.in_factor.data(), layer.in_factor.data() + layer.in_factor.size());
+  }
+}
+
+}  // namespace bnn
