@@ -21,30 +21,20 @@ namespace {
 
 using google::protobuf::FieldDescriptor;
 
-// "epochs"/"seed" from typed fields, then `params` overrides (as bnn::Train
-// applies them), checked.
-absl::StatusOr<TrainOptions> ResolveTrainOptions(
+// "epochs"/"seed" from typed fields, then `params` overrides, resolved as
+// bnn::Train will. Without a seed the job gets a random one, recorded.
+absl::StatusOr<TrainOptions> ResolveOptions(
     const v1::StartTrainingRequest& request, const ParamMap& params) {
-  TrainOptions options;
-  if (request.has_epochs()) options.epochs = request.epochs();
+  TrainRequest core_request;
+  core_request.params = params;
+  if (request.has_epochs()) core_request.options.epochs = request.epochs();
   if (request.has_seed()) {
-    options.seed = request.seed();
+    core_request.options.seed = request.seed();
   } else {
     absl::BitGen gen;
-    options.seed = absl::Uniform<uint64_t>(gen);
+    core_request.options.seed = absl::Uniform<uint64_t>(gen);
   }
-  if (const auto it = params.find("epochs");
-      it != params.end() && !absl::SimpleAtoi(it->second, &options.epochs)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "params['epochs'] = '", it->second, "' is not an integer"));
-  }
-  if (const auto it = params.find("seed");
-      it != params.end() && !absl::SimpleAtoi(it->second, &options.seed)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "params['seed'] = '", it->second, "' is not an unsigned integer"));
-  }
-  BNN_RETURN_IF_ERROR(options.Validate());
-  return options;
+  return ResolveTrainOptions(core_request);
 }
 
 }  // namespace
@@ -126,12 +116,12 @@ absl::StatusOr<store::JobRecord> BuildTrainingJob(
   for (const auto& [key, value] : request.params()) params[key] = value;
 
   BNN_ASSIGN_OR_RETURN(const TrainOptions options,
-                       ResolveTrainOptions(request, params));
+                       ResolveOptions(request, params));
   params["epochs"] = absl::StrCat(options.epochs);
   params["seed"] = absl::StrCat(options.seed);
   // Building the method rejects unknown parameters and invalid values.
   BNN_RETURN_IF_ERROR(
-      registry.Create(request.method(), params, TrainerParamNames()).status());
+      registry.Validate(request.method(), params, TrainerParamNames()));
 
   BNN_RETURN_IF_ERROR(ValidateModelSpec(request.model()));
   BNN_ASSIGN_OR_RETURN(const Task task, StringToTask(dataset.task()));

@@ -58,10 +58,16 @@ void BM_Predict(benchmark::State& state, int input, std::vector<int> hidden,
 }
 
 BENCHMARK_CAPTURE(BM_Predict, uci_13_50_1_L1, 13, std::vector<int>{50}, 1, 1)
-    ->Arg(1)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Arg(1)
+    ->Arg(1000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Predict, mnist_784_400_400_10_L32, 784,
                   std::vector<int>{400, 400}, 10, 32)
-    ->Arg(1)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Arg(1)
+    ->Arg(1000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace bnn

@@ -13,6 +13,7 @@
 #include "bnn/check.h"
 #include "bnn/linalg/low_rank.h"
 #include "bnn/model/network.h"
+
 #include "methods/slang/slang_impl.h"
 
 namespace bnn {
@@ -22,10 +23,10 @@ struct Size {
   const char* name;
   int input;
   std::vector<int> hidden;
-  int output;  // 1: Bernoulli/Gaussian, > 1: categorical
-  int batch;   // M
-  int samples; // S
-  int rank;    // L
+  int output;   // 1: Bernoulli/Gaussian, > 1: categorical
+  int batch;    // M
+  int samples;  // S
+  int rank;     // L
 };
 
 const Size kSizes[] = {
@@ -45,7 +46,8 @@ Dataset MakeData(const Size& size, Rng& rng) {
     d.task = Task::kMulticlass;
     d.num_classes = size.output;
     for (int c = 0; c < size.output; ++c) d.class_values.push_back(c);
-    for (int i = 0; i < n; ++i) d.targets.push_back(rng.UniformInt(size.output));
+    for (int i = 0; i < n; ++i)
+      d.targets.push_back(rng.UniformInt(size.output));
   } else if (size.hidden.empty()) {
     d.task = Task::kBinary;
     d.num_classes = 2;
@@ -79,9 +81,8 @@ void BM_SlangStep(benchmark::State& state, const Size& size,
   Rng rng(1);
   const Dataset data = MakeData(size, rng);
   const ModelSpec spec = SpecFor(size, data);
-  internal::Slang<T> slang(
-      OptionsFor(size, std::is_same_v<T, float> ? "float32" : "float64",
-                 eig_solver));
+  internal::Slang<T> slang(OptionsFor(
+      size, std::is_same_v<T, float> ? "float32" : "float64", eig_solver));
   BNN_CHECK_OK(slang.Initialize(spec, data, rng));
   std::vector<int64_t> batch(size.batch);
   std::iota(batch.begin(), batch.end(), 0);
@@ -96,8 +97,8 @@ void BM_SlangStep(benchmark::State& state, const Size& size,
   const double k = size.rank + 2;
   // Floor of the randomized eigensolver: 5 operator applications, each a
   // J^T X and a J Y product of 2 D (M S) K flops.
-  state.counters["eig_GFLOP"] = 5 * 4.0 * spec.NumParameters() * size.batch *
-                                size.samples * k / 1e9;
+  state.counters["eig_GFLOP"] =
+      5 * 4.0 * spec.NumParameters() * size.batch * size.samples * k / 1e9;
 }
 
 // The plain reference: one backward pass per (example, sample), J
@@ -156,9 +157,9 @@ void BM_PlainSlangStep(benchmark::State& state, const Size& size) {
     momentum = o.momentum * momentum + (1 - o.momentum) * ghat;
     BNN_CHECK_OK(factor.Factor(u, d));
     Eigen::MatrixXd step;
-    factor.Solve(momentum / (1 - std::pow(o.momentum, t)) +
-                     prior.cwiseProduct(mu),
-                 &step);
+    factor.Solve(
+        momentum / (1 - std::pow(o.momentum, t)) + prior.cwiseProduct(mu),
+        &step);
     mu -= o.learning_rate * step.col(0);
     benchmark::DoNotOptimize(mu.data());
   }
@@ -170,16 +171,16 @@ void RegisterAll() {
     const bool big = size.input > 100;
     for (const char* solver : {"randomized", "exact"}) {
       const std::string suffix = std::string(solver) + "/" + size.name;
-      auto* b64 = benchmark::RegisterBenchmark(
-          ("SlangStep/float64/" + suffix).c_str(),
-          [&size, solver](benchmark::State& s) {
-            BM_SlangStep<double>(s, size, solver);
-          });
-      auto* b32 = benchmark::RegisterBenchmark(
-          ("SlangStep/float32/" + suffix).c_str(),
-          [&size, solver](benchmark::State& s) {
-            BM_SlangStep<float>(s, size, solver);
-          });
+      auto* b64 =
+          benchmark::RegisterBenchmark(("SlangStep/float64/" + suffix).c_str(),
+                                       [&size, solver](benchmark::State& s) {
+                                         BM_SlangStep<double>(s, size, solver);
+                                       });
+      auto* b32 =
+          benchmark::RegisterBenchmark(("SlangStep/float32/" + suffix).c_str(),
+                                       [&size, solver](benchmark::State& s) {
+                                         BM_SlangStep<float>(s, size, solver);
+                                       });
       for (auto* b : {b64, b32}) {
         b->Unit(benchmark::kMillisecond)->UseRealTime();
         if (big) b->Iterations(5);

@@ -167,11 +167,11 @@ TEST(BuildTrainingJobTest, RejectsBadEpochs) {
   (*request.mutable_params())["epochs"] = "many";
   EXPECT_THAT(Build(request).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       "params['epochs'] = 'many' is not an integer"));
+                       "parameter 'epochs': 'many' is not a valid int"));
   request = SlangRequest();
   (*request.mutable_params())["seed"] = "-1";
   EXPECT_THAT(Build(request).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, "params['seed']"));
+              StatusIs(absl::StatusCode::kInvalidArgument, "parameter 'seed': '-1'"));
 }
 
 TEST(BuildTrainingJobTest, RejectsBadModels) {

@@ -21,29 +21,29 @@ namespace bnn::internal {
 
 }  // namespace bnn::internal
 
-#define BNN_CHECK(cond)                                                \
-  do {                                                                 \
+#define BNN_CHECK(cond)                                                       \
+  do {                                                                        \
     if (!(cond)) ::bnn::internal::CheckFailed(__FILE__, __LINE__, #cond, ""); \
   } while (false)
 
-#define BNN_CHECK_EQ(a, b)                                                  \
-  do {                                                                      \
-    const auto& bnn_a_ = (a);                                               \
-    const auto& bnn_b_ = (b);                                               \
-    if (!(bnn_a_ == bnn_b_)) {                                              \
-      ::bnn::internal::CheckFailed(                                         \
-          __FILE__, __LINE__, #a " == " #b,                                 \
-          "(" + std::to_string(bnn_a_) + " vs " + std::to_string(bnn_b_) + ")"); \
-    }                                                                       \
+#define BNN_CHECK_EQ(a, b)                                                 \
+  do {                                                                     \
+    const auto& bnn_a_ = (a);                                              \
+    const auto& bnn_b_ = (b);                                              \
+    if (!(bnn_a_ == bnn_b_)) {                                             \
+      ::bnn::internal::CheckFailed(__FILE__, __LINE__, #a " == " #b,       \
+                                   "(" + std::to_string(bnn_a_) + " vs " + \
+                                       std::to_string(bnn_b_) + ")");      \
+    }                                                                      \
   } while (false)
 
-#define BNN_CHECK_OK(expr)                                                \
-  do {                                                                    \
-    const ::absl::Status bnn_s_ = (expr);                                 \
-    if (!bnn_s_.ok()) {                                                   \
-      ::bnn::internal::CheckFailed(__FILE__, __LINE__, #expr,             \
-                                   std::string(bnn_s_.ToString()));       \
-    }                                                                     \
+#define BNN_CHECK_OK(expr)                                          \
+  do {                                                              \
+    const ::absl::Status bnn_s_ = (expr);                           \
+    if (!bnn_s_.ok()) {                                             \
+      ::bnn::internal::CheckFailed(__FILE__, __LINE__, #expr,       \
+                                   std::string(bnn_s_.ToString())); \
+    }                                                               \
   } while (false)
 
 #endif  // BNN_CHECK_H_

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace bnn {
 
@@ -37,9 +37,9 @@ absl::Status Dataset::Validate() const {
         absl::StrCat("num_features = ", num_features, " must be >= 1"));
   }
   if (static_cast<int64_t>(features.size()) != num_rows() * num_features) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "features has ", features.size(), " values; expected ", num_rows(),
-        " rows x ", num_features, " features"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("features has ", features.size(), " values; expected ",
+                     num_rows(), " rows x ", num_features, " features"));
   }
   if (!feature_names.empty() &&
       static_cast<int64_t>(feature_names.size()) != num_features) {
@@ -61,9 +61,9 @@ absl::Status Dataset::Validate() const {
   }
   if (IsClassification(task)) {
     if (num_classes < 2 || (task == Task::kBinary && num_classes != 2)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "num_classes = ", num_classes, " is invalid for task ",
-          TaskToString(task)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("num_classes = ", num_classes, " is invalid for task ",
+                       TaskToString(task)));
     }
     if (!class_values.empty() &&
         static_cast<int>(class_values.size()) != num_classes) {
@@ -104,10 +104,10 @@ Dataset Dataset::Subset(const std::vector<int64_t>& indices) const {
 absl::Status Dataset::Append(const Dataset& other) {
   if (other.num_features != num_features || other.task != task ||
       other.num_classes != num_classes || other.class_values != class_values) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "schema mismatch: appending ", other.num_features, " features (",
-        TaskToString(other.task), ") to ", num_features, " features (",
-        TaskToString(task), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("schema mismatch: appending ", other.num_features,
+                     " features (", TaskToString(other.task), ") to ",
+                     num_features, " features (", TaskToString(task), ")"));
   }
   features.insert(features.end(), other.features.begin(), other.features.end());
   targets.insert(targets.end(), other.targets.begin(), other.targets.end());
@@ -125,9 +125,9 @@ absl::Status EncodeClassLabels(Dataset* dataset) {
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());
   if (values.size() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "classification needs at least 2 distinct labels; found ",
-        values.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("classification needs at least 2 distinct labels; found ",
+                     values.size()));
   }
   for (double& y : dataset->targets) {
     y = static_cast<double>(std::lower_bound(values.begin(), values.end(), y) -

@@ -1,20 +1,20 @@
 #include "bnn/data/readers.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <zlib.h>
 
-#include "absl/strings/string_view.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+
 #include "bnn/status.h"
 
 namespace bnn {
@@ -31,7 +31,8 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 // Reads a file through zlib, which passes plain (non-gzip) files through.
 absl::StatusOr<std::string> ReadMaybeGzip(const std::string& path) {
   gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  if (f == nullptr)
+    return absl::NotFoundError(absl::StrCat("cannot open ", path));
   std::unique_ptr<gzFile_s, int (*)(gzFile)> closer(f, gzclose);
   std::string out;
   char buf[1 << 16];
@@ -39,8 +40,7 @@ absl::StatusOr<std::string> ReadMaybeGzip(const std::string& path) {
   while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, n);
   if (n < 0) {
     int err = 0;
-    return absl::DataLossError(
-        absl::StrCat(path, ": ", gzerror(f, &err)));
+    return absl::DataLossError(absl::StrCat(path, ": ", gzerror(f, &err)));
   }
   return out;
 }
@@ -96,9 +96,9 @@ absl::StatusOr<std::vector<uint32_t>> IdxDims(const std::string& data,
         absl::StrCat(path, ": not an IDX file (bad magic)"));
   }
   if (p[2] != 0x08) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": IDX element type 0x", absl::Hex(p[2]),
-        " is not supported (only unsigned byte, 0x08)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": IDX element type 0x", absl::Hex(p[2]),
+                     " is not supported (only unsigned byte, 0x08)"));
   }
   const int rank = p[3];
   if (rank < 1 || data.size() < 4 + 4 * static_cast<size_t>(rank)) {
@@ -111,9 +111,9 @@ absl::StatusOr<std::vector<uint32_t>> IdxDims(const std::string& data,
     total *= dims[i];
   }
   if (data.size() != 4 + 4 * static_cast<size_t>(rank) + total) {
-    return absl::DataLossError(absl::StrCat(
-        path, ": IDX payload has ", data.size() - 4 - 4 * rank,
-        " bytes; the header declares ", total));
+    return absl::DataLossError(
+        absl::StrCat(path, ": IDX payload has ", data.size() - 4 - 4 * rank,
+                     " bytes; the header declares ", total));
   }
   return dims;
 }
@@ -153,14 +153,13 @@ absl::StatusOr<Dataset> ParseCsv(absl::string_view text,
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "target column '", options.target_column,
-          "' is neither a header name nor an index in [0, ", num_columns,
-          ")"));
+          "' is neither a header name nor an index in [0, ", num_columns, ")"));
     }
   }
   if (num_columns < (has_target ? 2 : 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "line ", first + 1, ": the header has ", num_columns,
-        " column; need a target and at least one feature"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", first + 1, ": the header has ", num_columns,
+                     " column; need a target and at least one feature"));
   }
 
   Dataset data;
@@ -172,7 +171,8 @@ absl::StatusOr<Dataset> ParseCsv(absl::string_view text,
   for (size_t l = first + 1; l < lines.size(); ++l) {
     if (IsBlank(lines[l])) continue;
     int column = 0;
-    for (absl::string_view field : absl::StrSplit(lines[l], options.delimiter)) {
+    for (absl::string_view field :
+         absl::StrSplit(lines[l], options.delimiter)) {
       ++column;
       if (column > num_columns) break;
       double v;
@@ -190,8 +190,7 @@ absl::StatusOr<Dataset> ParseCsv(absl::string_view text,
     }
     if (column != num_columns) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "line ", l + 1, " has ",
-          column > num_columns ? "more than " : "",
+          "line ", l + 1, " has ", column > num_columns ? "more than " : "",
           column > num_columns ? num_columns : column,
           " fields; the header has ", num_columns));
     }
@@ -312,8 +311,8 @@ absl::StatusOr<Dataset> ReadIdx(const std::string& images_path,
   for (size_t i = 1; i < dims.size(); ++i) p *= dims[i];
   data.num_features = p;
   data.features.resize(n * p);
-  const auto* pixels =
-      reinterpret_cast<const unsigned char*>(images.data()) + 4 + 4 * dims.size();
+  const auto* pixels = reinterpret_cast<const unsigned char*>(images.data()) +
+                       4 + 4 * dims.size();
   for (int64_t i = 0; i < n * p; ++i) {
     data.features[i] = pixels[i] * options.scale;
   }
@@ -324,8 +323,7 @@ absl::StatusOr<Dataset> ReadIdx(const std::string& images_path,
                          IdxDims(labels, labels_path));
     if (ldims.size() != 1 || ldims[0] != dims[0]) {
       return absl::InvalidArgumentError(absl::StrCat(
-          labels_path, ": expected a rank-1 label file with ", n,
-          " entries"));
+          labels_path, ": expected a rank-1 label file with ", n, " entries"));
     }
     // IDX labels are class indices already; keep them (no compaction) so
     // that a split missing a class still uses the same indices.

@@ -2,13 +2,17 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
 #include "bnn/core/snapshot.pb.h"
 #include "bnn/posterior/posterior.h"
 #include "bnn/status.h"
@@ -61,7 +65,8 @@ absl::StatusOr<Snapshot> FromProto(const snapshot::Snapshot& p) {
     m.activations.push_back(act);
   }
   m.output_dim = p.model().output_dim();
-  BNN_ASSIGN_OR_RETURN(m.likelihood, StringToLikelihood(p.model().likelihood()));
+  BNN_ASSIGN_OR_RETURN(m.likelihood,
+                       StringToLikelihood(p.model().likelihood()));
   BNN_RETURN_IF_ERROR(m.Validate());
   BNN_ASSIGN_OR_RETURN(s.task, StringToTask(p.task()));
   s.class_values.assign(p.class_values().begin(), p.class_values().end());
@@ -76,9 +81,8 @@ absl::StatusOr<Snapshot> FromProto(const snapshot::Snapshot& p) {
       s.standardization.feature_std.size() !=
           s.standardization.feature_mean.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "snapshot standardisation has ",
-        s.standardization.feature_mean.size(), " features; the model has ",
-        m.input_dim));
+        "snapshot standardisation has ", s.standardization.feature_mean.size(),
+        " features; the model has ", m.input_dim));
   }
   for (double sd : s.standardization.feature_std) {
     if (!(sd > 0)) {
@@ -99,9 +103,9 @@ absl::StatusOr<Snapshot> FromProto(const snapshot::Snapshot& p) {
     const size_t classes =
         m.likelihood == Likelihood::kCategorical ? m.output_dim : 2;
     if (s.class_values.size() != classes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "snapshot has ", s.class_values.size(), " class_values; the model has ",
-          classes, " classes"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("snapshot has ", s.class_values.size(),
+                       " class_values; the model has ", classes, " classes"));
     }
   }
   s.noise_precision = p.noise_precision();
@@ -186,9 +190,9 @@ absl::StatusOr<Snapshot> DecodeSnapshot(absl::string_view bytes) {
         "not a bnn-serve snapshot (missing BNNSNAP1 header)");
   }
   if (bytes.size() < kHeaderSize) {
-    return absl::DataLossError(absl::StrCat(
-        "snapshot is truncated: ", bytes.size(),
-        " bytes, shorter than its ", kHeaderSize, "-byte header"));
+    return absl::DataLossError(
+        absl::StrCat("snapshot is truncated: ", bytes.size(),
+                     " bytes, shorter than its ", kHeaderSize, "-byte header"));
   }
   const uint32_t version = GetLE<uint32_t>(bytes.data() + 8);
   if (version > kSnapshotFormatVersion) {
@@ -223,27 +227,59 @@ absl::StatusOr<Snapshot> DecodeSnapshot(absl::string_view bytes) {
     return absl::DataLossError("snapshot payload is not a valid message");
   }
   if (p.format_version() != version) {
-    return absl::DataLossError(absl::StrCat(
-        "snapshot payload format_version ", p.format_version(),
-        " disagrees with its header (", version, ")"));
+    return absl::DataLossError(
+        absl::StrCat("snapshot payload format_version ", p.format_version(),
+                     " disagrees with its header (", version, ")"));
   }
   return FromProto(p);
+}
+
+absl::Status WriteFileDurably(const std::string& path,
+                              absl::string_view bytes) {
+  // Write a temporary, fsync it, rename over the target and fsync the
+  // directory: after a crash the file is either the old or the new one.
+  const std::string tmp = path + ".tmp";
+  auto fail = [&](absl::string_view what) {
+    return absl::InternalError(
+        absl::StrCat(what, " ", tmp, ": ", std::strerror(errno)));
+  };
+  const int fd =
+      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return fail("cannot create");
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      return fail("cannot write");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    return fail("cannot fsync");
+  }
+  if (::close(fd) != 0) return fail("cannot close");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path,
+                                            ": ", std::strerror(errno)));
+  }
+  const size_t slash = path.find_last_of('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : path.substr(0, slash);
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status WriteSnapshotFile(const std::string& path,
                                const Snapshot& snapshot) {
   BNN_ASSIGN_OR_RETURN(std::string bytes, EncodeSnapshot(snapshot));
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
+  return WriteFileDurably(path, bytes);
 }
 
 absl::StatusOr<Snapshot> ReadSnapshotFile(const std::string& path) {

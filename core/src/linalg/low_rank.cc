@@ -4,10 +4,10 @@
 #include <cmath>
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
 #include <Eigen/Eigenvalues>
 #include <Eigen/LU>
 
-#include "absl/strings/str_cat.h"
 #include "bnn/check.h"
 
 namespace bnn {
@@ -26,18 +26,19 @@ constexpr double kCholeskyQrMinPivot = 1e-6;
 }  // namespace
 
 template <typename T>
-absl::Status LowRankPrecision<T>::Factor(const Eigen::Ref<const MatrixX<T>>& u,
-                                         const Eigen::Ref<const VectorX<T>>& d) {
+absl::Status LowRankPrecision<T>::Factor(
+    const Eigen::Ref<const MatrixX<T>>& u,
+    const Eigen::Ref<const VectorX<T>>& d) {
   const int64_t dim = d.size();
   if (u.rows() != dim) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "U has ", u.rows(), " rows; d has ", dim, " entries"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("U has ", u.rows(), " rows; d has ", dim, " entries"));
   }
   for (int64_t j = 0; j < dim; ++j) {
     if (!(d[j] > T(0)) || !std::isfinite(static_cast<double>(d[j]))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "diagonal precision d[", j, "] = ", d[j],
-          " must be positive and finite"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("diagonal precision d[", j, "] = ", d[j],
+                       " must be positive and finite"));
     }
   }
   if (!u.allFinite()) {
@@ -82,8 +83,7 @@ absl::Status LowRankPrecision<T>::Factor(const Eigen::Ref<const MatrixX<T>>& u,
   // Woodbury core for Solve(): (I + P)^-1.
   Eigen::LLT<Eigen::MatrixXd> llt_ip(id + p);
   w_ = llt_ip.solve(id).template cast<T>();
-  log_det_i_plus_p_ =
-      2.0 * llt_ip.matrixLLT().diagonal().array().log().sum();
+  log_det_i_plus_p_ = 2.0 * llt_ip.matrixLLT().diagonal().array().log().sum();
 
   // Corrected fast_sample (SLANG §5.2): A = chol(P), B = chol(I + A^T A),
   // C = A^-T (B - I) A^-1 and K = (C^-T + P)^-1 with C^-T = A (B - I)^-T A^T.
@@ -195,8 +195,8 @@ void RandomizedEigSolver<T>::Orthonormalize(MatrixX<T>* y) {
     }
     if (cholesky_ok) {
       // B <- B R^-1 with R = L^T.
-      const Eigen::MatrixXd r_inv = llt.matrixU().solve(
-          Eigen::MatrixXd::Identity(k, k));
+      const Eigen::MatrixXd r_inv =
+          llt.matrixU().solve(Eigen::MatrixXd::Identity(k, k));
       basis_tmp_.noalias() = b * r_inv;
       b.swap(basis_tmp_);
     }
@@ -212,8 +212,7 @@ void RandomizedEigSolver<T>::Orthonormalize(MatrixX<T>* y) {
 
 template <typename T>
 typename RandomizedEigSolver<T>::Result RandomizedEigSolver<T>::Solve(
-    const Operator& op, int64_t dim, int rank, int power_iterations,
-    Rng& rng) {
+    const Operator& op, int64_t dim, int rank, int power_iterations, Rng& rng) {
   BNN_CHECK(rank >= 1 && power_iterations >= 1 && dim >= 1);
   rank = static_cast<int>(std::min<int64_t>(rank, dim));
   const int k = static_cast<int>(std::min<int64_t>(rank + 2, dim));
@@ -232,7 +231,8 @@ typename RandomizedEigSolver<T>::Result RandomizedEigSolver<T>::Solve(
   double anorm = 0;
   for (int c = 0; c < k; ++c) {
     const double qn = static_cast<double>(q_.col(c).norm());
-    if (qn > 0) anorm = std::max(anorm, static_cast<double>(y_.col(c).norm()) / qn);
+    if (qn > 0)
+      anorm = std::max(anorm, static_cast<double>(y_.col(c).norm()) / qn);
   }
   q_.swap(y_);
   Orthonormalize(&q_);
@@ -261,17 +261,17 @@ typename RandomizedEigSolver<T>::Result RandomizedEigSolver<T>::Solve(
         rl.triangularView<Eigen::Lower>().solve(ete);
     const Eigen::MatrixXd fft =
         rl.triangularView<Eigen::Lower>().solve(rinv_ete.transpose());
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(
-        0.5 * (fft + fft.transpose()));
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(0.5 *
+                                                      (fft + fft.transpose()));
     const Eigen::VectorXd sigma2 = es.eigenvalues().cwiseMax(0.0);
     Eigen::VectorXd inv_sigma(k);
     for (int i = 0; i < k; ++i) {
       inv_sigma[i] = sigma2[i] > 0 ? 1.0 / std::sqrt(sigma2[i]) : 0.0;
     }
     // R^-T W diag(1/sigma).
-    small = rl.transpose().triangularView<Eigen::Upper>().solve(
-                es.eigenvectors()) *
-            inv_sigma.asDiagonal();
+    small =
+        rl.transpose().triangularView<Eigen::Upper>().solve(es.eigenvectors()) *
+        inv_sigma.asDiagonal();
     evals = sigma2.array() - shift;
   } else {
     // Rayleigh-Ritz fallback: eig(Q^T A Q), vectors Q W.

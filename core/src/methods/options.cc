@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "absl/strings/string_view.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/string_view.h"
 
 namespace bnn {
 
@@ -27,8 +27,8 @@ absl::Status ParseParamAssignment(absl::string_view assignment,
 absl::Status CheckIntRange(absl::string_view field, int64_t value, int64_t lo,
                            int64_t hi) {
   if (value < lo || value > hi) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, " = ", value, " must be in [", lo, ", ", hi, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " = ", value, " must be in [", lo, ", ", hi, "]"));
   }
   return absl::OkStatus();
 }
@@ -37,9 +37,9 @@ absl::Status CheckRange(absl::string_view field, double value, double lo,
                         double hi, bool lo_inclusive) {
   const bool above = lo_inclusive ? value >= lo : value > lo;
   if (!std::isfinite(value) || !above || value > hi) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, " = ", value, " must be in ", lo_inclusive ? "[" : "(", lo,
-        ", ", hi, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " = ", value, " must be in ",
+                     lo_inclusive ? "[" : "(", lo, ", ", hi, "]"));
   }
   return absl::OkStatus();
 }
@@ -57,8 +57,9 @@ absl::Status CheckOneOf(absl::string_view field, absl::string_view value,
   for (const auto& a : allowed) {
     if (a == value) return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      field, " = '", value, "' must be one of: ", absl::StrJoin(allowed, ", ")));
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " = '", value,
+                   "' must be one of: ", absl::StrJoin(allowed, ", ")));
 }
 
 }  // namespace bnn

@@ -1,9 +1,11 @@
 #include "bnn/methods/registry.h"
 
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+
 #include "bnn/check.h"
+#include "bnn/methods/method.h"
 #include "bnn/methods/slang.h"
 #include "bnn/status.h"
 
@@ -27,8 +29,8 @@ absl::StatusOr<const MethodRegistry::Entry*> MethodRegistry::Find(
   auto it = entries_.find(name);
   if (it == entries_.end()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown method '", name, "'; known methods: ",
-                     absl::StrJoin(Names(), ", ")));
+        absl::StrCat("unknown method '", name,
+                     "'; known methods: ", absl::StrJoin(Names(), ", ")));
   }
   return &it->second;
 }
@@ -38,6 +40,12 @@ absl::StatusOr<std::unique_ptr<VariationalMethod>> MethodRegistry::Create(
     const std::vector<std::string>& ignored) const {
   BNN_ASSIGN_OR_RETURN(const Entry* entry, Find(name));
   return entry->factory(params, ignored);
+}
+
+absl::Status MethodRegistry::Validate(
+    absl::string_view name, const ParamMap& params,
+    const std::vector<std::string>& ignored) const {
+  return Create(name, params, ignored).status();
 }
 
 std::vector<std::string> MethodRegistry::Names() const {

@@ -1,7 +1,7 @@
 #include "bnn/model/model_spec.h"
 
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace bnn {
 
@@ -94,10 +94,9 @@ absl::Status ModelSpec::Validate() const {
     }
   }
   if (activations.size() != hidden_sizes.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("activations has ", activations.size(),
-                     " entries; expected one per hidden layer (",
-                     hidden_sizes.size(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "activations has ", activations.size(),
+        " entries; expected one per hidden layer (", hidden_sizes.size(), ")"));
   }
   const int expected_out = likelihood == Likelihood::kCategorical ? -1 : 1;
   if (output_dim < 1 || output_dim > kMaxLayerWidth ||

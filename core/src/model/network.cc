@@ -17,8 +17,9 @@ Eigen::Map<const MatrixX<T>> LayerWeights(
 }
 
 template <typename T>
-void Activate(Activation a, const MatrixX<T>& z,
-              Eigen::Block<MatrixX<T>, Eigen::Dynamic, Eigen::Dynamic, true> out) {
+void Activate(
+    Activation a, const MatrixX<T>& z,
+    Eigen::Block<MatrixX<T>, Eigen::Dynamic, Eigen::Dynamic, true> out) {
   switch (a) {
     case Activation::kRelu:
       out = z.cwiseMax(T(0));
@@ -96,7 +97,8 @@ void Network<T>::Forward(const Eigen::Ref<const MatrixX<T>>& x,
     const MatrixX<T>& a = pass->inputs[l];
     for (int s = 0; s < s_count; ++s) {
       z.middleRows(s * m, m).noalias() =
-          a.middleRows(s * m, m) * LayerWeights<T>(weights, s, shape).transpose();
+          a.middleRows(s * m, m) *
+          LayerWeights<T>(weights, s, shape).transpose();
     }
     if (l + 1 < num_layers) {
       MatrixX<T>& next = pass->inputs[l + 1];
@@ -147,8 +149,8 @@ template <typename T>
 void Network<T>::Backward(const Eigen::Ref<const VectorX<T>>& targets,
                           T noise_precision,
                           const Eigen::Ref<const MatrixX<T>>& weights,
-                          const ForwardPass<T>& pass,
-                          PerExampleGrads<T>* grads, VectorX<T>* nll) const {
+                          const ForwardPass<T>& pass, PerExampleGrads<T>* grads,
+                          VectorX<T>* nll) const {
   const int m = pass.num_rows;
   const int rows = m * pass.num_samples;
   BNN_CHECK_EQ(targets.size(), m);
@@ -161,9 +163,9 @@ void Network<T>::Backward(const Eigen::Ref<const VectorX<T>>& targets,
   VectorX<T> f(k), g(k);
   for (int r = 0; r < rows; ++r) {
     f = out.row(r).transpose();
-    const T value = NegLogLikelihood<T>(spec_.likelihood, f.data(), k,
-                                        targets[r % m], noise_precision,
-                                        g.data());
+    const T value =
+        NegLogLikelihood<T>(spec_.likelihood, f.data(), k, targets[r % m],
+                            noise_precision, g.data());
     top.row(r) = g.transpose();
     if (nll != nullptr) (*nll)[r] = value;
   }
@@ -225,7 +227,7 @@ void PerExampleGrads<T>::SquaredSum(VectorX<T>* out) const {
 
 template <typename T>
 void PerExampleGrads<T>::WeightedSquaredNorms(const VectorX<T>& w,
-                                             VectorX<T>* out) const {
+                                              VectorX<T>* out) const {
   BNN_CHECK_EQ(w.size(), dim_);
   out->setZero(count_);
   for (size_t l = 0; l < layers_.size(); ++l) {
@@ -251,11 +253,13 @@ void PerExampleGrads<T>::TransposeTimes(const Eigen::Ref<const MatrixX<T>>& q,
   for (size_t l = 0; l < layers_.size(); ++l) {
     const LayerShape& shape = layers_[l];
     for (int k = 0; k < k_count; ++k) {
-      Eigen::Map<const MatrixX<T>> qk(q.data() + k * q.outerStride() + shape.offset,
-                                      shape.out, shape.in + 1);
+      Eigen::Map<const MatrixX<T>> qk(
+          q.data() + k * q.outerStride() + shape.offset, shape.out,
+          shape.in + 1);
       // <g_i, q> = delta_i^T Q a_i: rows of (A Q^T) dotted with rows of Delta.
       scratch_a_.noalias() = inputs(l) * qk.transpose();
-      out->col(k) += (scratch_a_.array() * deltas_[l].array()).rowwise().sum().matrix();
+      out->col(k) +=
+          (scratch_a_.array() * deltas_[l].array()).rowwise().sum().matrix();
     }
   }
 }
@@ -296,8 +300,7 @@ MatrixX<T> PerExampleGrads<T>::Materialize() const {
     for (int i = 0; i < count_; ++i) {
       Eigen::Map<MatrixX<T>> block(j.col(i).data() + shape.offset, shape.out,
                                    shape.in + 1);
-      block.noalias() =
-          deltas_[l].row(i).transpose() * inputs(l).row(i);
+      block.noalias() = deltas_[l].row(i).transpose() * inputs(l).row(i);
     }
   }
   return j;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+
 #include "bnn/core/snapshot.pb.h"
 
 namespace bnn {
@@ -19,8 +20,8 @@ void FillNormal(int64_t rows, int cols, Rng& rng, Eigen::MatrixXd* out) {
 double GaussianKl(const Eigen::VectorXd& mean, const Eigen::VectorXd& variance,
                   double log_det_precision, const Eigen::VectorXd& lambda) {
   return 0.5 * (lambda.dot(variance) + lambda.dot(mean.cwiseAbs2()) -
-                static_cast<double>(mean.size()) -
-                lambda.array().log().sum() + log_det_precision);
+                static_cast<double>(mean.size()) - lambda.array().log().sum() +
+                log_det_precision);
 }
 
 absl::Status CheckPriorSize(const Eigen::VectorXd& lambda, int64_t dim) {
@@ -50,8 +51,8 @@ DiagonalGaussianPosterior::Create(Eigen::VectorXd mean,
   for (int64_t j = 0; j < variance.size(); ++j) {
     if (!(variance[j] > 0) || !std::isfinite(variance[j])) {
       return absl::InvalidArgumentError(
-          absl::StrCat("diagonal posterior: variance[", j, "] = ",
-                       variance[j], " must be positive and finite"));
+          absl::StrCat("diagonal posterior: variance[", j, "] = ", variance[j],
+                       " must be positive and finite"));
     }
   }
   auto p = std::unique_ptr<DiagonalGaussianPosterior>(
@@ -92,18 +93,17 @@ void DiagonalGaussianPosterior::ToProto(snapshot::Posterior* proto) const {
 // --------------------------------------------------------------------- full
 
 absl::StatusOr<std::unique_ptr<FullGaussianPosterior>>
-FullGaussianPosterior::Create(Eigen::VectorXd mean,
-                              Eigen::MatrixXd precision) {
+FullGaussianPosterior::Create(Eigen::VectorXd mean, Eigen::MatrixXd precision) {
   const int64_t d = mean.size();
   if (d > kMaxDim) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "full-covariance posterior of dimension ", d,
-        " exceeds the limit of ", kMaxDim, " parameters"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("full-covariance posterior of dimension ", d,
+                     " exceeds the limit of ", kMaxDim, " parameters"));
   }
   if (precision.rows() != d || precision.cols() != d) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "full posterior: precision is ", precision.rows(), "x",
-        precision.cols(), "; the mean has ", d, " entries"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("full posterior: precision is ", precision.rows(), "x",
+                     precision.cols(), "; the mean has ", d, " entries"));
   }
   if (!mean.allFinite() || !precision.allFinite()) {
     return absl::InvalidArgumentError(
@@ -111,7 +111,8 @@ FullGaussianPosterior::Create(Eigen::VectorXd mean,
   }
   if ((precision - precision.transpose()).cwiseAbs().maxCoeff() >
       1e-10 * (1 + precision.cwiseAbs().maxCoeff())) {
-    return absl::InvalidArgumentError("full posterior precision is not symmetric");
+    return absl::InvalidArgumentError(
+        "full posterior precision is not symmetric");
   }
   auto p = std::unique_ptr<FullGaussianPosterior>(new FullGaussianPosterior());
   p->llt_.compute(precision);
@@ -142,8 +143,7 @@ Eigen::VectorXd FullGaussianPosterior::MarginalVariances() const {
 absl::StatusOr<double> FullGaussianPosterior::KlToPrior(
     const Eigen::VectorXd& prior_precision) const {
   if (auto s = CheckPriorSize(prior_precision, dim()); !s.ok()) return s;
-  const double log_det =
-      2.0 * llt_.matrixLLT().diagonal().array().log().sum();
+  const double log_det = 2.0 * llt_.matrixLLT().diagonal().array().log().sum();
   return GaussianKl(mean_, MarginalVariances(), log_det, prior_precision);
 }
 
@@ -184,8 +184,8 @@ absl::StatusOr<std::unique_ptr<KroneckerPosterior>> KroneckerPosterior::Create(
       return absl::InvalidArgumentError(absl::StrCat(
           "kronecker layer ", l, " has mean ", layer.mean.rows(), "x",
           layer.mean.cols(), ", out factor ", layer.out_factor.rows(), "x",
-          layer.out_factor.cols(), ", in factor ", layer.in_factor.rows(),
-          "x", layer.in_factor.cols(), "; the model layer is ", s.out, "x",
+          layer.out_factor.cols(), ", in factor ", layer.in_factor.rows(), "x",
+          layer.in_factor.cols(), "; the model layer is ", s.out, "x",
           s.in + 1));
     }
     for (const Eigen::MatrixXd* f : {&layer.out_factor, &layer.in_factor}) {
@@ -221,8 +221,8 @@ void KroneckerPosterior::Sample(int num_samples, Rng& rng,
                                     shape.out, shape.in + 1);
       w = layers_[l].mean +
           layers_[l].out_factor.triangularView<Eigen::Lower>() *
-              (e * layers_[l].in_factor.transpose()
-                       .triangularView<Eigen::Upper>());
+              (e *
+               layers_[l].in_factor.transpose().triangularView<Eigen::Upper>());
     }
   }
 }
@@ -249,8 +249,9 @@ absl::StatusOr<double> KroneckerPosterior::KlToPrior(
   for (size_t l = 0; l < layers_.size(); ++l) {
     const LayerShape& s = shapes_[l];
     log_det_precision -=
-        2.0 * (s.out * layers_[l].in_factor.diagonal().array().log().sum() +
-               (s.in + 1) * layers_[l].out_factor.diagonal().array().log().sum());
+        2.0 *
+        (s.out * layers_[l].in_factor.diagonal().array().log().sum() +
+         (s.in + 1) * layers_[l].out_factor.diagonal().array().log().sum());
   }
   return GaussianKl(mean_, MarginalVariances(), log_det_precision,
                     prior_precision);
@@ -283,7 +284,8 @@ void KroneckerPosterior::ToProto(snapshot::Posterior* proto) const {
         layer.out_factor.data(),
         layer.out_factor.data() + layer.out_factor.size());
     l->mutable_in_factor()->Assign(
-        layer.in_factor.data(), layer.in_factor.data() + layer.in_factor.size());
+        layer.in_factor.data(),
+        layer.in_factor.data() + layer.in_factor.size());
   }
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+
 #include "bnn/core/snapshot.pb.h"
 #include "bnn/status.h"
 
@@ -12,9 +13,9 @@ absl::StatusOr<std::unique_ptr<LowRankGaussianPosterior>>
 LowRankGaussianPosterior::Create(Eigen::VectorXd mean, Eigen::MatrixXd u,
                                  Eigen::VectorXd d) {
   if (d.size() != mean.size() || u.rows() != mean.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "low-rank posterior sizes disagree: mean ", mean.size(), ", U ",
-        u.rows(), "x", u.cols(), ", d ", d.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("low-rank posterior sizes disagree: mean ", mean.size(),
+                     ", U ", u.rows(), "x", u.cols(), ", d ", d.size()));
   }
   if (!mean.allFinite()) {
     return absl::InvalidArgumentError("posterior mean has a non-finite entry");
@@ -51,11 +52,10 @@ absl::StatusOr<double> LowRankGaussianPosterior::KlToPrior(
   //   1/2 [sum lambda_j S_jj + sum lambda_j mu_j^2 - D - sum log lambda_j
   //        + log det S^-1]  (SLANG §9.7).
   const Eigen::VectorXd var = MarginalVariances();
-  return 0.5 * (prior_precision.dot(var) +
-                prior_precision.dot(mean_.cwiseAbs2()) -
-                static_cast<double>(dim()) -
-                prior_precision.array().log().sum() +
-                factor_.LogDetPrecision());
+  return 0.5 *
+         (prior_precision.dot(var) + prior_precision.dot(mean_.cwiseAbs2()) -
+          static_cast<double>(dim()) - prior_precision.array().log().sum() +
+          factor_.LogDetPrecision());
 }
 
 absl::StatusOr<Eigen::VectorXd> LowRankGaussianPosterior::LinearizedVariance(
@@ -67,7 +67,10 @@ absl::StatusOr<Eigen::VectorXd> LowRankGaussianPosterior::LinearizedVariance(
   if (factor_.rank() > 0) {
     Eigen::MatrixXd t;
     jacobian.TransposeTimes(factor_.WoodburyZ(), &t);
-    var -= ((t * factor_.WoodburyW()).array() * t.array()).rowwise().sum().matrix();
+    var -= ((t * factor_.WoodburyW()).array() * t.array())
+               .rowwise()
+               .sum()
+               .matrix();
   }
   return var;
 }

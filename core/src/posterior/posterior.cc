@@ -1,6 +1,7 @@
 #include "bnn/posterior/posterior.h"
 
 #include "absl/strings/str_cat.h"
+
 #include "bnn/core/snapshot.pb.h"
 #include "bnn/posterior/gaussian_families.h"
 #include "bnn/posterior/low_rank_gaussian.h"
@@ -30,9 +31,8 @@ absl::StatusOr<std::unique_ptr<Posterior>> LowRankFromProto(
   Eigen::MatrixXd u =
       Eigen::Map<const Eigen::MatrixXd>(p.u().data(), dim, p.rank());
   BNN_ASSIGN_OR_RETURN(auto posterior,
-                       LowRankGaussianPosterior::Create(AsVector(p.mean()),
-                                                        std::move(u),
-                                                        AsVector(p.d())));
+                       LowRankGaussianPosterior::Create(
+                           AsVector(p.mean()), std::move(u), AsVector(p.d())));
   return std::unique_ptr<Posterior>(std::move(posterior));
 }
 
@@ -92,9 +92,9 @@ absl::StatusOr<std::unique_ptr<Posterior>> KroneckerFromProto(
     const auto& pl = p.layers(l);
     const int64_t rows = shapes[l].out, cols = shapes[l].in + 1;
     if (pl.rows() != rows || pl.cols() != cols) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "kronecker layer ", l, " is ", pl.rows(), "x", pl.cols(),
-          "; the model layer is ", rows, "x", cols));
+      return absl::InvalidArgumentError(
+          absl::StrCat("kronecker layer ", l, " is ", pl.rows(), "x", pl.cols(),
+                       "; the model layer is ", rows, "x", cols));
     }
     const std::string name = absl::StrCat("kronecker layer ", l);
     BNN_RETURN_IF_ERROR(CheckSize(name + " mean", pl.mean_size(), rows * cols));
@@ -112,9 +112,9 @@ absl::StatusOr<std::unique_ptr<Posterior>> KroneckerFromProto(
 absl::StatusOr<std::unique_ptr<Posterior>> SampleSetFromProto(
     const snapshot::SampleSet& p, int64_t dim) {
   if (p.num_samples() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sample-set posterior num_samples = ", p.num_samples(),
-        " must be >= 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sample-set posterior num_samples = ", p.num_samples(),
+                     " must be >= 1"));
   }
   BNN_RETURN_IF_ERROR(CheckSize("sample-set posterior", p.samples_size(),
                                 dim * p.num_samples()));
@@ -136,8 +136,8 @@ absl::StatusOr<std::unique_ptr<Posterior>> DropoutFromProto(
 absl::Status NotGaussianError(absl::string_view family,
                               absl::string_view what) {
   return absl::UnimplementedError(absl::StrCat(
-      "the ", family, " posterior has no Gaussian density, so it has no ",
-      what, "; use Monte Carlo prediction"));
+      "the ", family, " posterior has no Gaussian density, so it has no ", what,
+      "; use Monte Carlo prediction"));
 }
 
 absl::StatusOr<std::unique_ptr<Posterior>> PosteriorFromProto(

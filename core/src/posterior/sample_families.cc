@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+
 #include "bnn/core/snapshot.pb.h"
 
 namespace bnn {
@@ -16,7 +17,8 @@ absl::StatusOr<std::unique_ptr<SampleSetPosterior>> SampleSetPosterior::Create(
     return absl::InvalidArgumentError("a sample-set posterior needs samples");
   }
   if (!samples.allFinite()) {
-    return absl::InvalidArgumentError("sample-set posterior has a non-finite entry");
+    return absl::InvalidArgumentError(
+        "sample-set posterior has a non-finite entry");
   }
   auto p = std::unique_ptr<SampleSetPosterior>(new SampleSetPosterior());
   p->mean_ = samples.rowwise().mean();
@@ -31,7 +33,8 @@ void SampleSetPosterior::Sample(int num_samples, Rng& rng,
   std::iota(order.begin(), order.end(), 0);
   if (num_samples != n) std::shuffle(order.begin(), order.end(), rng.engine());
   out->resize(dim(), num_samples);
-  for (int s = 0; s < num_samples; ++s) out->col(s) = samples_.col(order[s % n]);
+  for (int s = 0; s < num_samples; ++s)
+    out->col(s) = samples_.col(order[s % n]);
 }
 
 Eigen::VectorXd SampleSetPosterior::MarginalVariances() const {
@@ -77,7 +80,8 @@ absl::StatusOr<std::unique_ptr<DropoutPosterior>> DropoutPosterior::Create(
                      " layer flags; the model has ", shapes.size(), " layers"));
   }
   if (!weights.allFinite()) {
-    return absl::InvalidArgumentError("dropout weights have a non-finite entry");
+    return absl::InvalidArgumentError(
+        "dropout weights have a non-finite entry");
   }
   auto p = std::unique_ptr<DropoutPosterior>(new DropoutPosterior());
   p->shapes_ = shapes;

@@ -18,13 +18,14 @@ int Label(double y) { return static_cast<int>(y); }
 double Rmse(absl::Span<const double> mean, absl::Span<const double> y) {
   BNN_CHECK_EQ(mean.size(), y.size());
   double sum = 0;
-  for (size_t i = 0; i < y.size(); ++i) sum += (mean[i] - y[i]) * (mean[i] - y[i]);
+  for (size_t i = 0; i < y.size(); ++i)
+    sum += (mean[i] - y[i]) * (mean[i] - y[i]);
   return std::sqrt(sum / y.size());
 }
 
 double GaussianMixtureLogLikelihood(absl::Span<const double> samples,
-                                    int num_samples,
-                                    absl::Span<const double> y, double tau) {
+                                    int num_samples, absl::Span<const double> y,
+                                    double tau) {
   const size_t n = y.size();
   BNN_CHECK_EQ(samples.size(), n * num_samples);
   const double log_norm = 0.5 * (std::log(tau) - kLog2Pi);
@@ -54,7 +55,8 @@ double LogLoss(absl::Span<const double> probs, int num_classes,
   constexpr double kFloor = 1e-300;
   double total = 0;
   for (size_t i = 0; i < labels.size(); ++i) {
-    total -= std::log(std::max(kFloor, probs[i * num_classes + Label(labels[i])]));
+    total -=
+        std::log(std::max(kFloor, probs[i * num_classes + Label(labels[i])]));
   }
   return total / labels.size();
 }
@@ -85,8 +87,7 @@ double Brier(absl::Span<const double> probs, int num_classes,
   return total / labels.size();
 }
 
-double ExpectedCalibrationError(absl::Span<const double> probs,
-                                int num_classes,
+double ExpectedCalibrationError(absl::Span<const double> probs, int num_classes,
                                 absl::Span<const double> labels, int bins) {
   BNN_CHECK_EQ(probs.size(), labels.size() * num_classes);
   BNN_CHECK(bins >= 1);

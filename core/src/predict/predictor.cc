@@ -2,8 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <list>
+#include <map>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+
 #include "bnn/model/likelihood.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/posterior.h"
@@ -13,20 +18,308 @@
 namespace bnn {
 namespace {
 
-// Rows x samples evaluated per forward pass: bounds activation memory.
-constexpr int64_t kMaxRowsTimesSamples = 1 << 16;
+// Rows x samples per forward pass: bounds activation memory.
+constexpr int64_t kMaxRowsTimesSamples = int64_t{1} << 16;
+
+double NormalCdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+// The `level` quantile of (1/S) sum_s N(means[s], sigma^2), by bisection on
+// the mixture CDF (monotone), to 1e-10 of the bracket width.
+double MixtureQuantile(const double* means, int count, double sigma,
+                       double level) {
+  double lo = *std::min_element(means, means + count) - 10 * sigma;
+  double hi = *std::max_element(means, means + count) + 10 * sigma;
+  const double tolerance = 1e-10 * (hi - lo + 1e-300);
+  while (hi - lo > tolerance) {
+    const double mid = 0.5 * (lo + hi);
+    double cdf = 0;
+    for (int s = 0; s < count; ++s) cdf += NormalCdf((mid - means[s]) / sigma);
+    (cdf / count < level ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+double Entropy(const double* p, int n) {
+  double h = 0;
+  for (int c = 0; c < n; ++c) {
+    if (p[c] > 0) h -= p[c] * std::log(p[c]);
+  }
+  return h;
+}
 
 }  // namespace
 
+// The precision-independent interface behind Predictor.
 struct Predictor::Impl {
-  explicit Impl(const ModelSpec& spec) : network(spec) {}
-  Network<double> network;
-  PredictorOptions options;
+  virtual ~Impl() = default;
+  virtual absl::StatusOr<Prediction> Predict(const Snapshot& snap,
+                                             absl::Span<const double> rows,
+                                             int64_t num_rows,
+                                             const PredictOptions& o) const = 0;
+  virtual CacheStats Stats() const = 0;
 };
+
+namespace {
+
+template <typename T>
+class Engine final : public Predictor::Impl {
+ public:
+  Engine(const Snapshot& snap, const PredictorOptions& options)
+      : net_(snap.model), net64_(snap.model), options_(options) {}
+
+  absl::StatusOr<Prediction> Predict(const Snapshot& snap,
+                                     absl::Span<const double> rows,
+                                     int64_t num_rows,
+                                     const PredictOptions& o) const override {
+    return o.linearized ? PredictLinearized(snap, rows, num_rows, o)
+                        : PredictMonteCarlo(snap, rows, num_rows, o);
+  }
+
+  Predictor::CacheStats Stats() const override {
+    absl::MutexLock lock(&mu_);
+    return stats_;
+  }
+
+ private:
+  using Block = std::shared_ptr<const MatrixX<T>>;
+  using Key = std::pair<int, uint64_t>;  // (S, seed)
+
+  // The D x S weight samples for (S, seed): drawn once, then shared by every
+  // request with that key until evicted.
+  Block Samples(const Snapshot& snap, int s_count, uint64_t seed) const {
+    const Key key(s_count, seed);
+    {
+      absl::MutexLock lock(&mu_);
+      if (auto it = index_.find(key); it != index_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        ++stats_.hits;
+        return it->second->second;
+      }
+      ++stats_.misses;
+    }
+    // Draw outside the lock: sampling a large posterior takes a while.
+    Rng rng(seed);
+    Eigen::MatrixXd theta;
+    snap.posterior->Sample(s_count, rng, &theta);
+    Block block;
+    if constexpr (std::is_same_v<T, double>) {
+      block = std::make_shared<const MatrixX<T>>(std::move(theta));
+    } else {
+      block = std::make_shared<const MatrixX<T>>(theta.template cast<T>());
+    }
+    const int64_t bytes = static_cast<int64_t>(block->size() * sizeof(T));
+    if (bytes > options_.cache_bytes) return block;
+    absl::MutexLock lock(&mu_);
+    if (auto it = index_.find(key); it != index_.end()) {
+      return it->second->second;  // another request drew it meanwhile
+    }
+    lru_.emplace_front(key, block);
+    index_[key] = lru_.begin();
+    stats_.bytes += bytes;
+    ++stats_.entries;
+    while (stats_.bytes > options_.cache_bytes) {
+      const auto& victim = lru_.back();
+      stats_.bytes -= static_cast<int64_t>(victim.second->size() * sizeof(T));
+      --stats_.entries;
+      index_.erase(victim.first);
+      lru_.pop_back();
+    }
+    return block;
+  }
+
+  template <typename U>
+  static void StandardizeChunk(const Snapshot& snap,
+                               absl::Span<const double> rows, int64_t begin,
+                               int64_t m, MatrixX<U>* x) {
+    const int64_t p = snap.model.input_dim;
+    const Standardization& st = snap.standardization;
+    x->resize(m, p);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < p; ++j) {
+        (*x)(i, j) = U((rows[(begin + i) * p + j] - st.feature_mean[j]) /
+                       st.feature_std[j]);
+      }
+    }
+  }
+
+  static void AllocateRegression(int64_t n, size_t levels, Prediction* out) {
+    out->mean.resize(n);
+    out->variance.resize(n);
+    out->epistemic_variance.resize(n);
+    out->aleatoric_variance.resize(n);
+    out->quantiles.resize(n * levels);
+  }
+
+  absl::StatusOr<Prediction> PredictMonteCarlo(const Snapshot& snap,
+                                               absl::Span<const double> rows,
+                                               int64_t num_rows,
+                                               const PredictOptions& o) const {
+    const ModelSpec& spec = snap.model;
+    const int s_count = o.num_samples;
+    const bool classification = IsClassification(snap.task);
+    const int k = spec.output_dim;
+    const int classes = spec.likelihood == Likelihood::kCategorical ? k : 2;
+    const int per_sample_width = classification ? classes : 1;
+    const Standardization& st = snap.standardization;
+    const double aleatoric_sd =
+        classification ? 0.0 : st.target_std / std::sqrt(snap.noise_precision);
+
+    Prediction out;
+    out.num_rows = num_rows;
+    out.num_samples = s_count;
+    if (classification) {
+      out.num_classes = classes;
+      out.probabilities.assign(num_rows * classes, 0.0);
+      for (auto* v : {&out.predicted_class, &out.entropy, &out.expected_entropy,
+                      &out.mutual_information, &out.variation_ratio}) {
+        v->resize(num_rows);
+      }
+    } else {
+      AllocateRegression(num_rows, o.quantiles.size(), &out);
+    }
+    if (o.per_sample) {
+      out.sample_outputs.resize(s_count * num_rows * per_sample_width);
+    }
+
+    const Block theta = Samples(snap, s_count, o.seed);
+    const int64_t chunk = std::max<int64_t>(
+        1,
+        std::min<int64_t>(options_.chunk_rows, kMaxRowsTimesSamples / s_count));
+    MatrixX<T> x;
+    ForwardPass<T> pass;
+    Eigen::VectorXd sample_means(s_count);
+    Eigen::MatrixXd probs(classes, s_count);  // per-sample probabilities
+    std::vector<int> votes(classes);
+    for (int64_t begin = 0; begin < num_rows; begin += chunk) {
+      const int64_t m = std::min(chunk, num_rows - begin);
+      StandardizeChunk(snap, rows, begin, m, &x);
+      net_.Forward(x, *theta, &pass);
+      const MatrixX<T>& f = pass.output();
+      for (int64_t i = 0; i < m; ++i) {
+        const int64_t r = begin + i;
+        if (!classification) {
+          for (int s = 0; s < s_count; ++s) {
+            sample_means[s] =
+                st.UnscaleMean(static_cast<double>(f(s * m + i, 0)));
+          }
+          const double mean = sample_means.mean();
+          out.mean[r] = mean;
+          out.epistemic_variance[r] =
+              (sample_means.array() - mean).square().mean();
+          out.aleatoric_variance[r] = aleatoric_sd * aleatoric_sd;
+          out.variance[r] =
+              out.epistemic_variance[r] + out.aleatoric_variance[r];
+          for (size_t q = 0; q < o.quantiles.size(); ++q) {
+            out.quantiles[r * o.quantiles.size() + q] = MixtureQuantile(
+                sample_means.data(), s_count, aleatoric_sd, o.quantiles[q]);
+          }
+          if (o.per_sample) {
+            for (int s = 0; s < s_count; ++s) {
+              out.sample_outputs[s * num_rows + r] = sample_means[s];
+            }
+          }
+          continue;
+        }
+        std::fill(votes.begin(), votes.end(), 0);
+        double expected_entropy = 0;
+        for (int s = 0; s < s_count; ++s) {
+          const auto logits = f.row(s * m + i);
+          auto p = probs.col(s);
+          if (spec.likelihood == Likelihood::kBernoulli) {
+            p[1] = Sigmoid(static_cast<double>(logits[0]));
+            p[0] = 1.0 - p[1];
+          } else {
+            const double mx = static_cast<double>(logits.maxCoeff());
+            for (int c = 0; c < classes; ++c) {
+              p[c] = std::exp(static_cast<double>(logits[c]) - mx);
+            }
+            p /= p.sum();
+          }
+          expected_entropy += Entropy(p.data(), classes);
+          int best = 0;
+          p.maxCoeff(&best);
+          ++votes[best];
+          if (o.per_sample) {
+            std::copy_n(
+                p.data(), classes,
+                out.sample_outputs.data() + (s * num_rows + r) * classes);
+          }
+        }
+        const Eigen::VectorXd mean = probs.rowwise().mean();
+        int best = 0;
+        mean.maxCoeff(&best);
+        std::copy_n(mean.data(), classes,
+                    out.probabilities.data() + r * classes);
+        out.predicted_class[r] = snap.class_values[best];
+        out.entropy[r] = Entropy(mean.data(), classes);
+        out.expected_entropy[r] = expected_entropy / s_count;
+        // Clamp rounding below zero: MI >= 0 by Jensen.
+        out.mutual_information[r] =
+            std::max(0.0, out.entropy[r] - out.expected_entropy[r]);
+        out.variation_ratio[r] = 1.0 - static_cast<double>(*std::max_element(
+                                           votes.begin(), votes.end())) /
+                                           s_count;
+      }
+    }
+    return out;
+  }
+
+  absl::StatusOr<Prediction> PredictLinearized(const Snapshot& snap,
+                                               absl::Span<const double> rows,
+                                               int64_t num_rows,
+                                               const PredictOptions& o) const {
+    const Standardization& st = snap.standardization;
+    const double aleatoric = st.UnscaleVariance(1.0 / snap.noise_precision);
+    Prediction out;
+    out.num_rows = num_rows;
+    AllocateRegression(num_rows, o.quantiles.size(), &out);
+    const Eigen::VectorXd& mu = snap.posterior->mean();
+    Eigen::MatrixXd x;
+    ForwardPass<double> pass;
+    PerExampleGrads<double> jacobian;
+    for (int64_t begin = 0; begin < num_rows; begin += options_.chunk_rows) {
+      const int64_t m =
+          std::min<int64_t>(options_.chunk_rows, num_rows - begin);
+      StandardizeChunk(snap, rows, begin, m, &x);
+      net64_.Forward(x, mu, &pass);
+      net64_.OutputGradients(mu, pass, 0, &jacobian);
+      BNN_ASSIGN_OR_RETURN(Eigen::VectorXd var,
+                           snap.posterior->LinearizedVariance(jacobian));
+      for (int64_t i = 0; i < m; ++i) {
+        const int64_t r = begin + i;
+        out.mean[r] = st.UnscaleMean(pass.output()(i, 0));
+        out.epistemic_variance[r] = st.UnscaleVariance(std::max(0.0, var[i]));
+        out.aleatoric_variance[r] = aleatoric;
+        out.variance[r] = out.epistemic_variance[r] + aleatoric;
+        const double sd = std::sqrt(out.variance[r]);
+        for (size_t q = 0; q < o.quantiles.size(); ++q) {
+          out.quantiles[r * o.quantiles.size() + q] =
+              MixtureQuantile(&out.mean[r], 1, sd, o.quantiles[q]);
+        }
+      }
+    }
+    return out;
+  }
+
+  Network<T> net_;
+  Network<double> net64_;  // linearised predictive: Jacobians in double
+  PredictorOptions options_;
+
+  mutable absl::Mutex mu_;
+  mutable std::list<std::pair<Key, Block>> lru_ ABSL_GUARDED_BY(mu_);
+  mutable std::map<Key, typename std::list<std::pair<Key, Block>>::iterator>
+      index_ ABSL_GUARDED_BY(mu_);
+  mutable Predictor::CacheStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
 
 absl::Status PredictorOptions::Validate() const {
   BNN_RETURN_IF_ERROR(CheckIntRange("max_samples", max_samples, 1, 1 << 20));
-  return CheckIntRange("chunk_rows", chunk_rows, 1, 1 << 20);
+  BNN_RETURN_IF_ERROR(CheckIntRange("chunk_rows", chunk_rows, 1, 1 << 20));
+  BNN_RETURN_IF_ERROR(
+      CheckIntRange("cache_bytes", cache_bytes, 0, int64_t{1} << 40));
+  return CheckOneOf("precision", precision, {"float64", "float32"});
 }
 
 absl::StatusOr<std::unique_ptr<Predictor>> Predictor::Create(
@@ -49,127 +342,73 @@ absl::StatusOr<std::unique_ptr<Predictor>> Predictor::Create(
     return absl::InvalidArgumentError(
         "snapshot class_values do not match the model's outputs");
   }
-  auto impl = std::make_unique<Impl>(snapshot->model);
-  impl->options = options;
+  std::unique_ptr<Impl> impl;
+  if (options.precision == "float32") {
+    impl = std::make_unique<Engine<float>>(*snapshot, options);
+  } else {
+    impl = std::make_unique<Engine<double>>(*snapshot, options);
+  }
   return std::unique_ptr<Predictor>(
-      new Predictor(std::move(snapshot), std::move(impl)));
+      new Predictor(std::move(snapshot), options, std::move(impl)));
 }
 
 Predictor::Predictor(std::shared_ptr<const Snapshot> snapshot,
+                     const PredictorOptions& options,
                      std::unique_ptr<Impl> impl)
-    : snapshot_(std::move(snapshot)), impl_(std::move(impl)) {}
+    : snapshot_(std::move(snapshot)),
+      options_(options),
+      impl_(std::move(impl)) {}
 
 Predictor::~Predictor() = default;
 
 int64_t Predictor::num_features() const { return snapshot_->model.input_dim; }
 
+Predictor::CacheStats Predictor::cache_stats() const { return impl_->Stats(); }
+
 absl::StatusOr<Prediction> Predictor::Predict(
-    const std::vector<double>& rows, int64_t num_rows,
+    absl::Span<const double> rows, int64_t num_rows,
     const PredictOptions& options) const {
-  const int s_count = options.num_samples;
-  if (s_count < 1 || s_count > impl_->options.max_samples) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("num_samples = ", s_count, " must be in [1, ",
-                     impl_->options.max_samples, "]"));
-  }
   const int64_t p = num_features();
   if (num_rows < 0 || static_cast<int64_t>(rows.size()) != num_rows * p) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rows has ", rows.size(), " values; expected ", num_rows, " rows x ",
-        p, " features"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rows has ", rows.size(), " values; expected ", num_rows,
+                     " rows x ", p, " features"));
   }
   for (size_t k = 0; k < rows.size(); ++k) {
     if (!std::isfinite(rows[k])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("row ", k / p, ", feature ", k % p, " is not finite (",
+                       rows[k], ")"));
+    }
+  }
+  const bool classification = IsClassification(snapshot_->task);
+  if (options.linearized) {
+    if (classification) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "row ", k / p, ", feature ", k % p, " is not finite (", rows[k], ")"));
+          "linearized predictive is for regression; this snapshot's task is ",
+          TaskToString(snapshot_->task)));
     }
-  }
-
-  const Snapshot& snap = *snapshot_;
-  const ModelSpec& spec = snap.model;
-  Rng rng(options.seed);
-  Eigen::MatrixXd theta;
-  snap.posterior->Sample(s_count, rng, &theta);
-
-  Prediction out;
-  out.num_rows = num_rows;
-  const bool classification = IsClassification(snap.task);
-  const int k = spec.output_dim;
-  const int num_classes =
-      spec.likelihood == Likelihood::kCategorical ? k : 2;
-  if (classification) {
-    out.num_classes = num_classes;
-    out.probabilities.assign(num_rows * num_classes, 0.0);
-    out.predicted_class.resize(num_rows);
-    out.entropy.resize(num_rows);
+    if (options.per_sample) {
+      return absl::InvalidArgumentError(
+          "per_sample outputs need Monte Carlo prediction (linearized = "
+          "false)");
+    }
   } else {
-    out.mean.resize(num_rows);
-    out.variance.resize(num_rows);
-    out.epistemic_variance.resize(num_rows);
-    out.aleatoric_variance.resize(num_rows);
+    BNN_RETURN_IF_ERROR(CheckIntRange("num_samples", options.num_samples, 1,
+                                      options_.max_samples));
   }
-
-  const int64_t chunk = std::max<int64_t>(
-      1, std::min<int64_t>(impl_->options.chunk_rows,
-                           kMaxRowsTimesSamples / s_count));
-  Eigen::MatrixXd x;
-  ForwardPass<double> pass;
-  Eigen::VectorXd probs(num_classes);
-  for (int64_t begin = 0; begin < num_rows; begin += chunk) {
-    const int64_t m = std::min(chunk, num_rows - begin);
-    x.resize(m, p);
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < p; ++j) {
-        x(i, j) = (rows[(begin + i) * p + j] -
-                   snap.standardization.feature_mean[j]) /
-                  snap.standardization.feature_std[j];
-      }
-    }
-    impl_->network.Forward(x, theta, &pass);
-    const Eigen::MatrixXd& f = pass.output();
-    for (int64_t i = 0; i < m; ++i) {
-      const int64_t r = begin + i;
-      if (!classification) {
-        double mean = 0, sq = 0;
-        for (int s = 0; s < s_count; ++s) mean += f(s * m + i, 0);
-        mean /= s_count;
-        for (int s = 0; s < s_count; ++s) {
-          const double dev = f(s * m + i, 0) - mean;
-          sq += dev * dev;
-        }
-        const Standardization& st = snap.standardization;
-        out.mean[r] = st.UnscaleMean(mean);
-        out.epistemic_variance[r] = st.UnscaleVariance(sq / s_count);
-        out.aleatoric_variance[r] = st.UnscaleVariance(1.0 / snap.noise_precision);
-        out.variance[r] = out.epistemic_variance[r] + out.aleatoric_variance[r];
-        continue;
-      }
-      probs.setZero();
-      for (int s = 0; s < s_count; ++s) {
-        const auto logits = f.row(s * m + i);
-        if (spec.likelihood == Likelihood::kBernoulli) {
-          const double p1 = Sigmoid(logits[0]);
-          probs[0] += 1.0 - p1;
-          probs[1] += p1;
-        } else {
-          const double mx = logits.maxCoeff();
-          const Eigen::ArrayXd e = (logits.array() - mx).exp();
-          probs.array() += (e / e.sum()).transpose();
-        }
-      }
-      probs /= s_count;
-      int best = 0;
-      double entropy = 0;
-      for (int c = 0; c < num_classes; ++c) {
-        out.probabilities[r * num_classes + c] = probs[c];
-        if (probs[c] > probs[best]) best = c;
-        if (probs[c] > 0) entropy -= probs[c] * std::log(probs[c]);
-      }
-      out.predicted_class[r] = snap.class_values[best];
-      out.entropy[r] = entropy;
+  if (!options.quantiles.empty() && classification) {
+    return absl::InvalidArgumentError(
+        "quantiles are for regression; this snapshot is a classifier");
+  }
+  for (size_t q = 0; q < options.quantiles.size(); ++q) {
+    const double level = options.quantiles[q];
+    if (!(level > 0 && level < 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("quantiles[", q, "] = ", level, " must be in (0, 1)"));
     }
   }
-  return out;
+  return impl_->Predict(*snapshot_, rows, num_rows, options);
 }
 
 }  // namespace bnn

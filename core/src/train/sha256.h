@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+
 #include "absl/strings/string_view.h"
 
 namespace bnn::internal {

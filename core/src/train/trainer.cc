@@ -6,10 +6,13 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+
+#include "bnn/methods/method.h"
 #include "bnn/posterior/posterior.h"
 #include "bnn/random.h"
 #include "bnn/status.h"
 #include "bnn/version.h"
+
 #include "train/sha256.h"
 
 namespace bnn {
@@ -42,6 +45,13 @@ int64_t NowUnixMs() {
 
 }  // namespace
 
+absl::StatusOr<TrainOptions> ResolveTrainOptions(const TrainRequest& request) {
+  TrainOptions options = request.options;
+  BNN_RETURN_IF_ERROR(ApplyTrainerParams(request.params, &options));
+  BNN_RETURN_IF_ERROR(options.Validate());
+  return options;
+}
+
 absl::Status TrainOptions::Validate() const {
   return CheckIntRange("epochs", epochs, 1, kMaxEpochs);
 }
@@ -64,8 +74,7 @@ std::string DatasetHash(const Dataset& data) {
   return sha.HexDigest();
 }
 
-absl::StatusOr<Snapshot> Train(const TrainRequest& request,
-                               const Dataset& data,
+absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
                                const MethodRegistry& registry,
                                const ProgressCallback& progress,
                                const std::atomic<bool>* cancel) {
@@ -74,9 +83,8 @@ absl::StatusOr<Snapshot> Train(const TrainRequest& request,
   if (data.num_rows() < 1) {
     return absl::InvalidArgumentError("the training set has no rows");
   }
-  TrainOptions options = request.options;
-  BNN_RETURN_IF_ERROR(ApplyTrainerParams(request.params, &options));
-  BNN_RETURN_IF_ERROR(options.Validate());
+  BNN_ASSIGN_OR_RETURN(const TrainOptions options,
+                       ResolveTrainOptions(request));
   BNN_ASSIGN_OR_RETURN(
       std::unique_ptr<VariationalMethod> method,
       registry.Create(request.method, request.params, TrainerParamNames()));
@@ -118,8 +126,8 @@ absl::StatusOr<Snapshot> Train(const TrainRequest& request,
     int64_t epoch_rows = 0;
     for (int64_t begin = 0; begin < n; begin += m) {
       if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
-        return absl::CancelledError(absl::StrCat(
-            "training cancelled after ", state.step, " steps"));
+        return absl::CancelledError(
+            absl::StrCat("training cancelled after ", state.step, " steps"));
       }
       const int64_t end = std::min(n, begin + m);
       batch.assign(order.begin() + begin, order.begin() + end);

@@ -12,12 +12,11 @@
 #include <vector>
 #include <zlib.h>
 
+#include "absl/status/status.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "bnn/data/dataset.h"
-
-#include "absl/status/status.h"
 
 namespace bnn {
 namespace {

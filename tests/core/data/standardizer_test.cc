@@ -6,12 +6,11 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/status/status.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "bnn/data/dataset.h"
-
-#include "absl/status/status.h"
 
 namespace bnn {
 namespace {

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include <Eigen/Core>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,9 +22,6 @@
 #include "bnn/posterior/low_rank_gaussian.h"
 #include "bnn/random.h"
 #include "bnn/version.h"
-
-#include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 
 namespace bnn {
 namespace {

@@ -52,8 +52,7 @@ TEST_P(LowRankPrecisionTest, SolveMatchesDenseInverse) {
   const Eigen::MatrixXd expected = DenseCovariance(u, d) * g;
   EXPECT_LT((x - expected).norm() / expected.norm(), 1e-8);
   // The paper-named one-shot form agrees.
-  const Eigen::VectorXd x0 =
-      FastInverse<double>(g.col(0), u, d);
+  const Eigen::VectorXd x0 = FastInverse<double>(g.col(0), u, d);
   EXPECT_LT((x0 - expected.col(0)).norm() / expected.col(0).norm(), 1e-8);
 }
 
@@ -87,9 +86,12 @@ TEST_P(LowRankPrecisionTest, MarginalVariancesAndLogDet) {
             1e-10);
   Eigen::MatrixXd precision = u * u.transpose();
   precision.diagonal() += d;
-  const double log_det =
-      2 * Eigen::LLT<Eigen::MatrixXd>(precision)
-              .matrixLLT().diagonal().array().log().sum();
+  const double log_det = 2 * Eigen::LLT<Eigen::MatrixXd>(precision)
+                                 .matrixLLT()
+                                 .diagonal()
+                                 .array()
+                                 .log()
+                                 .sum();
   EXPECT_NEAR(f.LogDetPrecision(), log_det, 1e-9 * std::abs(log_det) + 1e-12);
 }
 
@@ -115,7 +117,8 @@ TEST(LowRankPrecisionTest, RankDeficientUStillSamplesExactly) {
   f.Sample(Eigen::VectorXd::Zero(dim), Eigen::MatrixXd::Identity(dim, dim),
            &samples);
   const Eigen::MatrixXd sigma = DenseCovariance(u, d);
-  EXPECT_LT((samples * samples.transpose() - sigma).cwiseAbs().maxCoeff(), 1e-10);
+  EXPECT_LT((samples * samples.transpose() - sigma).cwiseAbs().maxCoeff(),
+            1e-10);
   Eigen::MatrixXd g = Gaussian(dim, 1, rng), x;
   f.Solve(g, &x);
   EXPECT_LT((x - sigma * g).norm(), 1e-9 * (sigma * g).norm());

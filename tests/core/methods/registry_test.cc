@@ -10,13 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "bnn/methods/options.h"
 #include "bnn/methods/slang.h"
-
-#include "absl/status/status.h"
 
 namespace bnn {
 namespace {

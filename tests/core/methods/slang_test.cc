@@ -9,9 +9,11 @@
 #include <gtest/gtest.h>
 
 #include "bnn/model/network.h"
+#include "bnn/posterior/posterior.h"
 #include "bnn/predict/metrics.h"
 #include "bnn/predict/predictor.h"
 #include "bnn/train/trainer.h"
+
 #include "methods/slang/slang_impl.h"
 
 namespace bnn {
@@ -82,8 +84,8 @@ struct DenseVogn {
     precision = (1 - o.beta) * precision + o.beta * target;
     momentum = o.momentum * momentum + (1 - o.momentum) * ghat;
     const Eigen::VectorXd mhat = momentum / (1 - std::pow(o.momentum, t));
-    mu -= o.learning_rate *
-          precision.ldlt().solve(mhat + prior.cwiseProduct(mu));
+    mu -=
+        o.learning_rate * precision.ldlt().solve(mhat + prior.cwiseProduct(mu));
   }
 };
 
@@ -183,7 +185,8 @@ TEST(SlangTest, ExactAndRandomizedSolversAgreeWhenProbesSpanTheRange) {
   ASSERT_TRUE(exact.Initialize(spec, data, init_b).ok());
   for (int step = 0; step < 3; ++step) {
     Eigen::MatrixXd theta = randomized.mean();
-    for (int64_t j = 0; j < theta.rows(); ++j) theta(j, 0) += 0.3 * rng.Normal();
+    for (int64_t j = 0; j < theta.rows(); ++j)
+      theta(j, 0) += 0.3 * rng.Normal();
     const std::vector<int64_t> batch = {2 * step, 2 * step + 1};
     Rng eig_rng(10 + step);
     ASSERT_TRUE(randomized.StepWithSamples(batch, theta, eig_rng).ok());
@@ -227,9 +230,12 @@ TEST(SlangTest, ReachesTrueModelAccuracyOnSyntheticLogisticRegression) {
   const LogisticProblem p = MakeLogistic(6, 1000, 5000, 3);
   TrainRequest request;
   request.method = "slang";
-  request.params = {{"rank", "2"},         {"mc_samples", "8"},
-                    {"batch_size", "100"}, {"learning_rate", "0.1"},
-                    {"beta", "0.1"},       {"prior_precision", "1"},
+  request.params = {{"rank", "2"},
+                    {"mc_samples", "8"},
+                    {"batch_size", "100"},
+                    {"learning_rate", "0.1"},
+                    {"beta", "0.1"},
+                    {"prior_precision", "1"},
                     {"bias_prior_precision", "1"}};
   request.options.epochs = 30;
   request.options.seed = 5;
@@ -261,14 +267,17 @@ TEST(SlangTest, SameSeedSameSnapshotAndFloatAgrees) {
   const LogisticProblem p = MakeLogistic(4, 200, 1, 9);
   TrainRequest request;
   request.method = "slang";
-  request.params = {{"rank", "2"}, {"batch_size", "50"},
-                    {"learning_rate", "0.1"}, {"beta", "0.1"}};
+  request.params = {{"rank", "2"},
+                    {"batch_size", "50"},
+                    {"learning_rate", "0.1"},
+                    {"beta", "0.1"}};
   request.options.epochs = 10;
   auto a = Train(request, p.train, MethodRegistry::Builtin());
   auto b = Train(request, p.train, MethodRegistry::Builtin());
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->posterior->mean(), b->posterior->mean());
-  EXPECT_EQ(a->posterior->MarginalVariances(), b->posterior->MarginalVariances());
+  EXPECT_EQ(a->posterior->MarginalVariances(),
+            b->posterior->MarginalVariances());
 
   request.params["precision"] = "float32";
   auto f = Train(request, p.train, MethodRegistry::Builtin());

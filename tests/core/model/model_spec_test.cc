@@ -7,10 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "absl/status/status.h"
 
 namespace bnn {
 namespace {

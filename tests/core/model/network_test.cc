@@ -139,7 +139,8 @@ TEST(NetworkTest, LogisticRegressionHasOneLayerWithBiasLast) {
 }
 
 TEST(NetworkTest, BatchedSamplesEqualSeparatePasses) {
-  const Network<double> net(SmallSpec(Activation::kTanh, Likelihood::kGaussian));
+  const Network<double> net(
+      SmallSpec(Activation::kTanh, Likelihood::kGaussian));
   Rng rng(3);
   const Eigen::MatrixXd x = RandomMatrix(5, 3, rng);
   const Eigen::MatrixXd theta =
@@ -227,7 +228,8 @@ TEST(NetworkTest, FloatAgreesWithDouble) {
   net_f.Backward(y.cast<float>(), 1.0f, theta.cast<float>(), pf, &gf, nullptr);
   const Eigen::MatrixXd jd = gd.Materialize();
   const Eigen::MatrixXd jf = gf.Materialize().cast<double>();
-  EXPECT_LT((jd - jf).cwiseAbs().maxCoeff(), 1e-5 * (1 + jd.cwiseAbs().maxCoeff()));
+  EXPECT_LT((jd - jf).cwiseAbs().maxCoeff(),
+            1e-5 * (1 + jd.cwiseAbs().maxCoeff()));
 }
 
 }  // namespace

@@ -45,8 +45,8 @@ struct Family {
 Family MakeLowRank(const ModelSpec& m, Rng& rng) {
   const int d = static_cast<int>(m.NumParameters());
   const Eigen::MatrixXd u = Gaussian(d, 2, rng);
-  const Eigen::VectorXd diag = Eigen::VectorXd::Constant(d, 2.0) +
-                               Gaussian(d, 1, rng).cwiseAbs();
+  const Eigen::VectorXd diag =
+      Eigen::VectorXd::Constant(d, 2.0) + Gaussian(d, 1, rng).cwiseAbs();
   Eigen::MatrixXd precision = u * u.transpose();
   precision.diagonal() += diag;
   return {*LowRankGaussianPosterior::Create(Gaussian(d, 1, rng), u, diag),
@@ -77,7 +77,8 @@ Family MakeKronecker(const ModelSpec& m, Rng& rng) {
     KroneckerPosterior::Layer layer{Gaussian(s.out, s.in + 1, rng),
                                     RandomLowerFactor(s.out, rng),
                                     RandomLowerFactor(s.in + 1, rng)};
-    const Eigen::MatrixXd c_out = layer.out_factor * layer.out_factor.transpose();
+    const Eigen::MatrixXd c_out =
+        layer.out_factor * layer.out_factor.transpose();
     const Eigen::MatrixXd c_in = layer.in_factor * layer.in_factor.transpose();
     // Cov(vec W) = C_in (x) C_out for column-major vec.
     for (int i = 0; i <= s.in; ++i)
@@ -123,13 +124,15 @@ TEST_P(GaussianFamilyTest, MarginalVariancesAndKlMatchDenseFormulas) {
   const int d = static_cast<int>(model.NumParameters());
   const Eigen::VectorXd lambda = Gaussian(d, 1, rng).cwiseAbs().array() + 0.2;
   const Eigen::VectorXd& mu = f.posterior->mean();
-  const double log_det_cov =
-      2 * Eigen::LLT<Eigen::MatrixXd>(f.covariance)
-              .matrixLLT().diagonal().array().log().sum();
-  const double kl =
-      0.5 * ((lambda.asDiagonal() * f.covariance).trace() +
-             mu.dot(lambda.cwiseProduct(mu)) - d -
-             lambda.array().log().sum() - log_det_cov);
+  const double log_det_cov = 2 * Eigen::LLT<Eigen::MatrixXd>(f.covariance)
+                                     .matrixLLT()
+                                     .diagonal()
+                                     .array()
+                                     .log()
+                                     .sum();
+  const double kl = 0.5 * ((lambda.asDiagonal() * f.covariance).trace() +
+                           mu.dot(lambda.cwiseProduct(mu)) - d -
+                           lambda.array().log().sum() - log_det_cov);
   auto got = f.posterior->KlToPrior(lambda);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_NEAR(*got, kl, 1e-8 * (1 + std::abs(kl)));
@@ -146,8 +149,7 @@ TEST_P(GaussianFamilyTest, LinearizedVarianceEqualsDenseJSigmaJt) {
   net.Forward(x, f.posterior->mean(), &pass);
   net.OutputGradients(f.posterior->mean(), pass, 0, &jac);
   const Eigen::MatrixXd j = jac.Materialize();
-  const Eigen::VectorXd dense =
-      (j.transpose() * f.covariance * j).diagonal();
+  const Eigen::VectorXd dense = (j.transpose() * f.covariance * j).diagonal();
   auto got = f.posterior->LinearizedVariance(jac);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_LT((*got - dense).cwiseAbs().maxCoeff(),
@@ -232,8 +234,7 @@ TEST(SampleSetPosteriorTest, AllSamplesInOrderWhenSIsTheStoredCount) {
     EXPECT_TRUE(found);
   }
   const Eigen::MatrixXd centered = stored.colwise() - stored.rowwise().mean();
-  EXPECT_LT(((*p)->MarginalVariances() -
-             centered.rowwise().squaredNorm() / 3)
+  EXPECT_LT(((*p)->MarginalVariances() - centered.rowwise().squaredNorm() / 3)
                 .cwiseAbs()
                 .maxCoeff(),
             1e-12);

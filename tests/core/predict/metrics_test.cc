@@ -6,17 +6,16 @@
 
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <future>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "absl/types/span.h"
 #include <gtest/gtest.h>
 
 #include "bnn/random.h"
-
-#include "absl/types/span.h"
 
 namespace bnn {
 namespace {

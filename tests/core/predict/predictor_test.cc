@@ -64,7 +64,8 @@ TEST(PredictorTest, RegressionMatchesHandComputedMoments) {
     x << (kRows[2 * i] - 1.0) / 2.0, (kRows[2 * i + 1] + 2.0) / 0.5;
     ForwardPass<double> pass;
     net.Forward(x, theta, &pass);
-    const Eigen::VectorXd f = pass.output().col(0) * 3.0 + Eigen::VectorXd::Constant(7, 10.0);
+    const Eigen::VectorXd f =
+        pass.output().col(0) * 3.0 + Eigen::VectorXd::Constant(7, 10.0);
     const double mean = f.mean();
     const double epistemic = (f.array() - mean).square().mean();
     EXPECT_NEAR(p->mean[i], mean, 1e-12);
@@ -159,7 +160,8 @@ TEST(PredictorTest, BinaryAveragesSigmoidsNotLogits) {
 TEST(PredictorTest, RejectsBadRequests) {
   PredictorOptions limits;
   limits.max_samples = 32;
-  auto predictor = Predictor::Create(MakeSnapshot(Task::kRegression, 0), limits);
+  auto predictor =
+      Predictor::Create(MakeSnapshot(Task::kRegression, 0), limits);
   ASSERT_TRUE(predictor.ok());
   PredictOptions options;
   options.num_samples = 33;

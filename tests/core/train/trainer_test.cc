@@ -65,12 +65,13 @@ TEST(TrainerTest, ProducesACompleteSnapshot) {
 TEST(TrainerTest, CancelStopsBetweenSteps) {
   std::atomic<bool> cancel{false};
   int64_t last_step = 0;
-  auto result = Train(SlangRequest(), Linear(40), MethodRegistry::Builtin(),
-                      [&](const TrainProgress& p) {
-                        last_step = p.step;
-                        if (p.step == 2) cancel = true;
-                      },
-                      &cancel);
+  auto result = Train(
+      SlangRequest(), Linear(40), MethodRegistry::Builtin(),
+      [&](const TrainProgress& p) {
+        last_step = p.step;
+        if (p.step == 2) cancel = true;
+      },
+      &cancel);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(last_step, 2);
 }

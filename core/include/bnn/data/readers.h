@@ -6,10 +6,11 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
 #include "bnn/data/dataset.h"
 
 namespace bnn {

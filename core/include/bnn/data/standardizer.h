@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+
 #include "bnn/data/dataset.h"
 
 namespace bnn {
@@ -26,9 +27,7 @@ struct Standardization {
   absl::Status Apply(Dataset* dataset) const;
   // Maps a standardised prediction back to original target units.
   double UnscaleMean(double y) const { return y * target_std + target_mean; }
-  double UnscaleVariance(double v) const {
-    return v * target_std * target_std;
-  }
+  double UnscaleVariance(double v) const { return v * target_std * target_std; }
 };
 
 // Fits on `train`. `features`/`targets` choose what is standardised; the

@@ -11,10 +11,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
 #include "bnn/data/dataset.h"
 #include "bnn/data/standardizer.h"
 #include "bnn/methods/options.h"
@@ -59,6 +60,9 @@ absl::StatusOr<std::string> EncodeSnapshot(const Snapshot& snapshot);
 // FailedPrecondition on a newer format, InvalidArgument on bad contents.
 absl::StatusOr<Snapshot> DecodeSnapshot(absl::string_view bytes);
 
+// Writes through a temporary file, fsync and rename, so that a crash leaves
+// either the old file or the complete new one.
+absl::Status WriteFileDurably(const std::string& path, absl::string_view bytes);
 absl::Status WriteSnapshotFile(const std::string& path,
                                const Snapshot& snapshot);
 absl::StatusOr<Snapshot> ReadSnapshotFile(const std::string& path);

@@ -5,11 +5,11 @@
 
 #include <functional>
 
-#include <Eigen/Cholesky>
-#include <Eigen/QR>
-#include <Eigen/Core>
-
 #include "absl/status/status.h"
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
+#include <Eigen/QR>
+
 #include "bnn/linalg/types.h"
 #include "bnn/random.h"
 
@@ -54,9 +54,9 @@ class LowRankPrecision {
  private:
   VectorX<T> d_;
   VectorX<T> inv_sqrt_d_;
-  MatrixX<T> v_;       // d^-1/2 .* U, null directions removed
-  MatrixX<T> k_;       // K of Sample(), L x L (cast to T)
-  MatrixX<T> w_;       // (I + V^T V)^-1, L x L (cast to T), for Solve()
+  MatrixX<T> v_;  // d^-1/2 .* U, null directions removed
+  MatrixX<T> k_;  // K of Sample(), L x L (cast to T)
+  MatrixX<T> w_;  // (I + V^T V)^-1, L x L (cast to T), for Solve()
   double log_det_i_plus_p_ = 0.0;
   mutable MatrixX<T> scratch_;
   mutable MatrixX<T> scratch_small_;
@@ -79,8 +79,7 @@ template <typename T>
 class RandomizedEigSolver {
  public:
   // out = A x for x (D x K).
-  using Operator =
-      std::function<void(const MatrixX<T>& x, MatrixX<T>* out)>;
+  using Operator = std::function<void(const MatrixX<T>& x, MatrixX<T>* out)>;
 
   // Eigenvalues in decreasing order (absolute values, as the reference code
   // returns) and the matching orthonormal eigenvectors (D x rank).
@@ -90,8 +89,8 @@ class RandomizedEigSolver {
   };
 
   // rank >= 1, power_iterations >= 1.
-  Result Solve(const Operator& op, int64_t dim, int rank,
-               int power_iterations, Rng& rng);
+  Result Solve(const Operator& op, int64_t dim, int rank, int power_iterations,
+               Rng& rng);
 
  private:
   // Replaces y (D x K) by an orthonormal basis of its range: CholeskyQR2 in

@@ -5,17 +5,19 @@
 
 #include <cstdint>
 #include <memory>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
 #include "bnn/data/dataset.h"
 #include "bnn/methods/options.h"
 #include "bnn/model/model_spec.h"
-#include "bnn/posterior/posterior.h"
 #include "bnn/random.h"
 
 namespace bnn {
+
+class Posterior;  // bnn/posterior/posterior.h (Eigen-heavy)
 
 struct StepStats {
   // Mean negative log-likelihood per example of the minibatch, averaged over

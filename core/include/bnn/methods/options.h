@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <variant>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 
 namespace bnn {
 
@@ -50,8 +50,7 @@ template <typename Options>
 class OptionsSchema {
  public:
   template <typename V>
-  OptionsSchema& Field(std::string name, V Options::*member,
-                       std::string help) {
+  OptionsSchema& Field(std::string name, V Options::*member, std::string help) {
     fields_.push_back({std::move(name), member, std::move(help)});
     return *this;
   }
@@ -75,7 +74,9 @@ class OptionsSchema {
                          "'; known parameters: ", absl::StrJoin(known, ", ")));
       }
       absl::Status status = std::visit(
-          [&](auto member) { return ParseInto(key, value, &(options->*member)); },
+          [&](auto member) {
+            return ParseInto(key, value, &(options->*member));
+          },
           field->member);
       if (!status.ok()) return status;
     }
@@ -107,9 +108,9 @@ class OptionsSchema {
   }
 
  private:
-  using Member = std::variant<int Options::*, int64_t Options::*,
-                              double Options::*, bool Options::*,
-                              std::string Options::*>;
+  using Member =
+      std::variant<int Options::*, int64_t Options::*, double Options::*,
+                   bool Options::*, std::string Options::*>;
   struct FieldDecl {
     std::string name;
     Member member;

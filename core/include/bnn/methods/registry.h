@@ -8,14 +8,16 @@
 #include <map>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "bnn/methods/method.h"
+#include "absl/strings/string_view.h"
+
 #include "bnn/methods/options.h"
 
 namespace bnn {
+
+class VariationalMethod;  // bnn/methods/method.h
 
 class MethodRegistry {
  public:
@@ -38,6 +40,11 @@ class MethodRegistry {
   absl::StatusOr<std::unique_ptr<VariationalMethod>> Create(
       absl::string_view name, const ParamMap& params,
       const std::vector<std::string>& ignored = {}) const;
+
+  // What Create() would return, without keeping the method: checks the name,
+  // the parameter keys and the option bounds.
+  absl::Status Validate(absl::string_view name, const ParamMap& params,
+                        const std::vector<std::string>& ignored = {}) const;
 
   // InvalidArgument listing the known names if `name` is unknown.
   absl::StatusOr<const Entry*> Find(absl::string_view name) const;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+
 #include "bnn/methods/method.h"
 #include "bnn/methods/options.h"
 

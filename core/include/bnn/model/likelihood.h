@@ -37,8 +37,8 @@ T NegLogLikelihood(Likelihood likelihood, const T* f, int output_dim, T y,
     case Likelihood::kGaussian: {
       const T r = f[0] - y;
       if (grad) grad[0] = noise_precision * r;
-      return T(0.5) * (noise_precision * r * r - std::log(noise_precision) +
-                       T(kLog2Pi));
+      return T(0.5) *
+             (noise_precision * r * r - std::log(noise_precision) + T(kLog2Pi));
     }
     case Likelihood::kBernoulli: {
       // y in {0, 1}; f is the logit.

@@ -11,11 +11,12 @@
 #define BNN_MODEL_MODEL_SPEC_H_
 
 #include <cstdint>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
 #include "bnn/data/dataset.h"
 
 namespace bnn {
@@ -41,9 +42,9 @@ absl::StatusOr<Likelihood> StringToLikelihood(absl::string_view name);
 Likelihood LikelihoodForTask(Task task);
 
 struct LayerShape {
-  int in = 0;             // inputs, excluding the bias column
-  int out = 0;            // outputs
-  int64_t offset = 0;     // first index of the layer's block in theta
+  int in = 0;          // inputs, excluding the bias column
+  int out = 0;         // outputs
+  int64_t offset = 0;  // first index of the layer's block in theta
   int64_t size() const { return static_cast<int64_t>(out) * (in + 1); }
   // Index in theta of W~(o, i); i == in addresses the bias.
   int64_t Index(int o, int i) const {

@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include <Eigen/Cholesky>
 
-#include "absl/status/statusor.h"
 #include "bnn/posterior/posterior.h"
 
 namespace bnn {

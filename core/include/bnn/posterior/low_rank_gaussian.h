@@ -2,8 +2,9 @@
 #ifndef BNN_POSTERIOR_LOW_RANK_GAUSSIAN_H_
 #define BNN_POSTERIOR_LOW_RANK_GAUSSIAN_H_
 
-#include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
 #include "bnn/linalg/low_rank.h"
 #include "bnn/posterior/posterior.h"
 

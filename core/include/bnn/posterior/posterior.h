@@ -6,11 +6,11 @@
 #define BNN_POSTERIOR_POSTERIOR_H_
 
 #include <memory>
-#include "absl/strings/string_view.h"
-
-#include <Eigen/Core>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include <Eigen/Core>
+
 #include "bnn/model/model_spec.h"
 #include "bnn/model/network.h"
 #include "bnn/random.h"
@@ -30,7 +30,8 @@ class Posterior {
   virtual const Eigen::VectorXd& mean() const = 0;
   // Draws `num_samples` weight vectors into the columns of `out` (D x S).
   // Deterministic given the state of `rng`.
-  virtual void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const = 0;
+  virtual void Sample(int num_samples, Rng& rng,
+                      Eigen::MatrixXd* out) const = 0;
   virtual Eigen::VectorXd MarginalVariances() const = 0;
   // KL(q || N(0, diag(1 / prior_precision))); Unimplemented for families
   // without a density (sample sets, dropout).
@@ -50,8 +51,7 @@ absl::StatusOr<std::unique_ptr<Posterior>> PosteriorFromProto(
     const snapshot::Posterior& proto, const ModelSpec& model);
 
 // The error of families without a Gaussian density.
-absl::Status NotGaussianError(absl::string_view family,
-                              absl::string_view what);
+absl::Status NotGaussianError(absl::string_view family, absl::string_view what);
 
 }  // namespace bnn
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+
 #include "bnn/posterior/posterior.h"
 
 namespace bnn {

@@ -16,8 +16,8 @@ double Rmse(absl::Span<const double> mean, absl::Span<const double> y);
 // Mean over rows of log (1/S) sum_s N(y_i | f_si, 1/tau) (log-mean-exp, the
 // MC mixture's test log-likelihood). `samples` is S x n sample-major.
 double GaussianMixtureLogLikelihood(absl::Span<const double> samples,
-                                    int num_samples,
-                                    absl::Span<const double> y, double tau);
+                                    int num_samples, absl::Span<const double> y,
+                                    double tau);
 
 // Classification metrics on MC-averaged probabilities (row-major n x C) and
 // integer labels 0..C-1.
@@ -30,14 +30,11 @@ double Brier(absl::Span<const double> probs, int num_classes,
              absl::Span<const double> labels);
 // Expected calibration error of the top-class confidence with `bins` equal-
 // width bins on [0, 1]: sum_b (n_b / n) |acc_b - conf_b|.
-double ExpectedCalibrationError(absl::Span<const double> probs,
-                                int num_classes,
-                                absl::Span<const double> labels,
-                                int bins = 15);
+double ExpectedCalibrationError(absl::Span<const double> probs, int num_classes,
+                                absl::Span<const double> labels, int bins = 15);
 // Area under the ROC curve of `scores` for binary `positive` labels (ties
 // count one half). NaN when either class is absent.
-double Auroc(absl::Span<const double> scores,
-             absl::Span<const bool> positive);
+double Auroc(absl::Span<const double> scores, absl::Span<const bool> positive);
 
 }  // namespace bnn
 

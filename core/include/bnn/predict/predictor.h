@@ -1,13 +1,17 @@
-// Predictive distributions from a snapshot by Monte Carlo over the posterior:
-// p(y | x) ~= (1/S) sum_s p(y | x, theta_s), theta_s ~ q.
+// Predictive distributions from a snapshot by Monte Carlo over the posterior,
+// p(y | x) ~= (1/S) sum_s p(y | x, theta_s), theta_s ~ q, or by the linearised
+// (GLM) predictive for regression.
 #ifndef BNN_PREDICT_PREDICTOR_H_
 #define BNN_PREDICT_PREDICTOR_H_
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
 #include "bnn/io/snapshot.h"
 
 namespace bnn {
@@ -15,8 +19,15 @@ namespace bnn {
 struct PredictorOptions {
   // Upper bound on samples per request.
   int max_samples = 4096;
-  // Rows evaluated per batched forward pass (bounds memory).
+  // Rows evaluated per batched forward pass; bounds activation memory
+  // together with kMaxRowsTimesSamples in predictor.cc.
   int chunk_rows = 1024;
+  // Bytes of drawn weight samples kept across requests, keyed by (S, seed);
+  // least recently used blocks are evicted. 0 disables the cache.
+  int64_t cache_bytes = int64_t{1} << 30;
+  // Arithmetic of the forward passes: "float64" or "float32" (about twice
+  // the GEMM throughput; outputs agree to ~1e-6 relative).
+  std::string precision = "float64";
 
   absl::Status Validate() const;
 };
@@ -24,27 +35,47 @@ struct PredictorOptions {
 struct PredictOptions {
   // S: posterior samples; 1 <= S <= PredictorOptions::max_samples.
   int num_samples = 64;
-  // Same seed and inputs => bitwise-identical outputs.
+  // Same seed, S and inputs => bitwise-identical outputs.
   uint64_t seed = 0;
+  // Regression only: mean f(x; mu) and epistemic variance J Sigma J^T through
+  // the posterior's structure instead of Monte Carlo (Gaussian families).
+  bool linearized = false;
+  // Regression only: levels in (0, 1) of the predictive quantiles (of the
+  // MC mixture of Gaussians, or of the linearised Gaussian).
+  std::vector<double> quantiles;
+  // Also return every sample's output (see Prediction::sample_outputs).
+  bool per_sample = false;
 };
 
 struct Prediction {
   int64_t num_rows = 0;
-  // Regression (original target units): predictive mean, total variance =
+  int num_samples = 0;  // 0 for a linearised prediction
+  // Regression (original target units): predictive mean; total variance =
   // epistemic (variance of the sampled means) + aleatoric (1/tau).
   std::vector<double> mean;
   std::vector<double> variance;
   std::vector<double> epistemic_variance;
   std::vector<double> aleatoric_variance;
-  // Classification: MC-averaged class probabilities, row-major rows x C, and
-  // for every row the predicted class value and predictive entropy.
+  // num_rows x quantiles.size(), row-major.
+  std::vector<double> quantiles;
+  // Classification: MC-averaged class probabilities (row-major rows x C), the
+  // predicted class value, predictive entropy H[p], expected entropy E_s
+  // H[p_s], mutual information (BALD) H[p] - E_s H[p_s] and the variation ratio
+  // 1 - (votes for the modal class) / S; entropies in nats.
   int num_classes = 0;
   std::vector<double> probabilities;
   std::vector<double> predicted_class;
   std::vector<double> entropy;
+  std::vector<double> expected_entropy;
+  std::vector<double> mutual_information;
+  std::vector<double> variation_ratio;
+  // With PredictOptions::per_sample: sample-major outputs, entry
+  // [(s * num_rows + i) * K + k] with K = 1 (regression mean, original units)
+  // or C (class probabilities).
+  std::vector<double> sample_outputs;
 };
 
-// Thread-safe: Predict() is const and may run concurrently.
+// Thread-safe: Predict() may run concurrently from many threads.
 class Predictor {
  public:
   static absl::StatusOr<std::unique_ptr<Predictor>> Create(
@@ -54,19 +85,32 @@ class Predictor {
 
   int64_t num_features() const;
   const Snapshot& snapshot() const { return *snapshot_; }
+  std::shared_ptr<const Snapshot> shared_snapshot() const { return snapshot_; }
 
   // `rows` is row-major num_rows x num_features() in raw (unstandardised)
-  // units. InvalidArgument on a non-finite value or a bad sample count.
-  absl::StatusOr<Prediction> Predict(const std::vector<double>& rows,
+  // units. InvalidArgument on a non-finite value, a bad sample count or an
+  // option the task does not support.
+  absl::StatusOr<Prediction> Predict(absl::Span<const double> rows,
                                      int64_t num_rows,
                                      const PredictOptions& options) const;
 
- private:
+  struct CacheStats {
+    int64_t hits = 0;
+    int64_t misses = 0;
+    int64_t bytes = 0;
+    int64_t entries = 0;
+  };
+  CacheStats cache_stats() const;
+
+  // Opaque: the precision-specific engine (predictor.cc).
   struct Impl;
+
+ private:
   Predictor(std::shared_ptr<const Snapshot> snapshot,
-            std::unique_ptr<Impl> impl);
+            const PredictorOptions& options, std::unique_ptr<Impl> impl);
 
   std::shared_ptr<const Snapshot> snapshot_;
+  PredictorOptions options_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+
 #include "bnn/data/dataset.h"
 #include "bnn/io/snapshot.h"
 #include "bnn/methods/options.h"
@@ -44,11 +45,16 @@ struct TrainRequest {
   int64_t dataset_version = 0;
 };
 
+// request.options with the "epochs"/"seed" entries of request.params applied,
+// validated: what Train() will use. Lets a server reject a bad request before
+// queueing it.
+absl::StatusOr<TrainOptions> ResolveTrainOptions(const TrainRequest& request);
+
 struct TrainProgress {
-  int epoch = 0;             // completed epochs
-  int64_t step = 0;          // completed steps
+  int epoch = 0;     // completed epochs
+  int64_t step = 0;  // completed steps
   int64_t total_steps = 0;
-  double loss = 0.0;         // mean minibatch loss of the current epoch
+  double loss = 0.0;  // mean minibatch loss of the current epoch
 };
 
 // Called after every step from the training thread; must be cheap.
@@ -57,8 +63,7 @@ using ProgressCallback = std::function<void(const TrainProgress&)>;
 // Trains on `data` (raw units) and returns the snapshot. Checks `cancel`
 // between steps (Cancelled status when set). Fails with InvalidArgument on a
 // bad request (unknown method or parameter, invalid options, empty data).
-absl::StatusOr<Snapshot> Train(const TrainRequest& request,
-                               const Dataset& data,
+absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
                                const MethodRegistry& registry,
                                const ProgressCallback& progress = nullptr,
                                const std::atomic<bool>* cancel = nullptr);

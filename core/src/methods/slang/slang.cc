@@ -4,22 +4,22 @@
 //   J       = per-example grads of -log p           Goodfellow factors §4
 //   c       = N / (M S);  g = c J 1
 //   Q, e    = top-L eig of (1-b) U U^T + b c J J^T  randomized fast_eig §5.3
-//   U'      = Q diag(sqrt(e))                       eq. 7 (e <= threshold dropped)
-//   Delta   = (1-b) rowsq(U) + b c rowsq(J) - rowsq(U'), clamped >= 0   eq. 10
-//   d       = (1-b) d + b lambda + Delta            eq. 9 (b lambda, not lambda)
-//   m       = gamma m + (1-gamma) g;  m^ = m / (1 - gamma^t)            §3.4
-//   mu      = mu - a (U' U'^T + D)^-1 (m^ + lambda .* mu)   eq. 11, fast_inverse
-#include "methods/slang/slang_impl.h"
-
+//   U'      = Q diag(sqrt(e))                       eq. 7 (e <= threshold
+//   dropped) Delta   = (1-b) rowsq(U) + b c rowsq(J) - rowsq(U'), clamped >= 0
+//   eq. 10 d       = (1-b) d + b lambda + Delta            eq. 9 (b lambda, not
+//   lambda) m       = gamma m + (1-gamma) g;  m^ = m / (1 - gamma^t) §3.4 mu =
+//   mu - a (U' U'^T + D)^-1 (m^ + lambda .* mu)   eq. 11, fast_inverse
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include <Eigen/Eigenvalues>
 
-#include "absl/strings/str_cat.h"
 #include "bnn/check.h"
 #include "bnn/posterior/low_rank_gaussian.h"
 #include "bnn/status.h"
+
+#include "methods/slang/slang_impl.h"
 
 namespace bnn {
 namespace internal {
@@ -109,10 +109,10 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
     }
   };
   const int rank = static_cast<int>(std::min<int64_t>(options_.rank, dim));
-  auto eig = options_.eig_solver == "exact"
-                 ? ExactEig(1.0 - beta, beta * c, rank)
-                 : eig_solver_.Solve(op, dim, rank, options_.power_iterations,
-                                     rng);
+  auto eig =
+      options_.eig_solver == "exact"
+          ? ExactEig(1.0 - beta, beta * c, rank)
+          : eig_solver_.Solve(op, dim, rank, options_.power_iterations, rng);
   int kept = 0;
   while (kept < rank && eig.values[kept] > options_.eig_threshold) ++kept;
   u_new_.resize(dim, kept);
@@ -147,8 +147,8 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
 
 template <typename T>
 typename RandomizedEigSolver<T>::Result Slang<T>::ExactEig(double w_u,
-                                                          double w_g,
-                                                          int rank) {
+                                                           double w_g,
+                                                           int rank) {
   const int64_t dim = mu_.size();
   const int l = static_cast<int>(u_.cols());
   const int ms = grads_.count();
@@ -204,9 +204,9 @@ typename RandomizedEigSolver<T>::Result Slang<T>::ExactEig(double w_u,
 
 template <typename T>
 std::unique_ptr<Posterior> Slang<T>::ExportPosterior() const {
-  auto posterior = LowRankGaussianPosterior::Create(
-      mu_.template cast<double>(), u_.template cast<double>(),
-      d_.template cast<double>());
+  auto posterior = LowRankGaussianPosterior::Create(mu_.template cast<double>(),
+                                                    u_.template cast<double>(),
+                                                    d_.template cast<double>());
   // The state is finite and d > 0 after every successful step.
   BNN_CHECK_OK(posterior.status());
   return std::move(posterior).value();

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+
 #include "bnn/data/dataset.h"
 #include "bnn/linalg/low_rank.h"
 #include "bnn/methods/method.h"
