@@ -147,7 +147,8 @@ void BM_PlainSlangStep(benchmark::State& state, const Size& size) {
       *out = o.beta * c * (j * (j.transpose() * x));
       if (u.cols() > 0) *out += (1 - o.beta) * (u * (u.transpose() * x));
     };
-    auto r = eig.Solve(op, dim, o.rank, o.power_iterations, rng);
+    RandomizedEigSolver<double>::Result r;
+    eig.Solve(op, dim, o.rank, o.power_iterations, rng, &r);
     Eigen::MatrixXd u_new = r.vectors * r.values.cwiseSqrt().asDiagonal();
     Eigen::VectorXd delta = o.beta * c * j.cwiseAbs2().rowwise().sum() -
                             u_new.cwiseAbs2().rowwise().sum();

@@ -26,6 +26,30 @@ constexpr double kCholeskyQrMinPivot = 1e-6;
 }  // namespace
 
 template <typename T>
+void TallTimesSmall(const Eigen::Ref<const MatrixX<T>>& a, const MatrixX<T>& b,
+                    MatrixX<T>* out, bool accumulate) {
+  BNN_CHECK_EQ(a.cols(), b.rows());
+  const Eigen::Index n = a.rows();
+  if (!accumulate) out->resize(n, b.cols());
+  BNN_CHECK_EQ(out->rows(), n);
+  // Rows per chunk: ~256 KiB of `a`.
+  const Eigen::Index chunk = std::max<Eigen::Index>(
+      64, (int64_t{1} << 18) / sizeof(T) / std::max<Eigen::Index>(1, a.cols()));
+  const Eigen::Index chunks = (n + chunk - 1) / chunk;
+  const bool parallel = chunks > 1 && n * a.cols() * b.cols() > (1 << 20);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (Eigen::Index c = 0; c < chunks; ++c) {
+    const Eigen::Index begin = c * chunk;
+    const Eigen::Index rows = std::min(chunk, n - begin);
+    if (accumulate) {
+      out->middleRows(begin, rows).noalias() += a.middleRows(begin, rows) * b;
+    } else {
+      out->middleRows(begin, rows).noalias() = a.middleRows(begin, rows) * b;
+    }
+  }
+}
+
+template <typename T>
 absl::Status LowRankPrecision<T>::Factor(
     const Eigen::Ref<const MatrixX<T>>& u,
     const Eigen::Ref<const VectorX<T>>& d) {
@@ -173,46 +197,55 @@ VectorX<T> FastSample(const VectorX<T>& mu, const MatrixX<T>& u,
 
 template <typename T>
 void RandomizedEigSolver<T>::Orthonormalize(MatrixX<T>* y) {
-  // CholeskyQR2 keeps orthogonality to rounding when eps * cond(Y)^2 << 1;
-  // unit columns first so that scale differences do not count as
-  // ill-conditioning.
-  Eigen::MatrixXd& b = basis_;
-  b = y->template cast<double>();
-  const int k = static_cast<int>(b.cols());
-  bool cholesky_ok = true;
-  for (int c = 0; c < k && cholesky_ok; ++c) {
-    const double norm = b.col(c).norm();
-    cholesky_ok = norm > 0 && std::isfinite(norm);
-    if (cholesky_ok) b.col(c) /= norm;
+  // CholeskyQR in double on the column-scaled Gram matrix (scale differences
+  // are not ill-conditioning): B <- B S R^-1 with S = diag(1/|b_j|) and
+  // R^T R = S B^T B S. One pass leaves an orthogonality error ~ eps cond^2;
+  // a second pass (CholeskyQR2) runs only when that exceeds 1e-8. Nystrom is
+  // invariant to the basis, so this only guards its conditioning.
+  Eigen::MatrixXd* b = nullptr;
+  if constexpr (std::is_same_v<T, double>) {
+    b = y;
+  } else {
+    basis_ = y->template cast<double>();
+    b = &basis_;
   }
+  const int k = static_cast<int>(b->cols());
+  bool cholesky_ok = true;
   for (int pass = 0; pass < 2 && cholesky_ok; ++pass) {
-    const Eigen::MatrixXd gram = b.transpose() * b;
+    Eigen::MatrixXd gram = b->transpose() * *b;
+    const Eigen::VectorXd scale = gram.diagonal().cwiseSqrt().cwiseInverse();
+    cholesky_ok = scale.allFinite();
+    if (!cholesky_ok) break;
+    gram = scale.asDiagonal() * gram * scale.asDiagonal();
     Eigen::LLT<Eigen::MatrixXd> llt(gram);
     cholesky_ok = llt.info() == Eigen::Success;
-    if (cholesky_ok) {
-      const Eigen::VectorXd pivots = llt.matrixLLT().diagonal();
-      cholesky_ok = pivots.minCoeff() > kCholeskyQrMinPivot * pivots.maxCoeff();
-    }
-    if (cholesky_ok) {
-      // B <- B R^-1 with R = L^T.
-      const Eigen::MatrixXd r_inv =
-          llt.matrixU().solve(Eigen::MatrixXd::Identity(k, k));
-      basis_tmp_.noalias() = b * r_inv;
-      b.swap(basis_tmp_);
-    }
+    if (!cholesky_ok) break;
+    const Eigen::VectorXd pivots = llt.matrixLLT().diagonal();
+    const double ratio = pivots.maxCoeff() / pivots.minCoeff();
+    cholesky_ok = ratio < 1.0 / kCholeskyQrMinPivot;
+    if (!cholesky_ok) break;
+    const Eigen::MatrixXd r_inv =
+        scale.asDiagonal() *
+        llt.matrixU().solve(Eigen::MatrixXd::Identity(k, k));
+    TallTimesSmall<double>(*b, r_inv, &basis_tmp_);
+    b->swap(basis_tmp_);
+    if (ratio * ratio * Eigen::NumTraits<double>::epsilon() < 1e-8) break;
   }
   if (!cholesky_ok) {
-    b = y->template cast<double>();
-    qr_.compute(b);
-    b.setIdentity(b.rows(), k);
-    b.applyOnTheLeft(qr_.householderQ());
+    // Householder for (nearly) rank-deficient blocks; the range is unchanged
+    // by any column scaling applied above.
+    qr_.compute(*b);
+    b->setIdentity(b->rows(), k);
+    b->applyOnTheLeft(qr_.householderQ());
   }
-  *y = b.template cast<T>();
+  if constexpr (!std::is_same_v<T, double>) *y = b->template cast<T>();
 }
 
 template <typename T>
-typename RandomizedEigSolver<T>::Result RandomizedEigSolver<T>::Solve(
-    const Operator& op, int64_t dim, int rank, int power_iterations, Rng& rng) {
+void RandomizedEigSolver<T>::Solve(const Operator& op, int64_t dim, int rank,
+                                   int power_iterations, Rng& rng,
+                                   Result* result_out) {
+  Result& result = *result_out;
   BNN_CHECK(rank >= 1 && power_iterations >= 1 && dim >= 1);
   rank = static_cast<int>(std::min<int64_t>(rank, dim));
   const int k = static_cast<int>(std::min<int64_t>(rank + 2, dim));
@@ -237,12 +270,11 @@ typename RandomizedEigSolver<T>::Result RandomizedEigSolver<T>::Solve(
   q_.swap(y_);
   Orthonormalize(&q_);
 
-  Result result;
   op(q_, &y_);  // y = A Q
   if (!(anorm > 0)) {
     result.values = VectorX<double>::Zero(rank);
     result.vectors = q_.leftCols(rank);
-    return result;
+    return;
   }
   // Nystrom with a small shift to keep Q^T (A + shift I) Q positive definite.
   const double shift = std::max(1e-7, 10.0 * Eigen::NumTraits<T>::epsilon()) *
@@ -292,10 +324,15 @@ typename RandomizedEigSolver<T>::Result RandomizedEigSolver<T>::Solve(
     result.values[i] = std::abs(evals[order[i]]);
     pick.col(i) = small.col(order[i]);
   }
-  result.vectors.noalias() = y_ * pick.cast<T>();
-  return result;
+  TallTimesSmall<T>(y_, pick.cast<T>(), &result.vectors);
 }
 
+template void TallTimesSmall<float>(const Eigen::Ref<const MatrixX<float>>&,
+                                    const MatrixX<float>&, MatrixX<float>*,
+                                    bool);
+template void TallTimesSmall<double>(const Eigen::Ref<const MatrixX<double>>&,
+                                     const MatrixX<double>&, MatrixX<double>*,
+                                     bool);
 template class LowRankPrecision<float>;
 template class LowRankPrecision<double>;
 template class RandomizedEigSolver<float>;

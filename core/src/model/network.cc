@@ -1,6 +1,8 @@
 #include "bnn/model/network.h"
 
+#include <algorithm>
 #include <cmath>
+#include <omp.h>
 
 #include "bnn/check.h"
 #include "bnn/model/likelihood.h"
@@ -245,21 +247,49 @@ void PerExampleGrads<T>::WeightedSquaredNorms(const VectorX<T>& w,
 }
 
 template <typename T>
+int PerExampleGrads<T>::ProbeThreads(int k_count) const {
+  // One probe costs ~4 D (M S) flops; below ~20 MFLOP per probe the
+  // parallel region's overhead is not worth it.
+  const double flops = 4.0 * static_cast<double>(dim_) * count_;
+  if (k_count < 2 || flops < 2e7 || omp_in_parallel()) return 1;
+  return std::min(k_count, omp_get_max_threads());
+}
+
+template <typename T>
+typename PerExampleGrads<T>::Scratch& PerExampleGrads<T>::ThreadScratch(
+    int threads) const {
+  // Called once outside the parallel region first, so the resize never runs
+  // concurrently.
+  if (static_cast<int>(thread_scratch_.size()) < threads) {
+    thread_scratch_.resize(threads);
+  }
+  return thread_scratch_[omp_in_parallel() ? omp_get_thread_num() : 0];
+}
+
+template <typename T>
 void PerExampleGrads<T>::TransposeTimes(const Eigen::Ref<const MatrixX<T>>& q,
                                         MatrixX<T>* out) const {
   BNN_CHECK_EQ(q.rows(), dim_);
   const int k_count = static_cast<int>(q.cols());
   out->setZero(count_, k_count);
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const LayerShape& shape = layers_[l];
-    for (int k = 0; k < k_count; ++k) {
+  const int threads = ProbeThreads(k_count);
+  ThreadScratch(threads);  // sizes the per-thread scratch before the region
+  // Probes are independent: each thread takes whole probes and runs
+  // single-threaded GEMMs whose (M S) x out intermediate stays in cache
+  // (one large GEMM over all probes was measured slower: its intermediate
+  // streams through memory).
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (int k = 0; k < k_count; ++k) {
+    Scratch& scratch = ThreadScratch(threads);
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      const LayerShape& shape = layers_[l];
       Eigen::Map<const MatrixX<T>> qk(
           q.data() + k * q.outerStride() + shape.offset, shape.out,
           shape.in + 1);
       // <g_i, q> = delta_i^T Q a_i: rows of (A Q^T) dotted with rows of Delta.
-      scratch_a_.noalias() = inputs(l) * qk.transpose();
-      out->col(k) +=
-          (scratch_a_.array() * deltas_[l].array()).rowwise().sum().matrix();
+      auto a = scratch.View(count_, shape.out);
+      a.noalias() = inputs(l) * qk.transpose();
+      out->col(k) += (a.array() * deltas_[l].array()).rowwise().sum().matrix();
     }
   }
 }
@@ -270,13 +300,18 @@ void PerExampleGrads<T>::Times(const Eigen::Ref<const MatrixX<T>>& x,
   BNN_CHECK_EQ(x.rows(), count_);
   const int k_count = static_cast<int>(x.cols());
   out->resize(dim_, k_count);
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const LayerShape& shape = layers_[l];
-    for (int k = 0; k < k_count; ++k) {
+  const int threads = ProbeThreads(k_count);
+  ThreadScratch(threads);  // sizes the per-thread scratch before the region
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (int k = 0; k < k_count; ++k) {
+    Scratch& scratch = ThreadScratch(threads);
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      const LayerShape& shape = layers_[l];
       Eigen::Map<MatrixX<T>> block(out->data() + k * dim_ + shape.offset,
                                    shape.out, shape.in + 1);
-      scratch_a_ = deltas_[l].array().colwise() * x.col(k).array();
-      block.noalias() = scratch_a_.transpose() * inputs(l);
+      auto a = scratch.View(count_, shape.out);
+      a = deltas_[l].array().colwise() * x.col(k).array();
+      block.noalias() = a.transpose() * inputs(l);
     }
   }
 }

@@ -190,7 +190,8 @@ TEST_P(FastEigTest, TopEigenvaluesMatchDenseSolverOnExactlyLowRankInputs) {
   const Eigen::MatrixXd dense = op.factor * op.factor.transpose();
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(dense);
   RandomizedEigSolver<double> solver;
-  const auto result = solver.Solve(op, dim, rank, 4, rng);
+  RandomizedEigSolver<double>::Result result;
+  solver.Solve(op, dim, rank, 4, rng, &result);
   ASSERT_EQ(result.values.size(), rank);
   ASSERT_EQ(result.vectors.cols(), rank);
   for (int i = 0; i < rank; ++i) {
@@ -223,7 +224,8 @@ TEST(FastEigTest, FloatPrecisionOnLowRankInput) {
     const Eigen::MatrixXf f = op.factor.cast<float>();
     *out = f * (f.transpose() * x);
   };
-  const auto result = solver.Solve(fop, 200, 2, 4, rng);
+  RandomizedEigSolver<float>::Result result;
+  solver.Solve(fop, 200, 2, 4, rng, &result);
   for (int i = 0; i < 2; ++i) {
     EXPECT_NEAR(result.values[i], es.eigenvalues()[199 - i],
                 1e-4 * es.eigenvalues()[199]);

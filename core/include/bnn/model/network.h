@@ -124,9 +124,22 @@ class PerExampleGrads {
   int count_ = 0;
   const std::vector<MatrixX<T>>* inputs_ = nullptr;  // owned by ForwardPass
   std::vector<MatrixX<T>> deltas_;
-  // Scratch, reused across calls.
+  // Scratch, reused across calls (one per thread for the probe-parallel
+  // products).
+  struct Scratch {
+    // A rows x cols view of a buffer that only grows: no reallocation when
+    // the layers' shapes alternate.
+    Eigen::Map<MatrixX<T>> View(Eigen::Index rows, Eigen::Index cols) {
+      if (buffer.size() < rows * cols) buffer.resize(rows * cols);
+      return Eigen::Map<MatrixX<T>>(buffer.data(), rows, cols);
+    }
+    VectorX<T> buffer;
+  };
+  int ProbeThreads(int k_count) const;
+  Scratch& ThreadScratch(int threads) const;
   mutable MatrixX<T> scratch_a_;
   mutable MatrixX<T> scratch_b_;
+  mutable std::vector<Scratch> thread_scratch_;
 };
 
 extern template class Network<float>;

@@ -105,14 +105,17 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
     *out *= w_g;
     if (u_.cols() > 0) {
       utx_.noalias() = u_.transpose() * x;
-      out->noalias() += w_u * (u_ * utx_);
+      utx_ *= w_u;  // scale the small factor: no D x K temporary
+      TallTimesSmall<T>(u_, utx_, out, /*accumulate=*/true);
     }
   };
   const int rank = static_cast<int>(std::min<int64_t>(options_.rank, dim));
-  auto eig =
-      options_.eig_solver == "exact"
-          ? ExactEig(1.0 - beta, beta * c, rank)
-          : eig_solver_.Solve(op, dim, rank, options_.power_iterations, rng);
+  auto& eig = eig_;
+  if (options_.eig_solver == "exact") {
+    ExactEig(1.0 - beta, beta * c, rank, &eig);
+  } else {
+    eig_solver_.Solve(op, dim, rank, options_.power_iterations, rng, &eig);
+  }
   int kept = 0;
   while (kept < rank && eig.values[kept] > options_.eig_threshold) ++kept;
   u_new_.resize(dim, kept);
@@ -146,13 +149,12 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
 }
 
 template <typename T>
-typename RandomizedEigSolver<T>::Result Slang<T>::ExactEig(double w_u,
-                                                           double w_g,
-                                                           int rank) {
+void Slang<T>::ExactEig(double w_u, double w_g, int rank,
+                        typename RandomizedEigSolver<T>::Result* result_out) {
+  auto& result = *result_out;
   const int64_t dim = mu_.size();
   const int l = static_cast<int>(u_.cols());
   const int ms = grads_.count();
-  typename RandomizedEigSolver<T>::Result result;
   Eigen::MatrixXd vecs;  // eigenvectors of the small matrix, descending
   Eigen::VectorXd vals;
   auto take_top = [&](const Eigen::MatrixXd& m) {
@@ -171,7 +173,7 @@ typename RandomizedEigSolver<T>::Result Slang<T>::ExactEig(double w_u,
     take_top(a);
     result.values = vals;
     result.vectors = vecs.template cast<T>();
-    return result;
+    return;
   }
   // A = F F^T with F = [sqrt(w_u) U, sqrt(w_g) J]: its nonzero eigenpairs are
   // (lambda, F w / sqrt(lambda)) for the eigenpairs (lambda, w) of the Gram
@@ -199,7 +201,6 @@ typename RandomizedEigSolver<T>::Result Slang<T>::ExactEig(double w_u,
         u_ * (std::sqrt(w_u) * coeff.topRows(l)).template cast<T>();
   }
   result.values = vals;
-  return result;
 }
 
 template <typename T>

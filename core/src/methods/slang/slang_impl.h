@@ -46,8 +46,8 @@ class Slang final : public VariationalMethod {
  private:
   absl::Status Diverged(absl::string_view why) const;
   // Exact top-`rank` eigenpairs of w_u U U^T + w_g J J^T (eig_solver=exact).
-  typename RandomizedEigSolver<T>::Result ExactEig(double w_u, double w_g,
-                                                   int rank);
+  void ExactEig(double w_u, double w_g, int rank,
+                typename RandomizedEigSolver<T>::Result* result);
 
   SlangOptions options_;
   std::unique_ptr<Network<T>> network_;
@@ -59,6 +59,7 @@ class Slang final : public VariationalMethod {
   int64_t t_ = 0;
   LowRankPrecision<T> factor_;  // kept in sync with (u_, d_)
   RandomizedEigSolver<T> eig_solver_;
+  typename RandomizedEigSolver<T>::Result eig_;
 
   // Per-step workspaces, reused (no allocation once shapes settle).
   MatrixX<T> x_, eps_, theta_, jtx_, utx_, u_new_, step_;
