@@ -18,10 +18,9 @@ Eigen::Map<const MatrixX<T>> LayerWeights(
       weights.data() + s * weights.outerStride() + l.offset, l.out, l.in + 1);
 }
 
-template <typename T>
-void Activate(
-    Activation a, const MatrixX<T>& z,
-    Eigen::Block<MatrixX<T>, Eigen::Dynamic, Eigen::Dynamic, true> out) {
+template <typename In, typename Out>
+void Activate(Activation a, const In& z, Out&& out) {
+  using T = typename In::Scalar;
   switch (a) {
     case Activation::kRelu:
       out = z.cwiseMax(T(0));
@@ -39,25 +38,33 @@ void Activate(
 }
 
 // delta *= phi'(z), using the stored activation a = phi(z) where cheaper.
-template <typename T>
-void MultiplyByDerivative(Activation act, const MatrixX<T>& z,
-                          const Eigen::Block<const MatrixX<T>, Eigen::Dynamic,
-                                             Eigen::Dynamic, true>& a,
-                          MatrixX<T>* delta) {
+template <typename Z, typename A, typename D>
+void MultiplyByDerivative(Activation act, const Z& z, const A& a, D&& delta) {
+  using T = typename Z::Scalar;
   switch (act) {
     case Activation::kRelu:
-      delta->array() *= (z.array() > T(0)).template cast<T>();
+      delta.array() *= (z.array() > T(0)).template cast<T>();
       return;
     case Activation::kTanh:
-      delta->array() *= T(1) - a.array().square();
+      delta.array() *= T(1) - a.array().square();
       return;
     case Activation::kLeakyTanh:
       // a = tanh z + 0.1 z  =>  phi' = 1 - (a - 0.1 z)^2 + 0.1.
-      delta->array() *= T(1.1) - (a.array() - T(0.1) * z.array()).square();
+      delta.array() *= T(1.1) - (a.array() - T(0.1) * z.array()).square();
       return;
     case Activation::kIdentity:
       return;
   }
+}
+
+// Threads for a pass over S weight samples of 2 m D flops each: samples are
+// independent, so each thread carries whole samples through every layer with
+// single-threaded GEMMs (one parallel region per pass instead of one per
+// small GEMM, whose fork/join dominated small predictions).
+int SampleThreads(int64_t m, int64_t dim, int s_count) {
+  if (s_count < 2 || omp_in_parallel()) return 1;
+  if (2.0 * static_cast<double>(m) * dim * s_count < 2e6) return 1;
+  return std::min(s_count, omp_get_max_threads());
 }
 
 }  // namespace
@@ -85,28 +92,29 @@ void Network<T>::Forward(const Eigen::Ref<const MatrixX<T>>& x,
   pass->inputs.resize(num_layers);
   pass->pre.resize(num_layers);
 
+  for (int l = 0; l < num_layers; ++l) {
+    pass->inputs[l].resize(rows, layers_[l].in + 1);
+    pass->pre[l].resize(rows, layers_[l].out);
+  }
   MatrixX<T>& in0 = pass->inputs[0];
-  in0.resize(rows, spec_.input_dim + 1);
   for (int s = 0; s < s_count; ++s) {
     in0.block(s * m, 0, m, spec_.input_dim) = x;
   }
-  in0.col(spec_.input_dim).setOnes();
+  for (int l = 0; l < num_layers; ++l)
+    pass->inputs[l].col(layers_[l].in).setOnes();
 
-  for (int l = 0; l < num_layers; ++l) {
-    const LayerShape& shape = layers_[l];
-    MatrixX<T>& z = pass->pre[l];
-    z.resize(rows, shape.out);
-    const MatrixX<T>& a = pass->inputs[l];
-    for (int s = 0; s < s_count; ++s) {
-      z.middleRows(s * m, m).noalias() =
-          a.middleRows(s * m, m) *
-          LayerWeights<T>(weights, s, shape).transpose();
-    }
-    if (l + 1 < num_layers) {
-      MatrixX<T>& next = pass->inputs[l + 1];
-      next.resize(rows, shape.out + 1);
-      Activate<T>(spec_.activations[l], z, next.leftCols(shape.out));
-      next.col(shape.out).setOnes();
+  const int threads = SampleThreads(m, num_parameters_, s_count);
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (int s = 0; s < s_count; ++s) {
+    for (int l = 0; l < num_layers; ++l) {
+      const LayerShape& shape = layers_[l];
+      auto z = pass->pre[l].middleRows(s * m, m);
+      z.noalias() = pass->inputs[l].middleRows(s * m, m) *
+                    LayerWeights<T>(weights, s, shape).transpose();
+      if (l + 1 < num_layers) {
+        Activate(spec_.activations[l], z,
+                 pass->inputs[l + 1].block(s * m, 0, m, shape.out));
+      }
     }
   }
 }
@@ -131,19 +139,22 @@ void Network<T>::PropagateDeltas(const Eigen::Ref<const MatrixX<T>>& weights,
                                  PerExampleGrads<T>* grads) const {
   const int m = pass.num_rows;
   const int rows = m * pass.num_samples;
-  for (int l = static_cast<int>(layers_.size()) - 1; l > 0; --l) {
-    const LayerShape& shape = layers_[l];
-    MatrixX<T>& below = grads->deltas_[l - 1];
-    below.resize(rows, shape.in);
-    const MatrixX<T>& delta = grads->deltas_[l];
-    for (int s = 0; s < pass.num_samples; ++s) {
-      below.middleRows(s * m, m).noalias() =
-          delta.middleRows(s * m, m) *
-          LayerWeights<T>(weights, s, shape).leftCols(shape.in);
+  const int num_layers = static_cast<int>(layers_.size());
+  for (int l = num_layers - 1; l > 0; --l) {
+    grads->deltas_[l - 1].resize(rows, layers_[l].in);
+  }
+  const int threads = SampleThreads(m, num_parameters_, pass.num_samples);
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (int s = 0; s < pass.num_samples; ++s) {
+    for (int l = num_layers - 1; l > 0; --l) {
+      const LayerShape& shape = layers_[l];
+      auto below = grads->deltas_[l - 1].middleRows(s * m, m);
+      below.noalias() = grads->deltas_[l].middleRows(s * m, m) *
+                        LayerWeights<T>(weights, s, shape).leftCols(shape.in);
+      MultiplyByDerivative(spec_.activations[l - 1],
+                           pass.pre[l - 1].middleRows(s * m, m),
+                           pass.inputs[l].block(s * m, 0, m, shape.in), below);
     }
-    const MatrixX<T>& a = pass.inputs[l];
-    MultiplyByDerivative<T>(spec_.activations[l - 1], pass.pre[l - 1],
-                            a.leftCols(shape.in), &below);
   }
 }
 

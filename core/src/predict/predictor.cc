@@ -185,11 +185,15 @@ class Engine final : public Predictor::Impl {
     const int64_t chunk = std::max<int64_t>(
         1,
         std::min<int64_t>(options_.chunk_rows, kMaxRowsTimesSamples / s_count));
-    MatrixX<T> x;
-    ForwardPass<T> pass;
-    Eigen::VectorXd sample_means(s_count);
-    Eigen::MatrixXd probs(classes, s_count);  // per-sample probabilities
-    std::vector<int> votes(classes);
+    WorkspaceLease lease(this);
+    MatrixX<T>& x = lease->x;
+    ForwardPass<T>& pass = lease->pass;
+    Eigen::VectorXd& sample_means = lease->sample_means;
+    Eigen::MatrixXd& probs = lease->probs;  // per-sample probabilities
+    std::vector<int>& votes = lease->votes;
+    sample_means.resize(s_count);
+    probs.resize(classes, s_count);
+    votes.resize(classes);
     for (int64_t begin = 0; begin < num_rows; begin += chunk) {
       const int64_t m = std::min(chunk, num_rows - begin);
       StandardizeChunk(snap, rows, begin, m, &x);
@@ -301,6 +305,39 @@ class Engine final : public Predictor::Impl {
     return out;
   }
 
+  // Per-request buffers, recycled so that steady-state requests allocate no
+  // large arrays (activations of up to kMaxRowsTimesSamples rows).
+  struct Workspace {
+    MatrixX<T> x;
+    ForwardPass<T> pass;
+    Eigen::VectorXd sample_means;
+    Eigen::MatrixXd probs;
+    std::vector<int> votes;
+  };
+  class WorkspaceLease {
+   public:
+    explicit WorkspaceLease(const Engine* engine) : engine_(engine) {
+      absl::MutexLock lock(&engine_->mu_);
+      if (!engine_->idle_.empty()) {
+        ws_ = std::move(engine_->idle_.back());
+        engine_->idle_.pop_back();
+      }
+      if (ws_ == nullptr) ws_ = std::make_unique<Workspace>();
+    }
+    ~WorkspaceLease() {
+      absl::MutexLock lock(&engine_->mu_);
+      if (engine_->idle_.size() < kMaxIdleWorkspaces) {
+        engine_->idle_.push_back(std::move(ws_));
+      }
+    }
+    Workspace* operator->() { return ws_.get(); }
+
+   private:
+    const Engine* engine_;
+    std::unique_ptr<Workspace> ws_;
+  };
+  static constexpr size_t kMaxIdleWorkspaces = 8;
+
   Network<T> net_;
   Network<double> net64_;  // linearised predictive: Jacobians in double
   PredictorOptions options_;
@@ -310,6 +347,7 @@ class Engine final : public Predictor::Impl {
   mutable std::map<Key, typename std::list<std::pair<Key, Block>>::iterator>
       index_ ABSL_GUARDED_BY(mu_);
   mutable Predictor::CacheStats stats_ ABSL_GUARDED_BY(mu_);
+  mutable std::vector<std::unique_ptr<Workspace>> idle_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
