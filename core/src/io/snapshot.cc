@@ -114,9 +114,17 @@ absl::StatusOr<Snapshot> FromProto(const snapshot::Snapshot& p) {
         "snapshot noise_precision = ", s.noise_precision, " must be positive"));
   }
   const auto& t = p.training();
-  s.training = {t.dataset_id(), t.dataset_version(), t.dataset_hash(),
-                t.num_train(),  t.steps(),           t.epochs(),
-                t.final_loss(), t.seconds(),         t.seed()};
+  s.training = {t.dataset_id(),
+                t.dataset_version(),
+                t.dataset_hash(),
+                t.num_train(),
+                t.steps(),
+                t.epochs(),
+                t.final_loss(),
+                t.seconds(),
+                t.seed(),
+                t.parent_snapshot_id(),
+                t.prior_from_parent()};
   BNN_ASSIGN_OR_RETURN(std::unique_ptr<Posterior> posterior,
                        PosteriorFromProto(p.posterior(), m));
   s.posterior = std::move(posterior);
@@ -168,6 +176,8 @@ absl::StatusOr<std::string> EncodeSnapshot(const Snapshot& s) {
   t->set_final_loss(s.training.final_loss);
   t->set_seconds(s.training.seconds);
   t->set_seed(s.training.seed);
+  t->set_parent_snapshot_id(s.training.parent_snapshot_id);
+  t->set_prior_from_parent(s.training.prior_from_parent);
   s.posterior->ToProto(p.mutable_posterior());
   p.set_created_unix_ms(s.created_unix_ms);
 

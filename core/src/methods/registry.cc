@@ -11,6 +11,11 @@
 
 namespace bnn {
 
+absl::Status VariationalMethod::WarmStart(const Posterior&, bool) {
+  return absl::UnimplementedError(
+      absl::StrCat("method '", name(), "' cannot warm-start from a snapshot"));
+}
+
 absl::Status MethodRegistry::Register(Entry entry) {
   if (entry.name.empty() || !entry.factory) {
     return absl::InvalidArgumentError("a method needs a name and a factory");

@@ -37,6 +37,32 @@ absl::Status ApplyTrainerParams(const ParamMap& params, TrainOptions* options) {
   return absl::OkStatus();
 }
 
+// The architecture of a warm-started run: the parent's, after checking that
+// the data and the request fit it.
+absl::StatusOr<ModelSpec> ParentSpec(const TrainRequest& request,
+                                     const Dataset& data) {
+  const Snapshot& parent = *request.parent;
+  if (parent.posterior == nullptr) {
+    return absl::InvalidArgumentError("the parent snapshot has no posterior");
+  }
+  if (parent.model.input_dim != data.num_features || parent.task != data.task ||
+      parent.class_values != data.class_values) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the parent snapshot was trained on ", parent.model.input_dim,
+        " features (", TaskToString(parent.task), ", ",
+        parent.class_values.size(), " classes); this dataset has ",
+        data.num_features, " (", TaskToString(data.task), ", ",
+        data.class_values.size(), " classes)"));
+  }
+  if (!request.hidden_sizes.empty() &&
+      request.hidden_sizes != parent.model.hidden_sizes) {
+    return absl::InvalidArgumentError(
+        "hidden_sizes must be empty or equal to the parent snapshot's: a warm "
+        "start keeps the parent's architecture");
+  }
+  return parent.model;
+}
+
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -89,18 +115,25 @@ absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
       std::unique_ptr<VariationalMethod> method,
       registry.Create(request.method, request.params, TrainerParamNames()));
 
-  std::vector<Activation> activations = request.activations;
-  if (activations.size() == 1 && request.hidden_sizes.size() != 1) {
-    activations.assign(request.hidden_sizes.size(), activations[0]);
+  ModelSpec spec;
+  Standardization standardization;
+  if (request.parent != nullptr) {
+    BNN_ASSIGN_OR_RETURN(spec, ParentSpec(request, data));
+    // The parent's weights live in its standardised units.
+    standardization = request.parent->standardization;
+  } else {
+    std::vector<Activation> activations = request.activations;
+    if (activations.size() == 1 && request.hidden_sizes.size() != 1) {
+      activations.assign(request.hidden_sizes.size(), activations[0]);
+    }
+    spec = ModelSpec::ForTask(data.task, static_cast<int>(data.num_features),
+                              data.num_classes, request.hidden_sizes,
+                              Activation::kRelu);
+    spec.activations = activations;
+    BNN_RETURN_IF_ERROR(spec.Validate());
+    // Standardise features (and regression targets) on the training set.
+    standardization = FitStandardization(data);
   }
-  ModelSpec spec = ModelSpec::ForTask(
-      data.task, static_cast<int>(data.num_features), data.num_classes,
-      request.hidden_sizes, Activation::kRelu);
-  spec.activations = activations;
-  BNN_RETURN_IF_ERROR(spec.Validate());
-
-  // Standardise features (and regression targets) on the training set.
-  Standardization standardization = FitStandardization(data);
   Dataset train = data;
   BNN_RETURN_IF_ERROR(standardization.Apply(&train));
 
@@ -109,6 +142,10 @@ absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
   Rng batch_rng = root.Fork(2);
   Rng step_rng = root.Fork(3);
   BNN_RETURN_IF_ERROR(method->Initialize(spec, train, init_rng));
+  if (request.parent != nullptr) {
+    BNN_RETURN_IF_ERROR(method->WarmStart(*request.parent->posterior,
+                                          request.prior_from_parent));
+  }
 
   const int64_t n = train.num_rows();
   const int64_t m = std::min<int64_t>(method->batch_size(), n);
@@ -163,6 +200,9 @@ absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   snapshot.training.seed = options.seed;
+  snapshot.training.parent_snapshot_id = request.parent_snapshot_id;
+  snapshot.training.prior_from_parent =
+      request.parent != nullptr && request.prior_from_parent;
   snapshot.posterior = method->ExportPosterior();
   snapshot.created_unix_ms = NowUnixMs();
   return snapshot;

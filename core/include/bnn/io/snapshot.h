@@ -37,6 +37,9 @@ struct TrainingInfo {
   double final_loss = 0.0;
   double seconds = 0.0;
   uint64_t seed = 0;
+  // Continual learning: the snapshot this one was warm-started from.
+  std::string parent_snapshot_id;
+  bool prior_from_parent = false;
 };
 
 struct Snapshot {

@@ -37,6 +37,13 @@ class VariationalMethod {
   virtual absl::Status Initialize(const ModelSpec& spec, const Dataset& train,
                                   Rng& rng) = 0;
 
+  // Continual learning, after Initialize(): start from `posterior` (same
+  // parameter layout) instead of the default initialisation and, when
+  // `as_prior`, use it as the prior in place of the method's own (the online
+  // Bayesian update). Unimplemented for methods that cannot; InvalidArgument
+  // for a posterior family the method cannot start from.
+  virtual absl::Status WarmStart(const Posterior& posterior, bool as_prior);
+
   // Rows of `train` per step (the trainer draws minibatches of this size).
   virtual int batch_size() const = 0;
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,12 @@ struct TrainRequest {
   // Identification recorded in the snapshot.
   std::string dataset_id;
   int64_t dataset_version = 0;
+  // Continual learning: warm-start from this snapshot (its architecture and
+  // standardisation are reused; hidden_sizes must be empty or equal to its
+  // own) and, with prior_from_parent, use its posterior as the prior.
+  std::shared_ptr<const Snapshot> parent;
+  std::string parent_snapshot_id;  // recorded in the new snapshot
+  bool prior_from_parent = false;
 };
 
 // request.options with the "epochs"/"seed" entries of request.params applied,

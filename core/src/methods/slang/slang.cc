@@ -48,6 +48,48 @@ absl::Status Slang<T>::Initialize(const ModelSpec& spec, const Dataset& train,
     prior_[j] =
         T(bias[j] ? options_.bias_prior_precision : options_.prior_precision);
   }
+  prior_mean_.setZero(dim);
+  prior_u_.resize(dim, 0);
+  momentum_.setZero(dim);
+  t_ = 0;
+  return factor_.Factor(u_, d_);
+}
+
+template <typename T>
+absl::Status Slang<T>::WarmStart(const Posterior& posterior, bool as_prior) {
+  const int64_t dim = mu_.size();
+  if (posterior.dim() != dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("warm start: the posterior has ", posterior.dim(),
+                     " parameters; the model has ", dim));
+  }
+  Eigen::MatrixXd u;
+  Eigen::VectorXd d;
+  if (const auto* lr =
+          dynamic_cast<const LowRankGaussianPosterior*>(&posterior)) {
+    u = lr->u();
+    d = lr->d();
+  } else if (posterior.family() == "diagonal") {
+    u.resize(dim, 0);
+    d = posterior.MarginalVariances().cwiseInverse();
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SLANG can warm-start from a low_rank or diagonal posterior; the "
+        "parent's is ",
+        posterior.family()));
+  }
+  // Keep the leading L columns (SLANG stores them by decreasing eigenvalue)
+  // and fold the rest into the diagonal, so diag(precision) is unchanged.
+  const int keep = std::min<int>(static_cast<int>(u.cols()), options_.rank);
+  mu_ = posterior.mean().template cast<T>();
+  u_ = u.leftCols(keep).template cast<T>();
+  d_ = (d + u.rightCols(u.cols() - keep).rowwise().squaredNorm())
+           .template cast<T>();
+  if (as_prior) {
+    prior_mean_ = mu_;
+    prior_u_ = u.template cast<T>();
+    prior_ = d.template cast<T>();
+  }
   momentum_.setZero(dim);
   t_ = 0;
   return factor_.Factor(u_, d_);
@@ -99,20 +141,28 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
   // Top-L eigenpairs of (1-b) U U^T + b c J J^T, applied to blocks only.
   const T w_u = T(1.0 - beta);
   const T w_g = T(beta * c);
+  // With a snapshot prior the target precision is G + P_0, and P_0's
+  // low-rank part b U_0 U_0^T joins the matrix being eigendecomposed.
+  const T w_p = T(beta);
   auto op = [&](const MatrixX<T>& x, MatrixX<T>* out) {
     grads_.TransposeTimes(x, &jtx_);
     grads_.Times(jtx_, out);
     *out *= w_g;
-    if (u_.cols() > 0) {
-      utx_.noalias() = u_.transpose() * x;
-      utx_ *= w_u;  // scale the small factor: no D x K temporary
-      TallTimesSmall<T>(u_, utx_, out, /*accumulate=*/true);
+    for (const auto& [factor, weight] :
+         {std::pair<const MatrixX<T>*, T>{&u_, w_u}, {&prior_u_, w_p}}) {
+      if (factor->cols() == 0) continue;
+      utx_.noalias() = factor->transpose() * x;
+      utx_ *= weight;  // scale the small factor: no D x K temporary
+      TallTimesSmall<T>(*factor, utx_, out, /*accumulate=*/true);
     }
   };
   const int rank = static_cast<int>(std::min<int64_t>(options_.rank, dim));
   auto& eig = eig_;
   if (options_.eig_solver == "exact") {
-    ExactEig(1.0 - beta, beta * c, rank, &eig);
+    dense_.resize(dim, u_.cols() + prior_u_.cols());
+    dense_.leftCols(u_.cols()) = std::sqrt(w_u) * u_;
+    dense_.rightCols(prior_u_.cols()) = std::sqrt(w_p) * prior_u_;
+    ExactEig(dense_, beta * c, rank, &eig);
   } else {
     eig_solver_.Solve(op, dim, rank, options_.power_iterations, rng, &eig);
   }
@@ -127,6 +177,7 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
   grads_.SquaredSum(&sq_);
   delta_ = w_g * sq_;
   if (u_.cols() > 0) delta_ += w_u * u_.rowwise().squaredNorm();
+  if (prior_u_.cols() > 0) delta_ += w_p * prior_u_.rowwise().squaredNorm();
   if (kept > 0) delta_ -= u_new_.rowwise().squaredNorm();
   delta_ = delta_.cwiseMax(T(0));
   d_ = T(1.0 - beta) * d_ + T(beta) * prior_ + delta_;
@@ -136,7 +187,10 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
   const double gamma = options_.momentum;
   momentum_ = T(gamma) * momentum_ + T(1.0 - gamma) * ghat_;
   const T correction = T(1.0 - std::pow(gamma, static_cast<double>(t_)));
-  rhs_ = momentum_ / correction + prior_.cwiseProduct(mu_);
+  // Prior gradient P_0 (mu - mu_0), P_0 = U_0 U_0^T + diag(lambda).
+  offset_ = mu_ - prior_mean_;
+  rhs_ = momentum_ / correction + prior_.cwiseProduct(offset_);
+  if (prior_u_.cols() > 0) rhs_ += prior_u_ * (prior_u_.transpose() * offset_);
   absl::Status factored = factor_.Factor(u_, d_);
   if (!factored.ok()) return Diverged(factored.message());
   factor_.Solve(rhs_, &step_);
@@ -149,11 +203,11 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
 }
 
 template <typename T>
-void Slang<T>::ExactEig(double w_u, double w_g, int rank,
+void Slang<T>::ExactEig(const MatrixX<T>& dense, double w_g, int rank,
                         typename RandomizedEigSolver<T>::Result* result_out) {
   auto& result = *result_out;
   const int64_t dim = mu_.size();
-  const int l = static_cast<int>(u_.cols());
+  const int p = static_cast<int>(dense.cols());
   const int ms = grads_.count();
   Eigen::MatrixXd vecs;  // eigenvectors of the small matrix, descending
   Eigen::VectorXd vals;
@@ -162,29 +216,24 @@ void Slang<T>::ExactEig(double w_u, double w_g, int rank,
     vals = es.eigenvalues().reverse().head(rank).cwiseMax(0.0);
     vecs = es.eigenvectors().rowwise().reverse().leftCols(rank);
   };
-  if (dim <= l + ms) {
+  if (dim <= p + ms) {
     // Small D: eigendecompose the D x D matrix itself.
     const Eigen::MatrixXd j = grads_.Materialize().template cast<double>();
-    Eigen::MatrixXd a = w_g * j * j.transpose();
-    if (l > 0) {
-      const Eigen::MatrixXd u = u_.template cast<double>();
-      a += w_u * u * u.transpose();
-    }
-    take_top(a);
+    const Eigen::MatrixXd b = dense.template cast<double>();
+    take_top(w_g * j * j.transpose() + b * b.transpose());
     result.values = vals;
     result.vectors = vecs.template cast<T>();
     return;
   }
-  // A = F F^T with F = [sqrt(w_u) U, sqrt(w_g) J]: its nonzero eigenpairs are
+  // A = F F^T with F = [B, sqrt(w_g) J]: its nonzero eigenpairs are
   // (lambda, F w / sqrt(lambda)) for the eigenpairs (lambda, w) of the Gram
   // matrix F^T F, whose blocks Goodfellow's factors give without forming J.
-  Eigen::MatrixXd h(l + ms, l + ms);
-  if (l > 0) {
-    grads_.TransposeTimes(u_, &jtx_);  // J^T U, ms x l
-    h.topLeftCorner(l, l) = w_u * (u_.transpose() * u_).template cast<double>();
-    h.bottomLeftCorner(ms, l) =
-        std::sqrt(w_u * w_g) * jtx_.template cast<double>();
-    h.topRightCorner(l, ms) = h.bottomLeftCorner(ms, l).transpose();
+  Eigen::MatrixXd h(p + ms, p + ms);
+  if (p > 0) {
+    grads_.TransposeTimes(dense, &jtx_);  // J^T B, ms x p
+    h.topLeftCorner(p, p) = (dense.transpose() * dense).template cast<double>();
+    h.bottomLeftCorner(ms, p) = std::sqrt(w_g) * jtx_.template cast<double>();
+    h.topRightCorner(p, ms) = h.bottomLeftCorner(ms, p).transpose();
   }
   h.bottomRightCorner(ms, ms) = w_g * grads_.Gram().template cast<double>();
   take_top(h);
@@ -196,9 +245,9 @@ void Slang<T>::ExactEig(double w_u, double w_g, int rank,
   const Eigen::MatrixXd coeff = vecs * inv_sqrt.asDiagonal();
   grads_.Times((std::sqrt(w_g) * coeff.bottomRows(ms)).template cast<T>(),
                &result.vectors);
-  if (l > 0) {
-    result.vectors.noalias() +=
-        u_ * (std::sqrt(w_u) * coeff.topRows(l)).template cast<T>();
+  if (p > 0) {
+    TallTimesSmall<T>(dense, coeff.topRows(p).template cast<T>(),
+                      &result.vectors, /*accumulate=*/true);
   }
   result.values = vals;
 }

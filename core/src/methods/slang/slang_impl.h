@@ -29,6 +29,10 @@ class Slang final : public VariationalMethod {
 
   absl::Status Initialize(const ModelSpec& spec, const Dataset& train,
                           Rng& rng) override;
+  // From a low-rank (or diagonal) posterior; as a prior it becomes
+  // N(mu_0, (U_0 U_0^T + D_0)^-1), whose low-rank part joins the eigen-update
+  // and whose diagonal replaces lambda.
+  absl::Status WarmStart(const Posterior& posterior, bool as_prior) override;
   // Draws S samples theta_s ~ q, then StepWithSamples().
   absl::StatusOr<StepStats> Step(const std::vector<int64_t>& batch,
                                  Rng& rng) override;
@@ -41,29 +45,35 @@ class Slang final : public VariationalMethod {
   const VectorX<T>& mean() const { return mu_; }
   const MatrixX<T>& u() const { return u_; }
   const VectorX<T>& d() const { return d_; }
+  // The prior N(prior_mean, (prior_u prior_u^T + diag(prior))^-1).
   const VectorX<T>& prior() const { return prior_; }
+  const VectorX<T>& prior_mean() const { return prior_mean_; }
+  const MatrixX<T>& prior_u() const { return prior_u_; }
 
  private:
   absl::Status Diverged(absl::string_view why) const;
   // Exact top-`rank` eigenpairs of w_u U U^T + w_g J J^T (eig_solver=exact).
-  void ExactEig(double w_u, double w_g, int rank,
+  // Exact top-`rank` eigenpairs of B B^T + w_g J J^T for a dense factor
+  // block B (D x p) (eig_solver=exact).
+  void ExactEig(const MatrixX<T>& dense, double w_g, int rank,
                 typename RandomizedEigSolver<T>::Result* result);
 
   SlangOptions options_;
   std::unique_ptr<Network<T>> network_;
   const Dataset* train_ = nullptr;  // not owned; outlives training
 
-  // Variational parameters and optimiser state.
-  VectorX<T> mu_, d_, prior_, momentum_;
-  MatrixX<T> u_;
+  // Variational parameters and optimiser state; the prior (zero mean and
+  // no low-rank part unless warm-started with as_prior).
+  VectorX<T> mu_, d_, prior_, prior_mean_, momentum_;
+  MatrixX<T> u_, prior_u_;
   int64_t t_ = 0;
   LowRankPrecision<T> factor_;  // kept in sync with (u_, d_)
   RandomizedEigSolver<T> eig_solver_;
   typename RandomizedEigSolver<T>::Result eig_;
 
   // Per-step workspaces, reused (no allocation once shapes settle).
-  MatrixX<T> x_, eps_, theta_, jtx_, utx_, u_new_, step_;
-  VectorX<T> y_, nll_, ghat_, sq_, delta_, rhs_;
+  MatrixX<T> x_, eps_, theta_, jtx_, utx_, u_new_, step_, dense_;
+  VectorX<T> y_, nll_, ghat_, sq_, delta_, rhs_, offset_;
   ForwardPass<T> pass_;
   PerExampleGrads<T> grads_;
 };
