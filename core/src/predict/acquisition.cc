@@ -178,7 +178,7 @@ absl::StatusOr<Acquisition> Acquire(const Predictor& predictor,
       }
       if (static_cast<int64_t>(best.size()) < options.k) {
         best.push(c);
-      } else if (WorseOnTop()(best.top(), c)) {
+      } else if (WorseOnTop()(c, best.top())) {  // c beats the worst kept
         best.pop();
         best.push(c);
       }

@@ -9,6 +9,7 @@
 #include "bnn/model/likelihood.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/low_rank_gaussian.h"
+#include "bnn/posterior/sample_families.h"
 
 namespace bnn {
 namespace {
@@ -182,6 +183,244 @@ TEST(PredictorTest, RejectsBadRequests) {
   EXPECT_NE(nan.status().message().find("row 1, feature 1"),
             absl::string_view::npos)
       << nan.status();
+}
+
+}  // namespace
+}  // namespace bnn
+
+namespace bnn {
+namespace {
+
+// A 1-input logistic regression whose posterior is two explicit samples, so
+// the predictive is a hand-computable average of two sigmoids.
+std::shared_ptr<Snapshot> TwoSampleClassifier() {
+  auto s = std::make_shared<Snapshot>();
+  s->task = Task::kBinary;
+  s->model = ModelSpec::ForTask(Task::kBinary, 1, 2, {}, Activation::kRelu);
+  s->class_values = {-1, 1};
+  Eigen::MatrixXd samples(2, 2);  // theta = [w, b] per column
+  samples << 2.0, -1.0,           //
+      0.0, 0.5;
+  s->posterior = *SampleSetPosterior::Create(samples);
+  s->standardization.feature_mean = {0.0};
+  s->standardization.feature_std = {1.0};
+  return s;
+}
+
+double H(double p) { return -(p * std::log(p) + (1 - p) * std::log(1 - p)); }
+
+TEST(PredictorTest, EntropyBaldAndVariationRatioMatchHandComputedValues) {
+  auto predictor = Predictor::Create(TwoSampleClassifier());
+  ASSERT_TRUE(predictor.ok()) << predictor.status();
+  PredictOptions options;
+  options.num_samples = 2;  // == stored samples: both, in order
+  options.per_sample = true;
+  const std::vector<double> x = {1.0, -3.0};
+  auto p = (*predictor)->Predict(x, 2, options);
+  ASSERT_TRUE(p.ok()) << p.status();
+  for (int i = 0; i < 2; ++i) {
+    const double p1 = 1 / (1 + std::exp(-(2.0 * x[i] + 0.0)));
+    const double p2 = 1 / (1 + std::exp(-(-1.0 * x[i] + 0.5)));
+    const double mean = (p1 + p2) / 2;
+    EXPECT_NEAR(p->probabilities[2 * i + 1], mean, 1e-12);
+    EXPECT_NEAR(p->entropy[i], H(mean), 1e-12);
+    EXPECT_NEAR(p->expected_entropy[i], (H(p1) + H(p2)) / 2, 1e-12);
+    EXPECT_NEAR(p->mutual_information[i], H(mean) - (H(p1) + H(p2)) / 2, 1e-12);
+    // The samples disagree on the class at both points: one vote each.
+    EXPECT_EQ((p1 > 0.5), !(p2 > 0.5));
+    EXPECT_DOUBLE_EQ(p->variation_ratio[i], 0.5);
+    EXPECT_NEAR(p->sample_outputs[(0 * 2 + i) * 2 + 1], p1, 1e-12);
+    EXPECT_NEAR(p->sample_outputs[(1 * 2 + i) * 2 + 1], p2, 1e-12);
+    EXPECT_EQ(p->predicted_class[i], mean > 0.5 ? 1 : -1);
+  }
+}
+
+// Regression with explicit per-sample means f_s(x) = w_s x + b_s.
+std::shared_ptr<Snapshot> ThreeSampleRegression() {
+  auto s = std::make_shared<Snapshot>();
+  s->task = Task::kRegression;
+  s->model = ModelSpec::ForTask(Task::kRegression, 1, 0, {}, Activation::kRelu);
+  Eigen::MatrixXd samples(2, 3);
+  samples << 1.0, 2.0, -1.0,  //
+      0.0, 1.0, 0.5;
+  s->posterior = *SampleSetPosterior::Create(samples);
+  s->standardization.feature_mean = {0.0};
+  s->standardization.feature_std = {1.0};
+  s->standardization.target_mean = 1.0;
+  s->standardization.target_std = 2.0;
+  s->noise_precision = 4.0;  // aleatoric sd 2 / 2 = 1 in original units
+  return s;
+}
+
+TEST(PredictorTest, QuantilesOfTheMixtureMatchBruteForce) {
+  auto predictor = Predictor::Create(ThreeSampleRegression());
+  ASSERT_TRUE(predictor.ok()) << predictor.status();
+  PredictOptions options;
+  options.num_samples = 3;
+  options.quantiles = {0.05, 0.5, 0.9};
+  const std::vector<double> x = {0.7};
+  auto p = (*predictor)->Predict(x, 1, options);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const double f[3] = {1 + 2 * (1.0 * 0.7 + 0.0), 1 + 2 * (2.0 * 0.7 + 1.0),
+                       1 + 2 * (-1.0 * 0.7 + 0.5)};
+  EXPECT_NEAR(p->mean[0], (f[0] + f[1] + f[2]) / 3, 1e-12);
+  EXPECT_NEAR(p->aleatoric_variance[0], 1.0, 1e-12);
+  // Mixture CDF by a fine grid: the first grid point whose CDF reaches q.
+  for (size_t k = 0; k < options.quantiles.size(); ++k) {
+    double y = -20;
+    for (; y < 30; y += 1e-4) {
+      double cdf = 0;
+      for (double m : f) cdf += 0.5 * std::erfc(-(y - m) / std::sqrt(2.0)) / 3;
+      if (cdf >= options.quantiles[k]) break;
+    }
+    EXPECT_NEAR(p->quantiles[k], y, 2e-4) << options.quantiles[k];
+  }
+}
+
+TEST(PredictorTest, CachedSamplesServeLaterRequestsWithoutResampling) {
+  auto snapshot = MakeSnapshot(Task::kRegression, 0);
+  auto cached = Predictor::Create(snapshot);
+  PredictorOptions no_cache;
+  no_cache.cache_bytes = 0;
+  auto uncached = Predictor::Create(snapshot, no_cache);
+  ASSERT_TRUE(cached.ok() && uncached.ok());
+  PredictOptions options;
+  options.num_samples = 32;
+  options.seed = 77;
+  auto first = (*cached)->Predict(kRows, 3, options);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ((*cached)->cache_stats().misses, 1);
+  EXPECT_EQ((*cached)->cache_stats().hits, 0);
+  // A one-row request with the same (S, seed) reuses the draw.
+  auto one =
+      (*cached)->Predict(absl::MakeConstSpan(kRows).subspan(0, 2), 1, options);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ((*cached)->cache_stats().misses, 1);
+  EXPECT_EQ((*cached)->cache_stats().hits, 1);
+  EXPECT_EQ(one->mean[0], first->mean[0]);
+  // The cache changes nothing in the numbers.
+  auto fresh = (*uncached)->Predict(kRows, 3, options);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(fresh->mean, first->mean);
+  EXPECT_EQ(fresh->variance, first->variance);
+  EXPECT_EQ((*uncached)->cache_stats().entries, 0);
+}
+
+TEST(PredictorTest, CacheEvictsLeastRecentlyUsedWithinItsBudget) {
+  auto snapshot = MakeSnapshot(Task::kRegression, 0);
+  const int64_t block = snapshot->model.NumParameters() * 8 * 8;  // S=8
+  PredictorOptions small;
+  small.cache_bytes = 2 * block;
+  auto predictor = Predictor::Create(snapshot, small);
+  ASSERT_TRUE(predictor.ok());
+  PredictOptions options;
+  options.num_samples = 8;
+  for (uint64_t seed : {1, 2, 3, 1}) {
+    options.seed = seed;
+    ASSERT_TRUE((*predictor)->Predict(kRows, 3, options).ok());
+  }
+  // Seeds 1, 2 cached; 3 evicts 1; the second 1 misses again.
+  const auto stats = (*predictor)->cache_stats();
+  EXPECT_EQ(stats.misses, 4);
+  EXPECT_EQ(stats.entries, 2);
+  EXPECT_LE(stats.bytes, small.cache_bytes);
+}
+
+TEST(PredictorTest, Float32AgreesWithFloat64) {
+  auto snapshot = MakeSnapshot(Task::kMulticlass, 3);
+  PredictorOptions f32;
+  f32.precision = "float32";
+  auto a = Predictor::Create(snapshot);
+  auto b = Predictor::Create(snapshot, f32);
+  ASSERT_TRUE(a.ok() && b.ok());
+  PredictOptions options;
+  options.num_samples = 16;
+  auto pa = (*a)->Predict(kRows, 3, options);
+  auto pb = (*b)->Predict(kRows, 3, options);
+  ASSERT_TRUE(pa.ok() && pb.ok());
+  for (size_t k = 0; k < pa->probabilities.size(); ++k) {
+    EXPECT_NEAR(pa->probabilities[k], pb->probabilities[k], 1e-5);
+  }
+}
+
+TEST(PredictorTest,
+     LinearizedPredictiveAgreesWithMonteCarloForANarrowPosterior) {
+  // With a narrow posterior the network is nearly linear over its support, so
+  // the GLM variance J Sigma J^T matches the MC variance of sampled means.
+  auto s = std::make_shared<Snapshot>();
+  s->task = Task::kRegression;
+  s->model =
+      ModelSpec::ForTask(Task::kRegression, 2, 0, {6}, Activation::kTanh);
+  const int64_t dim = s->model.NumParameters();
+  Rng rng(12);
+  Eigen::VectorXd mean(dim), d(dim);
+  Eigen::MatrixXd u(dim, 2);
+  for (int64_t j = 0; j < dim; ++j) {
+    mean[j] = rng.Normal();
+    d[j] = 400 + 100 * rng.Uniform();
+    u(j, 0) = 10 * rng.Normal();
+    u(j, 1) = 10 * rng.Normal();
+  }
+  s->posterior = *LowRankGaussianPosterior::Create(mean, u, d);
+  s->standardization.feature_mean = {0, 0};
+  s->standardization.feature_std = {1, 1};
+  s->standardization.target_std = 3;
+  s->noise_precision = 10;
+  auto predictor = Predictor::Create(s);
+  ASSERT_TRUE(predictor.ok());
+  const std::vector<double> x = {0.3, -0.4, 1.2, 0.8};
+  PredictOptions mc;
+  mc.num_samples = 4096;
+  PredictOptions lin;
+  lin.linearized = true;
+  lin.quantiles = {0.5};
+  auto pm = (*predictor)->Predict(x, 2, mc);
+  auto pl = (*predictor)->Predict(x, 2, lin);
+  ASSERT_TRUE(pm.ok() && pl.ok()) << pl.status();
+  EXPECT_EQ(pl->num_samples, 0);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_NEAR(pl->mean[i], pm->mean[i],
+                4 * std::sqrt(pm->epistemic_variance[i] / 4096) + 1e-3);
+    // MC relative error of a variance with 4096 draws is ~2.2%.
+    EXPECT_NEAR(pl->epistemic_variance[i], pm->epistemic_variance[i],
+                0.12 * pm->epistemic_variance[i]);
+    EXPECT_DOUBLE_EQ(pl->aleatoric_variance[i], 9.0 / 10);
+    EXPECT_NEAR(pl->quantiles[i], pl->mean[i], 1e-6);
+  }
+}
+
+TEST(PredictorTest, RejectsOptionsTheTaskDoesNotSupport) {
+  auto classifier = Predictor::Create(MakeSnapshot(Task::kMulticlass, 3));
+  ASSERT_TRUE(classifier.ok());
+  PredictOptions o;
+  o.linearized = true;
+  auto s = (*classifier)->Predict(kRows, 3, o);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("regression"), absl::string_view::npos);
+  o = {};
+  o.quantiles = {0.5};
+  EXPECT_EQ((*classifier)->Predict(kRows, 3, o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  auto regression = Predictor::Create(MakeSnapshot(Task::kRegression, 0));
+  o = {};
+  o.quantiles = {0.5, 1.0};
+  s = (*regression)->Predict(kRows, 3, o);
+  EXPECT_NE(s.status().message().find("quantiles[1] = 1"),
+            absl::string_view::npos)
+      << s.status();
+  o = {};
+  o.linearized = true;
+  o.per_sample = true;
+  EXPECT_EQ((*regression)->Predict(kRows, 3, o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // A sample-set posterior has no linearised predictive.
+  auto samples = Predictor::Create(ThreeSampleRegression());
+  o = {};
+  o.linearized = true;
+  s = (*samples)->Predict(std::vector<double>{0.1}, 1, o);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnimplemented);
 }
 
 }  // namespace

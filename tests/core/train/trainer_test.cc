@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bnn/io/snapshot.h"
 #include "bnn/posterior/posterior.h"
 
 namespace bnn {
@@ -115,6 +116,136 @@ TEST(TrainerTest, RejectsBadRequestsWithNamedFields) {
   empty.num_features = 2;
   s = Train(SlangRequest(), empty, MethodRegistry::Builtin());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace bnn
+
+namespace bnn {
+namespace {
+
+// y = 2 x1 - x2 + 0.5 + noise: a linear model, so a network without hidden
+// layers can represent the truth and posterior means can be compared with it.
+Dataset LinearData(int n, uint64_t seed) {
+  Dataset d;
+  d.num_features = 2;
+  Rng rng(seed);
+  for (int i = 0; i < n; ++i) {
+    const double a = rng.Normal(), b = rng.Normal();
+    d.features.push_back(a);
+    d.features.push_back(b);
+    d.targets.push_back(2 * a - b + 0.5 + 0.3 * rng.Normal());
+  }
+  return d;
+}
+
+TrainRequest LinearSlang(int epochs) {
+  TrainRequest r;
+  r.method = "slang";
+  r.params = {{"rank", "3"},
+              {"batch_size", "20"},
+              {"learning_rate", "0.2"},
+              {"beta", "0.2"},
+              {"noise_precision", "10"},
+              {"prior_precision", "1"},
+              {"bias_prior_precision", "1"},
+              {"mc_samples", "4"}};
+  r.options.epochs = epochs;
+  r.options.seed = 4;
+  return r;
+}
+
+TEST(TrainerWarmStartTest, ContinuesFromTheParentPosterior) {
+  const Dataset data = LinearData(200, 1);
+  auto parent = Train(LinearSlang(30), data, MethodRegistry::Builtin());
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  auto shared = std::make_shared<Snapshot>(*std::move(parent));
+
+  TrainRequest child = LinearSlang(1);
+  child.params["learning_rate"] = "1e-6";  // barely move: stay at the parent
+  child.params["beta"] = "1e-6";
+  child.parent = shared;
+  child.parent_snapshot_id = "snap-parent";
+  auto warm = Train(child, data, MethodRegistry::Builtin());
+  ASSERT_TRUE(warm.ok()) << warm.status();
+  EXPECT_EQ(warm->training.parent_snapshot_id, "snap-parent");
+  EXPECT_FALSE(warm->training.prior_from_parent);
+  EXPECT_EQ(warm->model.hidden_sizes, shared->model.hidden_sizes);
+  EXPECT_EQ(warm->standardization.target_mean,
+            shared->standardization.target_mean);
+  EXPECT_LT((warm->posterior->mean() - shared->posterior->mean())
+                .cwiseAbs()
+                .maxCoeff(),
+            1e-3);
+  // From scratch, one such epoch stays near the random initialisation.
+  TrainRequest cold = LinearSlang(1);
+  cold.params = child.params;
+  auto scratch = Train(cold, data, MethodRegistry::Builtin());
+  ASSERT_TRUE(scratch.ok());
+  EXPECT_GT((scratch->posterior->mean() - shared->posterior->mean())
+                .cwiseAbs()
+                .maxCoeff(),
+            0.1);
+  // The parent link survives the snapshot format.
+  auto round_trip = DecodeSnapshot(*EncodeSnapshot(*warm));
+  ASSERT_TRUE(round_trip.ok()) << round_trip.status();
+  EXPECT_EQ(round_trip->training.parent_snapshot_id, "snap-parent");
+}
+
+TEST(TrainerWarmStartTest, PriorFromParentIsAnOnlineBayesianUpdate) {
+  // Old data A (400 rows) then new data B (10 rows): B alone says little,
+  // B with A's posterior as the prior should know what A knew.
+  const Dataset a = LinearData(400, 2);
+  const Dataset b = LinearData(10, 3);
+  auto on_a = Train(LinearSlang(40), a, MethodRegistry::Builtin());
+  ASSERT_TRUE(on_a.ok()) << on_a.status();
+  auto parent = std::make_shared<Snapshot>(*std::move(on_a));
+
+  TrainRequest update = LinearSlang(300);
+  update.params["batch_size"] = "10";
+  update.parent = parent;
+  update.prior_from_parent = true;
+  auto with_prior = Train(update, b, MethodRegistry::Builtin());
+  ASSERT_TRUE(with_prior.ok()) << with_prior.status();
+  EXPECT_TRUE(with_prior->training.prior_from_parent);
+
+  // Same 10 rows without the prior (warm start only): the isotropic prior
+  // and 10 points pull the weights away from what A established.
+  update.prior_from_parent = false;
+  auto no_prior = Train(update, b, MethodRegistry::Builtin());
+  ASSERT_TRUE(no_prior.ok());
+  const Eigen::VectorXd& m0 = parent->posterior->mean();
+  const double drift_with = (with_prior->posterior->mean() - m0).norm();
+  const double drift_without = (no_prior->posterior->mean() - m0).norm();
+  EXPECT_LT(drift_with, 0.5 * drift_without)
+      << drift_with << " vs " << drift_without;
+  // And the posterior stays as confident as A made it (variances do not
+  // reset to the isotropic prior's).
+  EXPECT_LT(with_prior->posterior->MarginalVariances().maxCoeff(),
+            no_prior->posterior->MarginalVariances().maxCoeff());
+}
+
+TEST(TrainerWarmStartTest, RejectsParentsThatDoNotFit) {
+  const Dataset data = LinearData(50, 5);
+  auto parent = Train(LinearSlang(2), data, MethodRegistry::Builtin());
+  ASSERT_TRUE(parent.ok());
+  auto shared = std::make_shared<Snapshot>(*std::move(parent));
+
+  TrainRequest r = LinearSlang(1);
+  r.parent = shared;
+  r.hidden_sizes = {4};
+  auto s = Train(r, data, MethodRegistry::Builtin());
+  EXPECT_NE(s.status().message().find("hidden_sizes"), absl::string_view::npos)
+      << s.status();
+
+  Dataset wider = data;
+  wider.num_features = 1;
+  wider.features.resize(wider.targets.size());
+  r.hidden_sizes.clear();
+  s = Train(r, wider, MethodRegistry::Builtin());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("2 features"), absl::string_view::npos)
+      << s.status();
 }
 
 }  // namespace
