@@ -32,7 +32,7 @@ step "Building bnn-server and bnnctl (Release, ${BUILD_DIR}/)"
 echo "The first build takes about 5 minutes on 2 cores."
 configure=(-S . -B "${BUILD_DIR}" -DCMAKE_BUILD_TYPE=Release
   -DBNN_BUILD_TESTS=OFF -DBNN_BUILD_BENCH=OFF)
-if [[ ! -f "${BUILD_DIR}/CMakeCache.txt" ]]; then
+if [[ ! -f "${BUILD_DIR}/CMakeCache.txt" ]] && command -v ninja >/dev/null; then
   configure+=(-G Ninja)
 fi
 mkdir -p "${BUILD_DIR}"

@@ -16,7 +16,7 @@ configure=(-S . -B "${build_dir}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
   -DBNN_BUILD_TESTS=ON -DBNN_BUILD_BENCH=ON)
 # The generator of an existing build directory cannot change; pick Ninja only
 # for a fresh one.
-if [[ ! -f "${build_dir}/CMakeCache.txt" ]]; then
+if [[ ! -f "${build_dir}/CMakeCache.txt" ]] && command -v ninja >/dev/null; then
   configure+=(-G Ninja)
 fi
 cmake "${configure[@]}"
