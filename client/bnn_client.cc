@@ -1,6 +1,8 @@
 #include "client/bnn_client.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <utility>
 
 #include <absl/strings/str_cat.h>
@@ -18,6 +20,48 @@ namespace {
 // only to estimate chunk sizes.
 constexpr int64_t kRowOverheadBytes = 6;
 
+// Writes the rows produced by fill_row(i, example) for i in [0, num_rows) as
+// RowChunks of at most chunk_rows rows and about chunk_bytes bytes. Returns
+// false as soon as a Write fails: the server has then already ended the call
+// (typically rejecting a row) and Finish() reports why.
+template <typename Request>
+bool WriteRowChunks(grpc::ClientWriter<Request>* writer, int64_t num_rows,
+                    const std::function<void(int64_t, v1::Example*)>& fill_row,
+                    int chunk_rows, int64_t chunk_bytes) {
+  Request request;
+  int64_t next = 0;
+  while (next < num_rows) {
+    request.Clear();
+    v1::RowChunk* chunk = request.mutable_chunk();
+    int64_t bytes = 0;
+    while (next < num_rows && chunk->rows_size() < chunk_rows &&
+           bytes < chunk_bytes) {
+      v1::Example* row = chunk->add_rows();
+      fill_row(next++, row);
+      bytes += static_cast<int64_t>(row->ByteSizeLong()) + kRowOverheadBytes;
+    }
+    if (!writer->Write(request)) return false;
+  }
+  return true;
+}
+
+// The dense (features, targets) form as a fill_row callback, after checking
+// that features holds targets.size() rows of `width` values.
+absl::StatusOr<std::function<void(int64_t, v1::Example*)>> DenseRows(
+    absl::Span<const double> features, int64_t width,
+    absl::Span<const double> targets) {
+  if (width < 1 || features.size() != targets.size() * width) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "features: expected ", targets.size(), " rows x num_features ", width,
+        " values, got ", features.size()));
+  }
+  return [features, width, targets](int64_t i, v1::Example* row) {
+    row->mutable_x()->Add(features.begin() + i * width,
+                          features.begin() + (i + 1) * width);
+    row->set_y(targets[i]);
+  };
+}
+
 }  // namespace
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
@@ -29,6 +73,24 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
 bool IsTerminal(v1::JobState state) {
   return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
          state == v1::JOB_STATE_CANCELLED;
+}
+
+absl::Status AddFeatureRows(
+    absl::Span<const double> features, int64_t num_features,
+    google::protobuf::RepeatedPtrField<v1::Features>* rows) {
+  if (num_features < 1 || features.size() % num_features != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("features: ", features.size(),
+                     " values is not a whole number of rows of num_features ",
+                     num_features));
+  }
+  rows->Reserve(rows->size() +
+                static_cast<int>(features.size() / num_features));
+  for (size_t begin = 0; begin < features.size(); begin += num_features) {
+    rows->Add()->mutable_x()->Add(features.begin() + begin,
+                                  features.begin() + begin + num_features);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status BnnClient::Options::Validate() const {
@@ -78,38 +140,53 @@ void BnnClient::SetDeadline(grpc::ClientContext* context) const {
   context->set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
 }
 
-absl::StatusOr<v1::DatasetInfo> BnnClient::Upload(
-    const v1::DatasetHeader& header, int64_t num_rows,
+template <typename Request, typename Response>
+absl::StatusOr<Response> BnnClient::Unary(
+    grpc::Status (v1::BnnService::Stub::*rpc)(grpc::ClientContext*,
+                                              const Request&, Response*),
+    const Request& request) {
+  Response response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (absl::Status status =
+          FromGrpcStatus((stub_.get()->*rpc)(&context, request, &response));
+      !status.ok()) {
+    return status;
+  }
+  return response;
+}
+
+template <typename Request, typename Response>
+absl::StatusOr<Response> BnnClient::StreamRows(
+    std::unique_ptr<grpc::ClientWriter<Request>> (v1::BnnService::Stub::*rpc)(
+        grpc::ClientContext*, Response*),
+    const Request& header, int64_t num_rows,
     const std::function<void(int64_t, v1::Example*)>& fill_row) {
   grpc::ClientContext context;
   SetDeadline(&context);
-  v1::UploadDatasetResponse response;
-  std::unique_ptr<grpc::ClientWriter<v1::UploadDatasetRequest>> writer =
-      stub_->UploadDataset(&context, &response);
-
-  v1::UploadDatasetRequest request;
-  *request.mutable_header() = header;
-  // A failed Write means the server has already ended the call (typically
-  // rejecting a row); Finish() below reports why.
-  bool open = writer->Write(request);
-  int64_t next = 0;
-  while (open && next < num_rows) {
-    request.Clear();
-    v1::RowChunk* chunk = request.mutable_chunk();
-    int64_t bytes = 0;
-    while (next < num_rows && chunk->rows_size() < options_.chunk_rows &&
-           bytes < options_.chunk_bytes) {
-      v1::Example* row = chunk->add_rows();
-      fill_row(next++, row);
-      bytes += static_cast<int64_t>(row->ByteSizeLong()) + kRowOverheadBytes;
-    }
-    open = writer->Write(request);
+  Response response;
+  std::unique_ptr<grpc::ClientWriter<Request>> writer =
+      (stub_.get()->*rpc)(&context, &response);
+  if (writer->Write(header) &&
+      WriteRowChunks(writer.get(), num_rows, fill_row, options_.chunk_rows,
+                     options_.chunk_bytes)) {
+    writer->WritesDone();
   }
-  if (open) writer->WritesDone();
   if (absl::Status status = FromGrpcStatus(writer->Finish()); !status.ok()) {
     return status;
   }
-  return std::move(*response.mutable_dataset());
+  return response;
+}
+
+absl::StatusOr<v1::DatasetInfo> BnnClient::Upload(
+    const v1::DatasetHeader& header, int64_t num_rows,
+    const std::function<void(int64_t, v1::Example*)>& fill_row) {
+  v1::UploadDatasetRequest first;
+  *first.mutable_header() = header;
+  absl::StatusOr<v1::UploadDatasetResponse> response = StreamRows(
+      &v1::BnnService::Stub::UploadDataset, first, num_rows, fill_row);
+  if (!response.ok()) return response.status();
+  return std::move(*response->mutable_dataset());
 }
 
 absl::StatusOr<v1::DatasetInfo> BnnClient::UploadDataset(
@@ -121,88 +198,76 @@ absl::StatusOr<v1::DatasetInfo> BnnClient::UploadDataset(
 absl::StatusOr<v1::DatasetInfo> BnnClient::UploadDataset(
     const v1::DatasetHeader& header, absl::Span<const double> features,
     absl::Span<const double> targets) {
-  const int64_t width = header.num_features();
-  if (width < 1 || features.size() != targets.size() * width) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "features: expected ", targets.size(), " rows x num_features ", width,
-        " values, got ", features.size()));
+  auto fill_row = DenseRows(features, header.num_features(), targets);
+  if (!fill_row.ok()) return fill_row.status();
+  return Upload(header, static_cast<int64_t>(targets.size()), *fill_row);
+}
+
+absl::StatusOr<v1::DatasetInfo> BnnClient::Append(
+    absl::string_view dataset_id, std::optional<int64_t> expected_version,
+    int64_t num_rows,
+    const std::function<void(int64_t, v1::Example*)>& fill_row) {
+  v1::AppendRowsRequest first;
+  first.mutable_header()->set_dataset_id(std::string(dataset_id));
+  if (expected_version.has_value()) {
+    first.mutable_header()->set_expected_version(*expected_version);
   }
-  return Upload(header, static_cast<int64_t>(targets.size()),
-                [&](int64_t i, v1::Example* row) {
-                  row->mutable_x()->Add(features.begin() + i * width,
-                                        features.begin() + (i + 1) * width);
-                  row->set_y(targets[i]);
-                });
+  return StreamRows(&v1::BnnService::Stub::AppendRows, first, num_rows,
+                    fill_row);
+}
+
+absl::StatusOr<v1::DatasetInfo> BnnClient::AppendRows(
+    absl::string_view dataset_id, absl::Span<const v1::Example> rows,
+    std::optional<int64_t> expected_version) {
+  return Append(dataset_id, expected_version, static_cast<int64_t>(rows.size()),
+                [&](int64_t i, v1::Example* row) { *row = rows[i]; });
+}
+
+absl::StatusOr<v1::DatasetInfo> BnnClient::AppendRows(
+    absl::string_view dataset_id, absl::Span<const double> features,
+    int64_t num_features, absl::Span<const double> targets,
+    std::optional<int64_t> expected_version) {
+  auto fill_row = DenseRows(features, num_features, targets);
+  if (!fill_row.ok()) return fill_row.status();
+  return Append(dataset_id, expected_version,
+                static_cast<int64_t>(targets.size()), *fill_row);
 }
 
 absl::StatusOr<v1::DatasetInfo> BnnClient::GetDataset(
-    absl::string_view dataset_id) {
+    absl::string_view dataset_id, std::optional<int64_t> version) {
   v1::GetDatasetRequest request;
   request.set_dataset_id(std::string(dataset_id));
-  v1::DatasetInfo response;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  if (absl::Status status =
-          FromGrpcStatus(stub_->GetDataset(&context, request, &response));
-      !status.ok()) {
-    return status;
-  }
-  return response;
+  if (version.has_value()) request.set_version(*version);
+  return Unary(&v1::BnnService::Stub::GetDataset, request);
 }
 
 absl::StatusOr<std::vector<v1::DatasetInfo>> BnnClient::ListDatasets() {
-  v1::ListDatasetsResponse response;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  if (absl::Status status = FromGrpcStatus(
-          stub_->ListDatasets(&context, v1::ListDatasetsRequest(), &response));
-      !status.ok()) {
-    return status;
-  }
+  absl::StatusOr<v1::ListDatasetsResponse> response =
+      Unary(&v1::BnnService::Stub::ListDatasets, v1::ListDatasetsRequest());
+  if (!response.ok()) return response.status();
   return std::vector<v1::DatasetInfo>(
-      std::make_move_iterator(response.mutable_datasets()->begin()),
-      std::make_move_iterator(response.mutable_datasets()->end()));
+      std::make_move_iterator(response->mutable_datasets()->begin()),
+      std::make_move_iterator(response->mutable_datasets()->end()));
 }
 
 absl::StatusOr<std::string> BnnClient::StartTraining(
     const v1::StartTrainingRequest& request) {
-  v1::StartTrainingResponse response;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  if (absl::Status status =
-          FromGrpcStatus(stub_->StartTraining(&context, request, &response));
-      !status.ok()) {
-    return status;
-  }
-  return std::move(*response.mutable_job_id());
+  absl::StatusOr<v1::StartTrainingResponse> response =
+      Unary(&v1::BnnService::Stub::StartTraining, request);
+  if (!response.ok()) return response.status();
+  return std::move(*response->mutable_job_id());
 }
 
 absl::StatusOr<v1::Job> BnnClient::GetJob(absl::string_view job_id) {
   v1::GetJobRequest request;
   request.set_job_id(std::string(job_id));
-  v1::Job response;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  if (absl::Status status =
-          FromGrpcStatus(stub_->GetJob(&context, request, &response));
-      !status.ok()) {
-    return status;
-  }
-  return response;
+  return Unary(&v1::BnnService::Stub::GetJob, request);
 }
 
 absl::StatusOr<v1::Job> BnnClient::CancelJob(absl::string_view job_id) {
   v1::CancelJobRequest request;
   request.set_job_id(std::string(job_id));
-  v1::Job response;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  if (absl::Status status =
-          FromGrpcStatus(stub_->CancelJob(&context, request, &response));
-      !status.ok()) {
-    return status;
-  }
-  return response;
+  return Unary(&v1::BnnService::Stub::CancelJob, request);
 }
 
 absl::StatusOr<v1::Job> BnnClient::WaitForJob(
@@ -228,49 +293,190 @@ absl::StatusOr<v1::Job> BnnClient::WaitForJob(
 
 absl::StatusOr<v1::PredictResponse> BnnClient::Predict(
     const v1::PredictRequest& request) {
-  v1::PredictResponse response;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  if (absl::Status status =
-          FromGrpcStatus(stub_->Predict(&context, request, &response));
-      !status.ok()) {
-    return status;
-  }
-  return response;
+  return Unary(&v1::BnnService::Stub::Predict, request);
 }
 
 absl::StatusOr<v1::PredictResponse> BnnClient::Predict(
     absl::string_view snapshot_id, absl::Span<const double> features,
     int64_t num_features, int num_samples, std::optional<uint64_t> seed) {
-  if (num_features < 1 || features.size() % num_features != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("features: ", features.size(),
-                     " values is not a whole number of rows of num_features ",
-                     num_features));
-  }
   v1::PredictRequest request;
   request.set_snapshot_id(std::string(snapshot_id));
   request.set_num_samples(num_samples);
   if (seed.has_value()) request.set_seed(*seed);
-  for (size_t begin = 0; begin < features.size(); begin += num_features) {
-    request.add_rows()->mutable_x()->Add(
-        features.begin() + begin, features.begin() + begin + num_features);
+  if (absl::Status status =
+          AddFeatureRows(features, num_features, request.mutable_rows());
+      !status.ok()) {
+    return status;
   }
   return Predict(request);
 }
 
-absl::StatusOr<std::vector<v1::MethodInfo>> BnnClient::ListMethods() {
-  v1::ListMethodsResponse response;
+absl::StatusOr<v1::AcquireResponse> BnnClient::Acquire(
+    const v1::AcquireRequest& request) {
+  return Unary(&v1::BnnService::Stub::Acquire, request);
+}
+
+absl::StatusOr<std::vector<v1::SnapshotInfo>> BnnClient::ListSnapshots(
+    absl::string_view dataset_id) {
+  v1::ListSnapshotsRequest request;
+  request.set_dataset_id(std::string(dataset_id));
+  absl::StatusOr<v1::ListSnapshotsResponse> response =
+      Unary(&v1::BnnService::Stub::ListSnapshots, request);
+  if (!response.ok()) return response.status();
+  return std::vector<v1::SnapshotInfo>(
+      std::make_move_iterator(response->mutable_snapshots()->begin()),
+      std::make_move_iterator(response->mutable_snapshots()->end()));
+}
+
+absl::StatusOr<v1::SnapshotInfo> BnnClient::GetSnapshot(
+    absl::string_view snapshot_id) {
+  v1::GetSnapshotRequest request;
+  request.set_snapshot_id(std::string(snapshot_id));
+  return Unary(&v1::BnnService::Stub::GetSnapshot, request);
+}
+
+absl::Status BnnClient::DeleteSnapshot(absl::string_view snapshot_id) {
+  v1::DeleteSnapshotRequest request;
+  request.set_snapshot_id(std::string(snapshot_id));
+  return Unary(&v1::BnnService::Stub::DeleteSnapshot, request).status();
+}
+
+absl::Status BnnClient::ExportSnapshot(
+    absl::string_view snapshot_id,
+    const std::function<absl::Status(absl::string_view)>& sink) {
+  v1::ExportSnapshotRequest request;
+  request.set_snapshot_id(std::string(snapshot_id));
   grpc::ClientContext context;
   SetDeadline(&context);
-  if (absl::Status status = FromGrpcStatus(
-          stub_->ListMethods(&context, v1::ListMethodsRequest(), &response));
+  std::unique_ptr<grpc::ClientReader<v1::SnapshotChunk>> reader =
+      stub_->ExportSnapshot(&context, request);
+  v1::SnapshotChunk chunk;
+  absl::Status sink_status;
+  while (sink_status.ok() && reader->Read(&chunk)) {
+    sink_status = sink(chunk.data());
+  }
+  if (!sink_status.ok()) {
+    // Finish() would otherwise wait for the rest of the stream.
+    context.TryCancel();
+    reader->Finish().IgnoreError();
+    return sink_status;
+  }
+  return FromGrpcStatus(reader->Finish());
+}
+
+absl::StatusOr<std::string> BnnClient::ExportSnapshotToString(
+    absl::string_view snapshot_id) {
+  std::string bytes;
+  if (absl::Status status = ExportSnapshot(snapshot_id,
+                                           [&bytes](absl::string_view data) {
+                                             bytes.append(data.data(),
+                                                          data.size());
+                                             return absl::OkStatus();
+                                           });
       !status.ok()) {
     return status;
   }
+  return bytes;
+}
+
+absl::StatusOr<int64_t> BnnClient::ExportSnapshotToFile(
+    absl::string_view snapshot_id, const std::string& path) {
+  const std::string partial = path + ".partial";
+  int64_t written = 0;
+  absl::Status status;
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot write ", partial));
+    }
+    status = ExportSnapshot(snapshot_id, [&](absl::string_view data) {
+      out.write(data.data(), static_cast<std::streamsize>(data.size()));
+      written += static_cast<int64_t>(data.size());
+      return out ? absl::OkStatus()
+                 : absl::DataLossError(absl::StrCat("cannot write ", partial));
+    });
+    out.close();
+    if (status.ok() && !out) {
+      status = absl::DataLossError(absl::StrCat("cannot write ", partial));
+    }
+  }
+  if (status.ok() && std::rename(partial.c_str(), path.c_str()) != 0) {
+    status = absl::DataLossError(
+        absl::StrCat("cannot rename ", partial, " to ", path));
+  }
+  if (!status.ok()) {
+    std::remove(partial.c_str());
+    return status;
+  }
+  return written;
+}
+
+absl::StatusOr<v1::SnapshotInfo> BnnClient::Import(
+    const std::function<absl::StatusOr<bool>(std::string*)>& next_chunk) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::SnapshotInfo response;
+  std::unique_ptr<grpc::ClientWriter<v1::SnapshotChunk>> writer =
+      stub_->ImportSnapshot(&context, &response);
+  v1::SnapshotChunk chunk;
+  while (true) {
+    absl::StatusOr<bool> more = next_chunk(chunk.mutable_data());
+    if (!more.ok()) {
+      // Cancelling (rather than finishing the stream) guarantees that the
+      // server never sees a complete-looking, truncated upload.
+      context.TryCancel();
+      writer->Finish().IgnoreError();
+      return more.status();
+    }
+    if (!*more) {
+      writer->WritesDone();
+      break;
+    }
+    // A failed Write means the server has already ended the call.
+    if (!writer->Write(chunk)) break;
+  }
+  if (absl::Status status = FromGrpcStatus(writer->Finish()); !status.ok()) {
+    return status;
+  }
+  return response;
+}
+
+absl::StatusOr<v1::SnapshotInfo> BnnClient::ImportSnapshot(
+    absl::string_view bytes) {
+  const size_t chunk_bytes = static_cast<size_t>(options_.chunk_bytes);
+  size_t offset = 0;
+  return Import([&](std::string* data) -> absl::StatusOr<bool> {
+    if (offset >= bytes.size()) return false;
+    const size_t size = std::min(chunk_bytes, bytes.size() - offset);
+    data->assign(bytes.data() + offset, size);
+    offset += size;
+    return true;
+  });
+}
+
+absl::StatusOr<v1::SnapshotInfo> BnnClient::ImportSnapshotFromFile(
+    const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  const size_t chunk_bytes = static_cast<size_t>(options_.chunk_bytes);
+  return Import([&](std::string* data) -> absl::StatusOr<bool> {
+    data->resize(chunk_bytes);
+    in.read(data->data(), static_cast<std::streamsize>(chunk_bytes));
+    if (in.bad())
+      return absl::DataLossError(absl::StrCat("cannot read ", path));
+    data->resize(static_cast<size_t>(in.gcount()));
+    return !data->empty();
+  });
+}
+
+absl::StatusOr<std::vector<v1::MethodInfo>> BnnClient::ListMethods() {
+  absl::StatusOr<v1::ListMethodsResponse> response =
+      Unary(&v1::BnnService::Stub::ListMethods, v1::ListMethodsRequest());
+  if (!response.ok()) return response.status();
   return std::vector<v1::MethodInfo>(
-      std::make_move_iterator(response.mutable_methods()->begin()),
-      std::make_move_iterator(response.mutable_methods()->end()));
+      std::make_move_iterator(response->mutable_methods()->begin()),
+      std::make_move_iterator(response->mutable_methods()->end()));
 }
 
 }  // namespace bnn::client

@@ -1,5 +1,6 @@
 // A typed client for bnn.v1.BnnService: one method per RPC, absl::Status
-// errors, a deadline on every call, and chunked client-streaming uploads.
+// errors, a deadline on every call (covering the whole stream of a streaming
+// RPC), and chunked client-streaming uploads, appends and snapshot imports.
 #ifndef BNN_CLIENT_BNN_CLIENT_H_
 #define BNN_CLIENT_BNN_CLIENT_H_
 
@@ -15,9 +16,11 @@
 #include <absl/strings/string_view.h>
 #include <absl/time/time.h>
 #include <absl/types/span.h>
+#include <google/protobuf/repeated_ptr_field.h>
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
 #include <grpcpp/support/status.h>
+#include <grpcpp/support/sync_stream.h>
 
 #include "bnn/v1/bnn_service.grpc.pb.h"
 #include "bnn/v1/bnn_service.pb.h"
@@ -31,16 +34,25 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 // True for SUCCEEDED, FAILED and CANCELLED: the job will not change again.
 bool IsTerminal(v1::JobState state);
 
+// Appends the row-major rows of `features` (num_features values each) to
+// `rows`, e.g. PredictRequest.rows or PoolRows.rows. InvalidArgument if
+// num_features < 1 or features is not a whole number of rows.
+absl::Status AddFeatureRows(
+    absl::Span<const double> features, int64_t num_features,
+    google::protobuf::RepeatedPtrField<v1::Features>* rows);
+
 class BnnClient {
  public:
   struct Options {
     // Server address, HOST:PORT.
     std::string target = "127.0.0.1:50051";
-    // Deadline of every unary RPC and of a whole upload stream.
+    // Deadline of every call; for a streaming call (uploads, appends,
+    // snapshot export and import) it covers the whole stream.
     absl::Duration rpc_timeout = absl::Seconds(30);
-    // Upload chunking: a RowChunk holds at most this many rows and roughly
-    // at most this many serialised bytes, so a chunk always stays well below
-    // gRPC's default 4 MiB message limit whatever the row width.
+    // Upload and append chunking: a RowChunk holds at most this many rows
+    // and roughly at most this many serialised bytes, so a chunk always stays
+    // well below gRPC's default 4 MiB message limit whatever the row width.
+    // ImportSnapshot sends SnapshotChunks of chunk_bytes bytes.
     int chunk_rows = 4096;
     int64_t chunk_bytes = int64_t{1} << 20;
     // Largest response accepted (predictions for many rows can exceed gRPC's
@@ -71,10 +83,27 @@ class BnnClient {
       const v1::DatasetHeader& header, absl::Span<const double> features,
       absl::Span<const double> targets);
 
-  absl::StatusOr<v1::DatasetInfo> GetDataset(absl::string_view dataset_id);
+  // Streams `rows` after an AppendHeader, creating the dataset's next
+  // version (returned). With `expected_version`, fails with
+  // FailedPrecondition unless that is still the latest version, so two
+  // labelling loops cannot interleave their appends unnoticed.
+  absl::StatusOr<v1::DatasetInfo> AppendRows(
+      absl::string_view dataset_id, absl::Span<const v1::Example> rows,
+      std::optional<int64_t> expected_version = std::nullopt);
+  // Dense form: `features` is row-major targets.size() x num_features.
+  absl::StatusOr<v1::DatasetInfo> AppendRows(
+      absl::string_view dataset_id, absl::Span<const double> features,
+      int64_t num_features, absl::Span<const double> targets,
+      std::optional<int64_t> expected_version = std::nullopt);
+
+  // The latest version unless `version` is set.
+  absl::StatusOr<v1::DatasetInfo> GetDataset(
+      absl::string_view dataset_id,
+      std::optional<int64_t> version = std::nullopt);
   absl::StatusOr<std::vector<v1::DatasetInfo>> ListDatasets();
 
-  // Returns the id of the queued job.
+  // Returns the id of the queued job. For continual learning set
+  // dataset_version, parent_snapshot_id and prior_from_parent in `request`.
   absl::StatusOr<std::string> StartTraining(
       const v1::StartTrainingRequest& request);
   absl::StatusOr<v1::Job> GetJob(absl::string_view job_id);
@@ -98,6 +127,37 @@ class BnnClient {
       int64_t num_features, int num_samples,
       std::optional<uint64_t> seed = std::nullopt);
 
+  // The k pool rows the request's heuristic scores highest, best first.
+  absl::StatusOr<v1::AcquireResponse> Acquire(
+      const v1::AcquireRequest& request);
+
+  // Every snapshot, or only those trained on `dataset_id` when non-empty.
+  absl::StatusOr<std::vector<v1::SnapshotInfo>> ListSnapshots(
+      absl::string_view dataset_id = "");
+  absl::StatusOr<v1::SnapshotInfo> GetSnapshot(absl::string_view snapshot_id);
+  absl::Status DeleteSnapshot(absl::string_view snapshot_id);
+
+  // Streams the snapshot file; `sink` sees every chunk in order and may stop
+  // the transfer by returning an error (which is returned). One deadline,
+  // options().rpc_timeout, covers the whole stream.
+  absl::Status ExportSnapshot(
+      absl::string_view snapshot_id,
+      const std::function<absl::Status(absl::string_view)>& sink);
+  absl::StatusOr<std::string> ExportSnapshotToString(
+      absl::string_view snapshot_id);
+  // Writes `path` only once the whole snapshot has arrived (through a
+  // temporary file beside it, renamed into place), so a failed export never
+  // leaves a truncated file at `path`. Returns the number of bytes written.
+  absl::StatusOr<int64_t> ExportSnapshotToFile(absl::string_view snapshot_id,
+                                               const std::string& path);
+
+  // Sends a snapshot file in chunks of options().chunk_bytes; the server
+  // checks it before storing it under a new id. The file is read as it is
+  // sent, so its size is not bounded by memory.
+  absl::StatusOr<v1::SnapshotInfo> ImportSnapshot(absl::string_view bytes);
+  absl::StatusOr<v1::SnapshotInfo> ImportSnapshotFromFile(
+      const std::string& path);
+
   absl::StatusOr<std::vector<v1::MethodInfo>> ListMethods();
 
  private:
@@ -107,11 +167,35 @@ class BnnClient {
   // Every call's deadline: now + options_.rpc_timeout.
   void SetDeadline(grpc::ClientContext* context) const;
 
+  // One unary call of `rpc` (a synchronous method of the stub) with the
+  // deadline set.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Unary(
+      grpc::Status (v1::BnnService::Stub::*rpc)(grpc::ClientContext*,
+                                                const Request&, Response*),
+      const Request& request);
+
   // Streams the header and then the rows produced by fill_row(i, example)
   // for i in [0, num_rows).
   absl::StatusOr<v1::DatasetInfo> Upload(
       const v1::DatasetHeader& header, int64_t num_rows,
       const std::function<void(int64_t, v1::Example*)>& fill_row);
+  absl::StatusOr<v1::DatasetInfo> Append(
+      absl::string_view dataset_id, std::optional<int64_t> expected_version,
+      int64_t num_rows,
+      const std::function<void(int64_t, v1::Example*)>& fill_row);
+  // One client-streaming call of `rpc` (UploadDataset or AppendRows):
+  // `header`, then the rows in RowChunks, under one deadline.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> StreamRows(
+      std::unique_ptr<grpc::ClientWriter<Request>> (v1::BnnService::Stub::*rpc)(
+          grpc::ClientContext*, Response*),
+      const Request& header, int64_t num_rows,
+      const std::function<void(int64_t, v1::Example*)>& fill_row);
+  // Streams SnapshotChunks filled by next_chunk(&data) until it returns
+  // false; an error from it cancels the call and is returned.
+  absl::StatusOr<v1::SnapshotInfo> Import(
+      const std::function<absl::StatusOr<bool>(std::string*)>& next_chunk);
 
   std::unique_ptr<v1::BnnService::Stub> stub_;
   const Options options_;

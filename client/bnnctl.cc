@@ -2,6 +2,7 @@
 // `bnnctl help`.
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <utility>
@@ -64,13 +65,33 @@ class Runner {
     absl::StatusOr<v1::DatasetInfo> info =
         client_->UploadDataset(header, data->features, targets);
     if (!info.ok()) return info.status();
-    if (global_.json) {
-      JsonWriter json;
-      WriteDatasetJson(*info, &json);
-      PrintJson(json);
-    } else {
-      std::cout << FormatDataset(*info);
+    Print(*info, WriteDatasetJson, FormatDataset);
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const AppendCommand& command) {
+    // Read as regression so that labels keep their values: the server
+    // checks them against the dataset's classes.
+    CsvOptions csv;
+    csv.target_column = command.target;
+    absl::StatusOr<Dataset> data = ReadCsv(command.csv_path, csv);
+    if (!data.ok()) return data.status();
+    absl::StatusOr<v1::DatasetInfo> stored =
+        client_->GetDataset(command.dataset_id);
+    if (!stored.ok()) return stored.status();
+    if (absl::Status status = CheckSameFeatures(
+            data->feature_names,
+            {stored->feature_names().begin(), stored->feature_names().end()},
+            stored->num_features());
+        !status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(command.csv_path, ": ", status.message()));
     }
+    absl::StatusOr<v1::DatasetInfo> info = client_->AppendRows(
+        command.dataset_id, data->features, data->num_features, data->targets,
+        command.expected_version);
+    if (!info.ok()) return info.status();
+    Print(*info, WriteDatasetJson, FormatDataset);
     return absl::OkStatus();
   }
 
@@ -89,6 +110,11 @@ class Runner {
     for (const auto& [key, value] : command.params) {
       (*request.mutable_params())[key] = value;
     }
+    if (command.dataset_version.has_value()) {
+      request.set_dataset_version(*command.dataset_version);
+    }
+    request.set_parent_snapshot_id(command.parent_snapshot_id);
+    request.set_prior_from_parent(command.prior_from_parent);
     absl::StatusOr<std::string> job_id = client_->StartTraining(request);
     if (!job_id.ok()) return job_id.status();
     if (global_.json) {
@@ -123,7 +149,7 @@ class Runner {
       job = client_->GetJob(command.job_id);
     }
     if (!job.ok()) return job.status();
-    PrintJob(*job);
+    Print(*job, WriteJobJson, FormatJob);
     if (command.wait && job->state() != v1::JOB_STATE_SUCCEEDED) {
       return absl::AbortedError(absl::StrCat(
           "job ", job->job_id(), " ", JobStateName(job->state()),
@@ -135,7 +161,7 @@ class Runner {
   absl::Status operator()(const CancelCommand& command) {
     absl::StatusOr<v1::Job> job = client_->CancelJob(command.job_id);
     if (!job.ok()) return job.status();
-    PrintJob(*job);
+    Print(*job, WriteJobJson, FormatJob);
     return absl::OkStatus();
   }
 
@@ -143,9 +169,20 @@ class Runner {
     absl::StatusOr<FeatureTable> inputs =
         ReadFeatureCsv(command.csv_path, command.target);
     if (!inputs.ok()) return inputs.status();
-    absl::StatusOr<v1::PredictResponse> response = client_->Predict(
-        command.snapshot_id, inputs->features, inputs->num_features,
-        command.num_samples, command.seed);
+    v1::PredictRequest request;
+    request.set_snapshot_id(command.snapshot_id);
+    request.set_num_samples(command.num_samples);
+    if (command.seed.has_value()) request.set_seed(*command.seed);
+    request.set_linearized(command.linearized);
+    request.mutable_quantiles()->Add(command.quantiles.begin(),
+                                     command.quantiles.end());
+    request.set_per_sample(command.per_sample);
+    if (absl::Status status = AddFeatureRows(
+            inputs->features, inputs->num_features, request.mutable_rows());
+        !status.ok()) {
+      return status;
+    }
+    absl::StatusOr<v1::PredictResponse> response = client_->Predict(request);
     if (!response.ok()) return response.status();
     if (response->predictions_size() != inputs->num_rows()) {
       return absl::InternalError(
@@ -154,10 +191,50 @@ class Runner {
     }
     if (global_.json) {
       JsonWriter json;
-      WritePredictionsJson(*inputs, *response, &json);
+      WritePredictionsJson(*inputs, request, *response, &json);
       PrintJson(json);
     } else {
-      std::cout << FormatPredictions(*inputs, *response);
+      std::cout << FormatPredictions(*inputs, request, *response);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const AcquireCommand& command) {
+    v1::AcquireRequest request;
+    request.set_snapshot_id(command.snapshot_id);
+    // Kept for the output, which shows the features of chosen CSV rows.
+    std::optional<FeatureTable> pool;
+    if (command.csv_path.empty()) {
+      request.set_dataset_id(command.dataset_id);
+      if (command.dataset_version.has_value()) {
+        request.set_dataset_version(*command.dataset_version);
+      }
+    } else {
+      absl::StatusOr<FeatureTable> rows =
+          ReadFeatureCsv(command.csv_path, /*target_column=*/"");
+      if (!rows.ok()) return rows.status();
+      pool = *std::move(rows);
+      if (absl::Status status =
+              AddFeatureRows(pool->features, pool->num_features,
+                             request.mutable_rows()->mutable_rows());
+          !status.ok()) {
+        return status;
+      }
+    }
+    request.set_k(command.k);
+    request.set_heuristic(command.heuristic);
+    request.set_num_samples(command.num_samples);
+    if (command.seed.has_value()) request.set_seed(*command.seed);
+    request.set_diversity_power(command.diversity_power);
+    absl::StatusOr<v1::AcquireResponse> response = client_->Acquire(request);
+    if (!response.ok()) return response.status();
+    const FeatureTable* pool_rows = pool.has_value() ? &*pool : nullptr;
+    if (global_.json) {
+      JsonWriter json;
+      WriteAcquisitionJson(request, *response, pool_rows, &json);
+      PrintJson(json);
+    } else {
+      std::cout << FormatAcquisition(*response, pool_rows);
     }
     return absl::OkStatus();
   }
@@ -166,17 +243,7 @@ class Runner {
     absl::StatusOr<std::vector<v1::MethodInfo>> methods =
         client_->ListMethods();
     if (!methods.ok()) return methods.status();
-    if (global_.json) {
-      JsonWriter json;
-      json.BeginObject().Key("methods").BeginArray();
-      for (const v1::MethodInfo& method : *methods) {
-        WriteMethodJson(method, &json);
-      }
-      json.EndArray().EndObject();
-      PrintJson(json);
-    } else {
-      std::cout << FormatMethods(*methods);
-    }
+    PrintList("methods", *methods, WriteMethodJson, FormatMethods);
     return absl::OkStatus();
   }
 
@@ -184,31 +251,76 @@ class Runner {
     absl::StatusOr<std::vector<v1::DatasetInfo>> datasets =
         client_->ListDatasets();
     if (!datasets.ok()) return datasets.status();
-    if (global_.json) {
-      JsonWriter json;
-      json.BeginObject().Key("datasets").BeginArray();
-      for (const v1::DatasetInfo& dataset : *datasets) {
-        WriteDatasetJson(dataset, &json);
-      }
-      json.EndArray().EndObject();
-      PrintJson(json);
-    } else {
-      std::cout << FormatDatasetList(*datasets);
-    }
+    PrintList("datasets", *datasets, WriteDatasetJson, FormatDatasetList);
     return absl::OkStatus();
   }
 
   absl::Status operator()(const DatasetCommand& command) {
     absl::StatusOr<v1::DatasetInfo> info =
-        client_->GetDataset(command.dataset_id);
+        client_->GetDataset(command.dataset_id, command.version);
     if (!info.ok()) return info.status();
+    Print(*info, WriteDatasetJson, FormatDataset);
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const SnapshotsCommand& command) {
+    absl::StatusOr<std::vector<v1::SnapshotInfo>> snapshots =
+        client_->ListSnapshots(command.dataset_id);
+    if (!snapshots.ok()) return snapshots.status();
+    PrintList("snapshots", *snapshots, WriteSnapshotJson, FormatSnapshotList);
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const SnapshotCommand& command) {
+    absl::StatusOr<v1::SnapshotInfo> info =
+        client_->GetSnapshot(command.snapshot_id);
+    if (!info.ok()) return info.status();
+    Print(*info, WriteSnapshotJson, FormatSnapshot);
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const DeleteSnapshotCommand& command) {
+    if (absl::Status status = client_->DeleteSnapshot(command.snapshot_id);
+        !status.ok()) {
+      return status;
+    }
     if (global_.json) {
       JsonWriter json;
-      WriteDatasetJson(*info, &json);
+      json.BeginObject()
+          .Field("snapshot_id", command.snapshot_id)
+          .Field("deleted", true)
+          .EndObject();
       PrintJson(json);
     } else {
-      std::cout << FormatDataset(*info);
+      std::cout << "deleted snapshot " << command.snapshot_id << "\n";
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const ExportCommand& command) {
+    absl::StatusOr<int64_t> bytes =
+        client_->ExportSnapshotToFile(command.snapshot_id, command.out_path);
+    if (!bytes.ok()) return bytes.status();
+    if (global_.json) {
+      JsonWriter json;
+      json.BeginObject()
+          .Field("snapshot_id", command.snapshot_id)
+          .Field("path", command.out_path)
+          .Field("size_bytes", *bytes)
+          .EndObject();
+      PrintJson(json);
+    } else {
+      std::cout << "wrote snapshot " << command.snapshot_id << " to "
+                << command.out_path << " (" << *bytes << " bytes)\n";
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const ImportCommand& command) {
+    absl::StatusOr<v1::SnapshotInfo> info =
+        client_->ImportSnapshotFromFile(command.in_path);
+    if (!info.ok()) return info.status();
+    Print(*info, WriteSnapshotJson, FormatSnapshot);
     return absl::OkStatus();
   }
 
@@ -217,13 +329,32 @@ class Runner {
     std::cout << json.str() << "\n";
   }
 
-  void PrintJob(const v1::Job& job) {
+  // One response: as JSON with --json, else as text.
+  template <typename T>
+  void Print(const T& value, void (*write_json)(const T&, JsonWriter*),
+             std::string (*format)(const T&)) {
     if (global_.json) {
       JsonWriter json;
-      WriteJobJson(job, &json);
+      write_json(value, &json);
       PrintJson(json);
     } else {
-      std::cout << FormatJob(job);
+      std::cout << format(value);
+    }
+  }
+
+  // A list: {"<key>": [...]} with --json, else format(values).
+  template <typename T>
+  void PrintList(absl::string_view key, const std::vector<T>& values,
+                 void (*write_json)(const T&, JsonWriter*),
+                 std::string (*format)(const std::vector<T>&)) {
+    if (global_.json) {
+      JsonWriter json;
+      json.BeginObject().Key(key).BeginArray();
+      for (const T& value : values) write_json(value, &json);
+      json.EndArray().EndObject();
+      PrintJson(json);
+    } else {
+      std::cout << format(values);
     }
   }
 

@@ -1,6 +1,7 @@
 #include "client/bnnctl_args.h"
 
 #include <cmath>
+#include <initializer_list>
 #include <utility>
 
 #include <absl/strings/match.h>
@@ -11,6 +12,7 @@
 #include <absl/strings/string_view.h>
 
 #include "bnn/methods/options.h"
+#include "bnn/predict/acquisition.h"
 
 namespace bnn::client {
 namespace {
@@ -57,7 +59,10 @@ const std::vector<CommandSpec>& CommandSpecs() {
         {"activation", true, false},
         {"epochs", true, false},
         {"seed", true, false},
-        {"param", true, true}}},
+        {"param", true, true},
+        {"dataset-version", true, false},
+        {"parent", true, false},
+        {"prior-from-parent", false, false}}},
       {"job",
        1,
        "JOB_ID",
@@ -70,10 +75,37 @@ const std::vector<CommandSpec>& CommandSpecs() {
         {"csv", true, false},
         {"samples", true, false},
         {"seed", true, false},
-        {"target", true, false}}},
+        {"target", true, false},
+        {"linearized", false, false},
+        {"quantiles", true, false},
+        {"per-sample", false, false}}},
+      {"acquire",
+       0,
+       "",
+       {{"snapshot", true, false},
+        {"dataset", true, false},
+        {"version", true, false},
+        {"csv", true, false},
+        {"k", true, false},
+        {"heuristic", true, false},
+        {"samples", true, false},
+        {"seed", true, false},
+        {"diversity-power", true, false}}},
       {"methods", 0, "", {}},
       {"datasets", 0, "", {}},
-      {"dataset", 1, "DATASET_ID", {}},
+      {"dataset", 1, "DATASET_ID", {{"version", true, false}}},
+      {"append",
+       0,
+       "",
+       {{"dataset", true, false},
+        {"csv", true, false},
+        {"target", true, false},
+        {"expected-version", true, false}}},
+      {"snapshots", 0, "", {{"dataset", true, false}}},
+      {"snapshot", 1, "SNAPSHOT_ID", {}},
+      {"delete-snapshot", 1, "SNAPSHOT_ID", {}},
+      {"export", 0, "", {{"snapshot", true, false}, {"out", true, false}}},
+      {"import", 0, "", {{"in", true, false}}},
       {"help", 0, "", {}},
   };
   return *kCommands;
@@ -204,6 +236,19 @@ absl::StatusOr<std::string> Required(const RawArgs& raw,
   return *value;
 }
 
+// Required() for several flags at once, each value stored in its
+// destination; the first missing or empty flag is the error.
+absl::Status GetRequired(
+    const RawArgs& raw,
+    std::initializer_list<std::pair<absl::string_view, std::string*>> flags) {
+  for (const auto& [flag, destination] : flags) {
+    absl::StatusOr<std::string> value = Required(raw, flag);
+    if (!value.ok()) return value.status();
+    *destination = *std::move(value);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> ParsePositiveInt(absl::string_view flag,
                                      absl::string_view value) {
   int out = 0;
@@ -214,6 +259,17 @@ absl::StatusOr<int> ParsePositiveInt(absl::string_view flag,
   if (out < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("flag --", flag, " must be >= 1, got ", out));
+  }
+  return out;
+}
+
+// Dataset versions count from 1.
+absl::StatusOr<int64_t> ParseVersion(absl::string_view flag,
+                                     absl::string_view value) {
+  int64_t out = 0;
+  if (!absl::SimpleAtoi(value, &out) || out < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "flag --", flag, ": '", value, "' is not a version (an integer >= 1)"));
   }
   return out;
 }
@@ -241,6 +297,31 @@ absl::StatusOr<double> ParsePositiveSeconds(absl::string_view flag,
                      "' is not a positive number of seconds"));
   }
   return out;
+}
+
+absl::StatusOr<double> ParseNonNegative(absl::string_view flag,
+                                        absl::string_view value) {
+  double out = 0;
+  if (!absl::SimpleAtod(value, &out) || !std::isfinite(out) || out < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("flag --", flag, ": '", value, "' is not a number >= 0"));
+  }
+  return out;
+}
+
+// Stores parse(flag, value) in `out` when the flag is given; leaves `out`
+// alone otherwise.
+template <typename T, typename Out>
+absl::Status ParseIfPresent(const RawArgs& raw, absl::string_view flag,
+                            absl::StatusOr<T> (*parse)(absl::string_view,
+                                                       absl::string_view),
+                            Out* out) {
+  const std::string* value = raw.Get(flag);
+  if (value == nullptr) return absl::OkStatus();
+  absl::StatusOr<T> parsed = parse(flag, *value);
+  if (!parsed.ok()) return parsed.status();
+  *out = *std::move(parsed);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<int>> ParseHiddenSizes(absl::string_view value) {
@@ -272,6 +353,20 @@ absl::StatusOr<std::vector<std::string>> ParseActivations(
   return out;
 }
 
+absl::StatusOr<std::vector<double>> ParseQuantiles(absl::string_view value) {
+  std::vector<double> levels;
+  for (absl::string_view part : absl::StrSplit(value, ',')) {
+    double level = 0;
+    if (!absl::SimpleAtod(part, &level) || !(level > 0 && level < 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("flag --quantiles: '", part,
+                       "' is not a level in (0, 1) (use e.g. 0.05,0.5,0.95)"));
+    }
+    levels.push_back(level);
+  }
+  return levels;
+}
+
 absl::Status ExpectPositionals(const RawArgs& raw) {
   const CommandSpec& spec = *raw.command;
   if (static_cast<int>(raw.positionals.size()) == spec.num_positionals) {
@@ -289,42 +384,74 @@ absl::Status ExpectPositionals(const RawArgs& raw) {
 
 absl::StatusOr<Command> BuildUpload(const RawArgs& raw) {
   UploadCommand upload;
-  absl::StatusOr<std::string> name = Required(raw, "name");
-  if (!name.ok()) return name.status();
-  absl::StatusOr<std::string> task = Required(raw, "task");
-  if (!task.ok()) return task.status();
-  absl::StatusOr<std::string> csv = Required(raw, "csv");
-  if (!csv.ok()) return csv.status();
-  absl::StatusOr<std::string> target = Required(raw, "target");
-  if (!target.ok()) return target.status();
-  if (*task != "regression" && *task != "classification") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "flag --task must be regression or classification, got '", *task, "'"));
+  std::string task;
+  if (absl::Status status = GetRequired(raw, {{"name", &upload.name},
+                                              {"task", &task},
+                                              {"csv", &upload.csv_path},
+                                              {"target", &upload.target}});
+      !status.ok()) {
+    return status;
   }
-  upload.name = *std::move(name);
-  upload.classification = (*task == "classification");
-  upload.csv_path = *std::move(csv);
-  upload.target = *std::move(target);
+  if (task != "regression" && task != "classification") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "flag --task must be regression or classification, got '", task, "'"));
+  }
+  upload.classification = (task == "classification");
   return upload;
+}
+
+absl::Status ParseParams(const RawArgs& raw,
+                         std::map<std::string, std::string>* params) {
+  auto it = raw.flags.find("param");
+  if (it == raw.flags.end()) return absl::OkStatus();
+  for (const std::string& assignment : it->second) {
+    ParamMap one;
+    if (absl::Status status = ParseParamAssignment(assignment, &one);
+        !status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("flag --param: ", status.message()));
+    }
+    auto [entry, inserted] = params->insert(*one.begin());
+    if (!inserted) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "flag --param: '", entry->first, "' given more than once"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Command> BuildTrain(const RawArgs& raw) {
   TrainCommand train;
-  absl::StatusOr<std::string> dataset = Required(raw, "dataset");
-  if (!dataset.ok()) return dataset.status();
-  absl::StatusOr<std::string> method = Required(raw, "method");
-  if (!method.ok()) return method.status();
-  absl::StatusOr<std::string> hidden = Required(raw, "hidden");
-  if (!hidden.ok()) return hidden.status();
-  absl::StatusOr<std::string> epochs = Required(raw, "epochs");
-  if (!epochs.ok()) return epochs.status();
-
-  train.dataset_id = *std::move(dataset);
-  train.method = *std::move(method);
-  absl::StatusOr<std::vector<int>> sizes = ParseHiddenSizes(*hidden);
-  if (!sizes.ok()) return sizes.status();
-  train.hidden_sizes = *std::move(sizes);
-  absl::StatusOr<int> num_epochs = ParsePositiveInt("epochs", *epochs);
+  std::string epochs;
+  if (absl::Status status = GetRequired(
+          raw, {{"dataset", &train.dataset_id}, {"method", &train.method}});
+      !status.ok()) {
+    return status;
+  }
+  if (raw.Has("parent")) {
+    absl::StatusOr<std::string> parent = Required(raw, "parent");
+    if (!parent.ok()) return parent.status();
+    train.parent_snapshot_id = *std::move(parent);
+  }
+  train.prior_from_parent = raw.Has("prior-from-parent");
+  if (train.prior_from_parent && train.parent_snapshot_id.empty()) {
+    return absl::InvalidArgumentError(
+        "flag --prior-from-parent needs --parent as well");
+  }
+  // A warm start inherits its parent's architecture, so --hidden is only
+  // required without a parent.
+  if (train.parent_snapshot_id.empty() || raw.Has("hidden")) {
+    absl::StatusOr<std::string> hidden = Required(raw, "hidden");
+    if (!hidden.ok()) return hidden.status();
+    absl::StatusOr<std::vector<int>> sizes = ParseHiddenSizes(*hidden);
+    if (!sizes.ok()) return sizes.status();
+    train.hidden_sizes = *std::move(sizes);
+  }
+  if (absl::Status status = GetRequired(raw, {{"epochs", &epochs}});
+      !status.ok()) {
+    return status;
+  }
+  absl::StatusOr<int> num_epochs = ParsePositiveInt("epochs", epochs);
   if (!num_epochs.ok()) return num_epochs.status();
   train.epochs = *num_epochs;
   if (const std::string* value = raw.Get("activation")) {
@@ -333,25 +460,12 @@ absl::StatusOr<Command> BuildTrain(const RawArgs& raw) {
     if (!activations.ok()) return activations.status();
     train.activations = *std::move(activations);
   }
-  if (const std::string* value = raw.Get("seed")) {
-    absl::StatusOr<uint64_t> seed = ParseSeed("seed", *value);
-    if (!seed.ok()) return seed.status();
-    train.seed = *seed;
-  }
-  if (auto it = raw.flags.find("param"); it != raw.flags.end()) {
-    for (const std::string& assignment : it->second) {
-      ParamMap one;
-      if (absl::Status status = ParseParamAssignment(assignment, &one);
-          !status.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("flag --param: ", status.message()));
-      }
-      auto [entry, inserted] = train.params.insert(*one.begin());
-      if (!inserted) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "flag --param: '", entry->first, "' given more than once"));
-      }
-    }
+  for (absl::Status status :
+       {ParseIfPresent(raw, "seed", ParseSeed, &train.seed),
+        ParseIfPresent(raw, "dataset-version", ParseVersion,
+                       &train.dataset_version),
+        ParseParams(raw, &train.params)}) {
+    if (!status.ok()) return status;
   }
   return train;
 }
@@ -360,43 +474,151 @@ absl::StatusOr<Command> BuildJob(const RawArgs& raw) {
   JobCommand job;
   job.job_id = raw.positionals.front();
   job.wait = raw.Has("wait");
-  if (const std::string* value = raw.Get("wait-timeout")) {
-    if (!job.wait) {
-      return absl::InvalidArgumentError(
-          "flag --wait-timeout needs --wait as well");
-    }
-    absl::StatusOr<double> seconds =
-        ParsePositiveSeconds("wait-timeout", *value);
-    if (!seconds.ok()) return seconds.status();
-    job.wait_timeout_seconds = *seconds;
+  if (raw.Has("wait-timeout") && !job.wait) {
+    return absl::InvalidArgumentError(
+        "flag --wait-timeout needs --wait as well");
+  }
+  if (absl::Status status = ParseIfPresent(
+          raw, "wait-timeout", ParsePositiveSeconds, &job.wait_timeout_seconds);
+      !status.ok()) {
+    return status;
   }
   return job;
 }
 
 absl::StatusOr<Command> BuildPredict(const RawArgs& raw) {
   PredictCommand predict;
-  absl::StatusOr<std::string> snapshot = Required(raw, "snapshot");
-  if (!snapshot.ok()) return snapshot.status();
-  absl::StatusOr<std::string> csv = Required(raw, "csv");
-  if (!csv.ok()) return csv.status();
-  absl::StatusOr<std::string> samples = Required(raw, "samples");
-  if (!samples.ok()) return samples.status();
-  predict.snapshot_id = *std::move(snapshot);
-  predict.csv_path = *std::move(csv);
-  absl::StatusOr<int> num_samples = ParsePositiveInt("samples", *samples);
-  if (!num_samples.ok()) return num_samples.status();
-  predict.num_samples = *num_samples;
-  if (const std::string* value = raw.Get("seed")) {
-    absl::StatusOr<uint64_t> seed = ParseSeed("seed", *value);
-    if (!seed.ok()) return seed.status();
-    predict.seed = *seed;
+  if (absl::Status status = GetRequired(
+          raw,
+          {{"snapshot", &predict.snapshot_id}, {"csv", &predict.csv_path}});
+      !status.ok()) {
+    return status;
+  }
+  predict.linearized = raw.Has("linearized");
+  predict.per_sample = raw.Has("per-sample");
+  // The linearised predictive is computed in closed form, so only Monte
+  // Carlo predictions need a sample count.
+  if (!predict.linearized) {
+    absl::StatusOr<std::string> samples = Required(raw, "samples");
+    if (!samples.ok()) return samples.status();
   }
   if (raw.Has("target")) {
     absl::StatusOr<std::string> target = Required(raw, "target");
     if (!target.ok()) return target.status();
     predict.target = *std::move(target);
   }
+  if (const std::string* value = raw.Get("quantiles")) {
+    absl::StatusOr<std::vector<double>> levels = ParseQuantiles(*value);
+    if (!levels.ok()) return levels.status();
+    predict.quantiles = *std::move(levels);
+  }
+  for (absl::Status status :
+       {ParseIfPresent(raw, "samples", ParsePositiveInt, &predict.num_samples),
+        ParseIfPresent(raw, "seed", ParseSeed, &predict.seed)}) {
+    if (!status.ok()) return status;
+  }
   return predict;
+}
+
+absl::StatusOr<Command> BuildAcquire(const RawArgs& raw) {
+  AcquireCommand acquire;
+  std::string k;
+  if (absl::Status status =
+          GetRequired(raw, {{"snapshot", &acquire.snapshot_id},
+                            {"k", &k},
+                            {"heuristic", &acquire.heuristic}});
+      !status.ok()) {
+    return status;
+  }
+  if (raw.Has("dataset") == raw.Has("csv")) {
+    return absl::InvalidArgumentError(
+        "'acquire' needs exactly one pool: --dataset ID or --csv FILE");
+  }
+  if (raw.Has("dataset")) {
+    absl::StatusOr<std::string> dataset = Required(raw, "dataset");
+    if (!dataset.ok()) return dataset.status();
+    acquire.dataset_id = *std::move(dataset);
+  } else {
+    if (raw.Has("version")) {
+      return absl::InvalidArgumentError(
+          "flag --version needs --dataset (a CSV pool has no versions)");
+    }
+    absl::StatusOr<std::string> csv = Required(raw, "csv");
+    if (!csv.ok()) return csv.status();
+    acquire.csv_path = *std::move(csv);
+  }
+  if (absl::StatusOr<AcquisitionHeuristic> heuristic =
+          StringToHeuristic(acquire.heuristic);
+      !heuristic.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("flag --heuristic: ", heuristic.status().message()));
+  }
+  absl::StatusOr<int> num_rows = ParsePositiveInt("k", k);
+  if (!num_rows.ok()) return num_rows.status();
+  acquire.k = *num_rows;
+  for (absl::Status status :
+       {ParseIfPresent(raw, "version", ParseVersion, &acquire.dataset_version),
+        ParseIfPresent(raw, "samples", ParsePositiveInt, &acquire.num_samples),
+        ParseIfPresent(raw, "seed", ParseSeed, &acquire.seed),
+        ParseIfPresent(raw, "diversity-power", ParseNonNegative,
+                       &acquire.diversity_power)}) {
+    if (!status.ok()) return status;
+  }
+  return acquire;
+}
+
+absl::StatusOr<Command> BuildDataset(const RawArgs& raw) {
+  DatasetCommand dataset;
+  dataset.dataset_id = raw.positionals.front();
+  if (absl::Status status =
+          ParseIfPresent(raw, "version", ParseVersion, &dataset.version);
+      !status.ok()) {
+    return status;
+  }
+  return dataset;
+}
+
+absl::StatusOr<Command> BuildAppend(const RawArgs& raw) {
+  AppendCommand append;
+  for (absl::Status status :
+       {GetRequired(raw, {{"dataset", &append.dataset_id},
+                          {"csv", &append.csv_path},
+                          {"target", &append.target}}),
+        ParseIfPresent(raw, "expected-version", ParseVersion,
+                       &append.expected_version)}) {
+    if (!status.ok()) return status;
+  }
+  return append;
+}
+
+absl::StatusOr<Command> BuildSnapshots(const RawArgs& raw) {
+  SnapshotsCommand snapshots;
+  if (raw.Has("dataset")) {
+    absl::StatusOr<std::string> dataset = Required(raw, "dataset");
+    if (!dataset.ok()) return dataset.status();
+    snapshots.dataset_id = *std::move(dataset);
+  }
+  return snapshots;
+}
+
+absl::StatusOr<Command> BuildExport(const RawArgs& raw) {
+  ExportCommand command;
+  if (absl::Status status = GetRequired(
+          raw,
+          {{"snapshot", &command.snapshot_id}, {"out", &command.out_path}});
+      !status.ok()) {
+    return status;
+  }
+  return command;
+}
+
+absl::StatusOr<Command> BuildImport(const RawArgs& raw) {
+  ImportCommand command;
+  if (absl::Status status = GetRequired(raw, {{"in", &command.in_path}});
+      !status.ok()) {
+    return status;
+  }
+  return command;
 }
 
 }  // namespace
@@ -434,6 +656,8 @@ absl::StatusOr<Invocation> ParseBnnctlArgs(
   }
 
   const absl::string_view name = raw.command->name;
+  const std::string positional =
+      raw.positionals.empty() ? "" : raw.positionals.front();
   absl::StatusOr<Command> command;
   if (name == "upload") {
     command = BuildUpload(raw);
@@ -442,15 +666,29 @@ absl::StatusOr<Invocation> ParseBnnctlArgs(
   } else if (name == "job") {
     command = BuildJob(raw);
   } else if (name == "cancel") {
-    command = CancelCommand{raw.positionals.front()};
+    command = CancelCommand{positional};
   } else if (name == "predict") {
     command = BuildPredict(raw);
+  } else if (name == "acquire") {
+    command = BuildAcquire(raw);
   } else if (name == "methods") {
     command = MethodsCommand{};
   } else if (name == "datasets") {
     command = DatasetsCommand{};
+  } else if (name == "dataset") {
+    command = BuildDataset(raw);
+  } else if (name == "append") {
+    command = BuildAppend(raw);
+  } else if (name == "snapshots") {
+    command = BuildSnapshots(raw);
+  } else if (name == "snapshot") {
+    command = SnapshotCommand{positional};
+  } else if (name == "delete-snapshot") {
+    command = DeleteSnapshotCommand{positional};
+  } else if (name == "export") {
+    command = BuildExport(raw);
   } else {
-    command = DatasetCommand{raw.positionals.front()};
+    command = BuildImport(raw);
   }
   if (!command.ok()) return command.status();
   invocation.command = *std::move(command);
@@ -461,24 +699,49 @@ const char* BnnctlUsage() {
   return R"(usage: bnnctl [--server HOST:PORT] [--json] [--timeout SECONDS] COMMAND ...
 
 Commands:
-  upload   --name N --task regression|classification --csv FILE --target COL
-           Upload a CSV (header line; COL is a header name or 0-based index).
-  train    --dataset ID --method NAME --hidden 50[,50...]|none
-           [--activation relu[,tanh...]] --epochs E [--seed S]
-           [--param key=value ...]
-           Start a training job; prints its id.
-  job      ID [--wait [--wait-timeout SECONDS]]
-           Show a job; --wait polls until it finishes (default limit 3600 s).
-  cancel   ID
-           Cancel a queued or running job.
-  predict  --snapshot ID --csv FILE --samples S [--seed S] [--target COL]
-           Predictive mean and std (regression) or class probabilities for
-           every row of FILE; all columns are features except --target.
-  methods  List the inference methods and their parameters.
-  datasets List the stored datasets.
-  dataset  ID
-           Show one dataset.
-  help     Show this text.
+  upload    --name N --task regression|classification --csv FILE --target COL
+            Upload a CSV (header line; COL is a header name or 0-based index).
+  append    --dataset ID --csv FILE --target COL [--expected-version V]
+            Append labelled rows, creating the dataset's next version; with
+            --expected-version, fail unless V is still the latest.
+  datasets  List the stored datasets.
+  dataset   ID [--version V]
+            Show one dataset (its latest version unless --version).
+  train     --dataset ID --method NAME --hidden 50[,50...]|none
+            [--activation relu[,tanh...]] --epochs E [--seed S]
+            [--param key=value ...] [--dataset-version V]
+            [--parent SNAPSHOT [--prior-from-parent]]
+            Start a training job; prints its id. --parent warm-starts from a
+            snapshot (whose architecture is used: --hidden may be left out);
+            --prior-from-parent also makes its posterior the prior.
+  job       ID [--wait [--wait-timeout SECONDS]]
+            Show a job; --wait polls until it finishes (default limit 3600 s).
+  cancel    ID
+            Cancel a queued or running job.
+  predict   --snapshot ID --csv FILE (--samples S | --linearized) [--seed S]
+            [--target COL] [--quantiles 0.05,0.5,0.95] [--per-sample]
+            Predictive mean and std (regression) or class probabilities,
+            entropy and mutual information for every row of FILE; all
+            columns are features except --target. --linearized: the
+            closed-form GLM predictive (regression); --quantiles: predictive
+            quantiles (regression); --per-sample: every sample's output.
+  acquire   --snapshot ID (--dataset ID [--version V] | --csv FILE) --k K
+            --heuristic max_variance|entropy|bald|margin|random [--samples S]
+            [--seed S] [--diversity-power P]
+            The K pool rows to label next, best first. P > 0 draws them at
+            random with probability proportional to score^P (diverse batches).
+  snapshots [--dataset ID]
+            List the stored snapshots (those trained on one dataset).
+  snapshot  ID
+            Show one snapshot.
+  delete-snapshot ID
+            Delete a snapshot.
+  export    --snapshot ID --out FILE
+            Download a snapshot file (written only once complete).
+  import    --in FILE
+            Upload a snapshot file; prints the stored snapshot and its new id.
+  methods   List the inference methods and their parameters.
+  help      Show this text.
 
 Global flags (before or after the command):
   --server HOST:PORT  server address (default 127.0.0.1:50051)

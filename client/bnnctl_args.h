@@ -37,15 +37,20 @@ struct UploadCommand {
 
 // train --dataset ID --method NAME --hidden 50[,50...]|none
 //       [--activation relu[,tanh...]] --epochs E [--seed S]
-//       [--param key=value ...]
+//       [--param key=value ...] [--dataset-version V]
+//       [--parent SNAPSHOT [--prior-from-parent]]
+// --hidden may be left out with --parent (the parent's architecture is used).
 struct TrainCommand {
   std::string dataset_id;
   std::string method;
-  std::vector<int> hidden_sizes;  // empty: no hidden layer
+  std::vector<int> hidden_sizes;  // empty: no hidden layer (or the parent's)
   std::vector<std::string> activations;
   int epochs = 0;
   std::optional<uint64_t> seed;
   std::map<std::string, std::string> params;
+  std::optional<int64_t> dataset_version;  // unset: the latest
+  std::string parent_snapshot_id;          // empty: train from scratch
+  bool prior_from_parent = false;
 };
 
 // job ID [--wait [--wait-timeout SECONDS]]
@@ -60,28 +65,89 @@ struct CancelCommand {
   std::string job_id;
 };
 
-// predict --snapshot ID --csv FILE --samples S [--seed S] [--target COL]
+// predict --snapshot ID --csv FILE (--samples S | --linearized) [--seed S]
+//         [--target COL] [--quantiles 0.05,0.5,0.95] [--per-sample]
 struct PredictCommand {
   std::string snapshot_id;
   std::string csv_path;
+  // 0 (only with --linearized, which draws no samples): the server default.
   int num_samples = 0;
   std::optional<uint64_t> seed;
   // A column of the CSV to leave out (e.g. the labels of a test set); empty:
   // every column is a feature.
   std::string target;
+  bool linearized = false;
+  // Predictive quantile levels, each in (0, 1).
+  std::vector<double> quantiles;
+  bool per_sample = false;
+};
+
+// acquire --snapshot ID (--dataset ID [--version V] | --csv FILE) --k K
+//         --heuristic max_variance|entropy|bald|margin|random [--samples S]
+//         [--seed S] [--diversity-power P]
+struct AcquireCommand {
+  std::string snapshot_id;
+  // The pool: exactly one of a stored dataset (optionally one version) and a
+  // CSV file whose every column is a feature.
+  std::string dataset_id;
+  std::optional<int64_t> dataset_version;
+  std::string csv_path;
+  int k = 0;
+  std::string heuristic;
+  int num_samples = 0;  // 0: the server default
+  std::optional<uint64_t> seed;
+  double diversity_power = 0.0;  // 0: deterministic top-k
 };
 
 struct MethodsCommand {};
 struct DatasetsCommand {};
 
-// dataset ID
+// dataset ID [--version V]
 struct DatasetCommand {
   std::string dataset_id;
+  std::optional<int64_t> version;  // unset: the latest
 };
 
-using Command = std::variant<HelpCommand, UploadCommand, TrainCommand,
-                             JobCommand, CancelCommand, PredictCommand,
-                             MethodsCommand, DatasetsCommand, DatasetCommand>;
+// append --dataset ID --csv FILE --target COL [--expected-version V]
+struct AppendCommand {
+  std::string dataset_id;
+  std::string csv_path;
+  std::string target;  // header name or 0-based column index
+  std::optional<int64_t> expected_version;
+};
+
+// snapshots [--dataset ID]
+struct SnapshotsCommand {
+  std::string dataset_id;  // empty: every snapshot
+};
+
+// snapshot ID
+struct SnapshotCommand {
+  std::string snapshot_id;
+};
+
+// delete-snapshot ID
+struct DeleteSnapshotCommand {
+  std::string snapshot_id;
+};
+
+// export --snapshot ID --out FILE
+struct ExportCommand {
+  std::string snapshot_id;
+  std::string out_path;
+};
+
+// import --in FILE
+struct ImportCommand {
+  std::string in_path;
+};
+
+using Command =
+    std::variant<HelpCommand, UploadCommand, TrainCommand, JobCommand,
+                 CancelCommand, PredictCommand, AcquireCommand, MethodsCommand,
+                 DatasetsCommand, DatasetCommand, AppendCommand,
+                 SnapshotsCommand, SnapshotCommand, DeleteSnapshotCommand,
+                 ExportCommand, ImportCommand>;
 
 struct Invocation {
   GlobalFlags global;

@@ -12,6 +12,8 @@
 #include <absl/strings/string_view.h>
 #include <absl/strings/strip.h>
 #include <absl/time/time.h>
+#include <google/protobuf/map.h>
+#include <google/protobuf/repeated_field.h>
 
 namespace bnn::client {
 namespace {
@@ -82,6 +84,125 @@ std::string KeyValues(
   return out;
 }
 
+// Sorted so the output does not depend on the map's iteration order.
+std::vector<std::pair<std::string, std::string>> SortedParams(
+    const google::protobuf::Map<std::string, std::string>& params) {
+  std::vector<std::pair<std::string, std::string>> sorted(params.begin(),
+                                                          params.end());
+  std::sort(sorted.begin(), sorted.end());
+  return sorted;
+}
+
+std::string ParamsText(
+    const google::protobuf::Map<std::string, std::string>& params) {
+  return params.empty() ? "-"
+                        : absl::StrJoin(SortedParams(params), " ",
+                                        absl::PairFormatter("="));
+}
+
+void WriteParamsJson(
+    const google::protobuf::Map<std::string, std::string>& params,
+    JsonWriter* json) {
+  json->Key("params").BeginObject();
+  for (const auto& [key, value] : SortedParams(params)) {
+    json->Field(key, value);
+  }
+  json->EndObject();
+}
+
+// Key(key) followed by an array of the numbers in `values`.
+template <typename Numbers>
+void NumberArray(absl::string_view key, const Numbers& values,
+                 JsonWriter* json) {
+  json->Key(key).BeginArray();
+  for (double value : values) json->Number(value);
+  json->EndArray();
+}
+
+// The features of row i of `table` as an "x" array.
+void RowFeaturesJson(const FeatureTable& table, int64_t i, JsonWriter* json) {
+  json->Key("x").BeginArray();
+  if (i >= 0 && i < table.num_rows()) {
+    for (int64_t j = 0; j < table.num_features; ++j) {
+      json->Number(table.features[i * table.num_features + j]);
+    }
+  }
+  json->EndArray();
+}
+
+// Row i's features as table cells ("" outside the table).
+std::vector<std::string> RowFeatureCells(const FeatureTable& table, int64_t i) {
+  std::vector<std::string> cells;
+  for (int64_t j = 0; j < table.num_features; ++j) {
+    cells.push_back(i >= 0 && i < table.num_rows()
+                        ? Num(table.features[i * table.num_features + j])
+                        : "");
+  }
+  return cells;
+}
+
+std::string Labels(const google::protobuf::RepeatedField<double>& values) {
+  return absl::StrJoin(values, ", ", [](std::string* out, double v) {
+    absl::StrAppend(out, Num(v));
+  });
+}
+
+// "p(LABEL)" per class: the label values when known, else class indices.
+std::vector<std::string> ClassColumns(const v1::PredictResponse& response) {
+  const int num_classes =
+      std::max(response.class_values_size(),
+               response.predictions().empty()
+                   ? 0
+                   : response.predictions(0).probabilities_size());
+  std::vector<std::string> columns;
+  for (int k = 0; k < num_classes; ++k) {
+    columns.push_back(absl::StrCat("p(",
+                                   k < response.class_values_size()
+                                       ? Num(response.class_values(k))
+                                       : absl::StrCat(k),
+                                   ")"));
+  }
+  return columns;
+}
+
+// The per-sample outputs as a long table: one line per (row, sample) with
+// the sample's mean (regression) or class probabilities (classification).
+std::string FormatSampleOutputs(const v1::PredictResponse& response,
+                                bool classification) {
+  std::vector<std::string> header = {"row", "sample"};
+  if (classification) {
+    for (std::string& column : ClassColumns(response)) {
+      header.push_back(std::move(column));
+    }
+  } else {
+    header.push_back("mean");
+  }
+  // Values per sample: 1, or C sample-major probabilities.
+  const int width = std::max(1, static_cast<int>(header.size()) - 2);
+  std::vector<std::vector<std::string>> rows;
+  for (int i = 0; i < response.predictions_size(); ++i) {
+    const auto& outputs = response.predictions(i).sample_outputs();
+    for (int begin = 0; begin < outputs.size(); begin += width) {
+      std::vector<std::string> row = {absl::StrCat(i),
+                                      absl::StrCat(begin / width)};
+      for (int c = begin; c < std::min(begin + width, outputs.size()); ++c) {
+        row.push_back(Num(outputs[c]));
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  return Table(header, rows, /*right_aligned_from=*/0);
+}
+
+std::string ModelText(const v1::ModelSpec& model) {
+  if (model.hidden_sizes().empty()) return "no hidden layer";
+  std::string text = absl::StrJoin(model.hidden_sizes(), "-");
+  if (!model.activations().empty()) {
+    absl::StrAppend(&text, " ", absl::StrJoin(model.activations(), ","));
+  }
+  return text;
+}
+
 std::vector<std::string> FeatureNames(const FeatureTable& inputs) {
   std::vector<std::string> names = inputs.feature_names;
   if (names.size() != static_cast<size_t>(inputs.num_features)) {
@@ -117,9 +238,7 @@ void WriteDatasetJson(const v1::DatasetInfo& dataset, JsonWriter* json) {
       .Field("num_rows", dataset.num_rows())
       .Field("num_features", dataset.num_features())
       .Field("num_classes", dataset.num_classes());
-  json->Key("class_values").BeginArray();
-  for (double value : dataset.class_values()) json->Number(value);
-  json->EndArray();
+  NumberArray("class_values", dataset.class_values(), json);
   json->Key("feature_names").BeginArray();
   for (const std::string& name : dataset.feature_names()) json->String(name);
   json->EndArray();
@@ -136,13 +255,7 @@ void WriteJobJson(const v1::Job& job, JsonWriter* json) {
       .Field("state", JobStateName(job.state()))
       .Field("dataset_id", job.dataset_id())
       .Field("method", job.method());
-  // Sorted so the output does not depend on the map's iteration order.
-  std::vector<std::pair<std::string, std::string>> params(job.params().begin(),
-                                                          job.params().end());
-  std::sort(params.begin(), params.end());
-  json->Key("params").BeginObject();
-  for (const auto& [key, value] : params) json->Field(key, value);
-  json->EndObject();
+  WriteParamsJson(job.params(), json);
   json->Field("progress", job.progress())
       .Field("epoch", job.epoch())
       .Field("step", job.step())
@@ -172,7 +285,42 @@ void WriteMethodJson(const v1::MethodInfo& method, JsonWriter* json) {
   json->EndArray().EndObject();
 }
 
+void WriteSnapshotJson(const v1::SnapshotInfo& snapshot, JsonWriter* json) {
+  json->BeginObject()
+      .Field("snapshot_id", snapshot.snapshot_id())
+      .Field("method", snapshot.method());
+  WriteParamsJson(snapshot.params(), json);
+  json->Field("dataset_id", snapshot.dataset_id())
+      .Field("dataset_version", snapshot.dataset_version())
+      .Field("dataset_hash", snapshot.dataset_hash())
+      .Field("task", TaskName(snapshot.task()));
+  json->Key("model").BeginObject().Key("hidden_sizes").BeginArray();
+  for (int width : snapshot.model().hidden_sizes()) json->Int(width);
+  json->EndArray().Key("activations").BeginArray();
+  for (const std::string& name : snapshot.model().activations()) {
+    json->String(name);
+  }
+  json->EndArray().EndObject();
+  json->Field("num_features", snapshot.num_features())
+      .Field("num_parameters", snapshot.num_parameters())
+      .Field("posterior_family", snapshot.posterior_family())
+      .Field("steps", snapshot.steps())
+      .Field("epochs", snapshot.epochs())
+      .Field("final_loss", snapshot.final_loss())
+      .Field("train_seconds", snapshot.train_seconds())
+      .Field("seed", snapshot.seed())
+      .Field("created_unix_ms", snapshot.created_unix_ms())
+      .Field("size_bytes", snapshot.size_bytes())
+      .Field("format_version", int64_t{snapshot.format_version()})
+      .Field("library_version", snapshot.library_version())
+      .Field("parent_snapshot_id", snapshot.parent_snapshot_id())
+      .Field("prior_from_parent", snapshot.prior_from_parent());
+  NumberArray("class_values", snapshot.class_values(), json);
+  json->EndObject();
+}
+
 void WritePredictionsJson(const FeatureTable& inputs,
+                          const v1::PredictRequest& request,
                           const v1::PredictResponse& response,
                           JsonWriter* json) {
   const bool classification = IsClassification(response);
@@ -180,36 +328,56 @@ void WritePredictionsJson(const FeatureTable& inputs,
       .Field("snapshot_id", response.snapshot_id())
       .Field("num_samples", response.num_samples())
       .Field("seed", response.seed())
+      .Field("linearized", request.linearized())
       .Field("task", classification ? "classification" : "regression");
   json->Key("feature_names").BeginArray();
   for (const std::string& name : FeatureNames(inputs)) json->String(name);
   json->EndArray();
-  json->Key("class_values").BeginArray();
-  for (double value : response.class_values()) json->Number(value);
-  json->EndArray();
+  NumberArray("class_values", response.class_values(), json);
+  NumberArray("quantile_levels", request.quantiles(), json);
   json->Key("predictions").BeginArray();
   for (int i = 0; i < response.predictions_size(); ++i) {
     const v1::RowPrediction& p = response.predictions(i);
-    json->BeginObject().Key("x").BeginArray();
-    if (i < inputs.num_rows()) {
-      for (int64_t j = 0; j < inputs.num_features; ++j) {
-        json->Number(inputs.features[i * inputs.num_features + j]);
-      }
-    }
-    json->EndArray();
+    json->BeginObject();
+    RowFeaturesJson(inputs, i, json);
     if (classification) {
-      json->Key("probabilities").BeginArray();
-      for (double prob : p.probabilities()) json->Number(prob);
-      json->EndArray();
+      NumberArray("probabilities", p.probabilities(), json);
       json->Field("predicted_class", p.predicted_class())
-          .Field("entropy", p.entropy());
+          .Field("entropy", p.entropy())
+          .Field("expected_entropy", p.expected_entropy())
+          .Field("mutual_information", p.mutual_information())
+          .Field("variation_ratio", p.variation_ratio());
     } else {
       json->Field("mean", p.mean())
           .Field("std", Std(p.variance()))
           .Field("variance", p.variance())
           .Field("epistemic_variance", p.epistemic_variance())
           .Field("aleatoric_variance", p.aleatoric_variance());
+      NumberArray("quantiles", p.quantiles(), json);
     }
+    if (request.per_sample()) {
+      NumberArray("sample_outputs", p.sample_outputs(), json);
+    }
+    json->EndObject();
+  }
+  json->EndArray().EndObject();
+}
+
+void WriteAcquisitionJson(const v1::AcquireRequest& request,
+                          const v1::AcquireResponse& response,
+                          const FeatureTable* pool, JsonWriter* json) {
+  json->BeginObject()
+      .Field("snapshot_id", request.snapshot_id())
+      .Field("heuristic", request.heuristic())
+      .Field("pool_rows", response.pool_rows())
+      .Field("seed", response.seed());
+  json->Key("acquired").BeginArray();
+  for (int i = 0; i < response.indices_size(); ++i) {
+    json->BeginObject().Field("index", response.indices(i));
+    json->Key("score").Number(i < response.scores_size()
+                                  ? response.scores(i)
+                                  : std::numeric_limits<double>::quiet_NaN());
+    if (pool != nullptr) RowFeaturesJson(*pool, response.indices(i), json);
     json->EndObject();
   }
   json->EndArray().EndObject();
@@ -233,11 +401,7 @@ std::string FormatDataset(const v1::DatasetInfo& dataset) {
   if (dataset.num_classes() > 0) {
     entries.push_back(
         {"classes", absl::StrCat(dataset.num_classes(), " (labels ",
-                                 absl::StrJoin(dataset.class_values(), ", ",
-                                               [](std::string* out, double v) {
-                                                 absl::StrAppend(out, Num(v));
-                                               }),
-                                 ")")});
+                                 Labels(dataset.class_values()), ")")});
   }
   entries.push_back({"version", absl::StrCat(dataset.version())});
   entries.push_back({"hash", dataset.hash()});
@@ -258,17 +422,12 @@ std::string FormatDatasetList(const std::vector<v1::DatasetInfo>& datasets) {
 }
 
 std::string FormatJob(const v1::Job& job) {
-  std::vector<std::pair<std::string, std::string>> params(job.params().begin(),
-                                                          job.params().end());
-  std::sort(params.begin(), params.end());
   std::vector<std::pair<std::string, std::string>> entries = {
       {"job", job.job_id()},
       {"state", JobStateName(job.state())},
       {"dataset", job.dataset_id()},
       {"method", job.method()},
-      {"params", params.empty()
-                     ? "-"
-                     : absl::StrJoin(params, " ", absl::PairFormatter("="))},
+      {"params", ParamsText(job.params())},
       {"progress",
        absl::StrFormat("%.1f%% (step %d of %d, epoch %d)", 100 * job.progress(),
                        job.step(), job.total_steps(), job.epoch())},
@@ -302,48 +461,123 @@ std::string FormatMethods(const std::vector<v1::MethodInfo>& methods) {
   return out.empty() ? "no methods\n" : out;
 }
 
+std::string FormatSnapshot(const v1::SnapshotInfo& snapshot) {
+  std::vector<std::pair<std::string, std::string>> entries = {
+      {"snapshot", snapshot.snapshot_id()},
+      {"method", snapshot.method()},
+      {"params", ParamsText(snapshot.params())},
+      {"dataset", absl::StrCat(snapshot.dataset_id(), " version ",
+                               snapshot.dataset_version())},
+      {"task", TaskName(snapshot.task())},
+      {"model", ModelText(snapshot.model())},
+      {"features", absl::StrCat(snapshot.num_features())},
+      {"parameters", absl::StrCat(snapshot.num_parameters())},
+      {"posterior", snapshot.posterior_family()},
+  };
+  if (!snapshot.class_values().empty()) {
+    entries.push_back({"classes", Labels(snapshot.class_values())});
+  }
+  if (!snapshot.parent_snapshot_id().empty()) {
+    entries.push_back(
+        {"parent", absl::StrCat(snapshot.parent_snapshot_id(),
+                                snapshot.prior_from_parent()
+                                    ? " (its posterior is the prior)"
+                                    : " (warm start)")});
+  }
+  entries.push_back(
+      {"training",
+       absl::StrFormat("%d steps, %d epochs, %.3g s, final loss "
+                       "%s, seed %d",
+                       snapshot.steps(), snapshot.epochs(),
+                       snapshot.train_seconds(), Num(snapshot.final_loss()),
+                       snapshot.seed())});
+  entries.push_back(
+      {"format", absl::StrCat("version ", snapshot.format_version(),
+                              ", library ", snapshot.library_version(), ", ",
+                              snapshot.size_bytes(), " bytes")});
+  entries.push_back({"created", Time(snapshot.created_unix_ms())});
+  return KeyValues(entries);
+}
+
+std::string FormatSnapshotList(const std::vector<v1::SnapshotInfo>& snapshots) {
+  if (snapshots.empty()) return "no snapshots\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::SnapshotInfo& s : snapshots) {
+    rows.push_back(
+        {s.snapshot_id(), s.method(), s.dataset_id(),
+         absl::StrCat(s.dataset_version()), s.posterior_family(),
+         s.parent_snapshot_id().empty() ? "-" : s.parent_snapshot_id(),
+         Time(s.created_unix_ms())});
+  }
+  return Table(
+      {"ID", "METHOD", "DATASET", "VERSION", "FAMILY", "PARENT", "CREATED"},
+      rows, /*right_aligned_from=*/7);
+}
+
 std::string FormatPredictions(const FeatureTable& inputs,
+                              const v1::PredictRequest& request,
                               const v1::PredictResponse& response) {
   const bool classification = IsClassification(response);
   std::vector<std::string> header = FeatureNames(inputs);
-  const size_t num_inputs = header.size();
   if (classification) {
-    const int num_classes =
-        std::max(response.class_values_size(),
-                 response.predictions().empty()
-                     ? 0
-                     : response.predictions(0).probabilities_size());
-    for (int k = 0; k < num_classes; ++k) {
-      header.push_back(absl::StrCat("p(",
-                                    k < response.class_values_size()
-                                        ? Num(response.class_values(k))
-                                        : absl::StrCat(k),
-                                    ")"));
+    for (std::string& column : ClassColumns(response)) {
+      header.push_back(std::move(column));
     }
-    header.push_back("class");
+    header.insert(header.end(), {"class", "entropy", "mutual_info"});
   } else {
-    header.push_back("mean");
-    header.push_back("std");
+    header.insert(header.end(), {"mean", "std"});
+    for (double level : request.quantiles()) {
+      header.push_back(absl::StrCat("q", Num(level)));
+    }
   }
   std::vector<std::vector<std::string>> rows;
   for (int i = 0; i < response.predictions_size(); ++i) {
     const v1::RowPrediction& p = response.predictions(i);
-    std::vector<std::string> row;
-    for (size_t j = 0; j < num_inputs; ++j) {
-      row.push_back(i < inputs.num_rows()
-                        ? Num(inputs.features[i * inputs.num_features + j])
-                        : "");
-    }
+    std::vector<std::string> row = RowFeatureCells(inputs, i);
     if (classification) {
       for (double prob : p.probabilities()) row.push_back(Num(prob));
       row.push_back(Num(p.predicted_class()));
+      row.push_back(Num(p.entropy()));
+      row.push_back(Num(p.mutual_information()));
     } else {
       row.push_back(Num(p.mean()));
       row.push_back(Num(Std(p.variance())));
+      for (double value : p.quantiles()) row.push_back(Num(value));
     }
     rows.push_back(std::move(row));
   }
-  return Table(header, rows, /*right_aligned_from=*/0);
+  std::string out = Table(header, rows, /*right_aligned_from=*/0);
+  if (request.per_sample()) {
+    absl::StrAppend(&out, "\nper-sample outputs (", response.num_samples(),
+                    " samples per row):\n",
+                    FormatSampleOutputs(response, classification));
+  }
+  return out;
+}
+
+std::string FormatAcquisition(const v1::AcquireResponse& response,
+                              const FeatureTable* pool) {
+  std::vector<std::string> header = {"rank", "index", "score"};
+  if (pool != nullptr) {
+    for (std::string& name : FeatureNames(*pool)) {
+      header.push_back(std::move(name));
+    }
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (int i = 0; i < response.indices_size(); ++i) {
+    std::vector<std::string> row = {
+        absl::StrCat(i + 1), absl::StrCat(response.indices(i)),
+        i < response.scores_size() ? Num(response.scores(i)) : ""};
+    if (pool != nullptr) {
+      for (std::string& cell : RowFeatureCells(*pool, response.indices(i))) {
+        row.push_back(std::move(cell));
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return absl::StrCat(Table(header, rows, /*right_aligned_from=*/0),
+                      "pool rows ", response.pool_rows(), ", seed ",
+                      response.seed(), "\n");
 }
 
 }  // namespace bnn::client

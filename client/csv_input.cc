@@ -7,6 +7,7 @@
 
 #include <absl/strings/ascii.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
 #include <absl/strings/str_split.h>
 
 #include "bnn/data/readers.h"
@@ -86,6 +87,26 @@ absl::StatusOr<FeatureTable> ReadFeatureCsv(const std::string& path,
                         absl::StrCat(path, ": ", table.status().message()));
   }
   return table;
+}
+
+absl::Status CheckSameFeatures(const std::vector<std::string>& csv_names,
+                               const std::vector<std::string>& dataset_names,
+                               int64_t num_features) {
+  if (static_cast<int64_t>(csv_names.size()) != num_features) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the file has ", csv_names.size(),
+                     " feature columns; the dataset has ", num_features));
+  }
+  if (dataset_names.size() != csv_names.size()) return absl::OkStatus();
+  for (size_t j = 0; j < csv_names.size(); ++j) {
+    if (csv_names[j] != dataset_names[j]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "feature column ", j, " is '", csv_names[j], "'; the dataset's is '",
+          dataset_names[j], "' (features: ", absl::StrJoin(dataset_names, ", "),
+          ")"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace bnn::client

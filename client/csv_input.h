@@ -36,6 +36,16 @@ absl::StatusOr<FeatureTable> ParseFeatureCsv(absl::string_view text,
 absl::StatusOr<FeatureTable> ReadFeatureCsv(const std::string& path,
                                             absl::string_view target_column);
 
+// Checks that rows read from a CSV file, whose feature columns are
+// `csv_names`, fit a stored dataset of `num_features` features named
+// `dataset_names` (empty when the dataset has no names): same count and,
+// where both have names, the same names in the same order. Appending rows
+// with swapped columns would otherwise succeed and silently corrupt the
+// dataset.
+absl::Status CheckSameFeatures(const std::vector<std::string>& csv_names,
+                               const std::vector<std::string>& dataset_names,
+                               int64_t num_features);
+
 }  // namespace bnn::client
 
 #endif  // BNN_CLIENT_CSV_INPUT_H_

@@ -119,6 +119,44 @@ TEST(BnnctlArgsTest, TrainErrorsNameTheFlag) {
               HasSubstr("--epochs given more than once"));
 }
 
+TEST(BnnctlArgsTest, TrainContinualLearningFlags) {
+  absl::StatusOr<Invocation> parsed = Parse(
+      {"train", "--dataset", "d", "--method", "slang", "--epochs", "5",
+       "--dataset-version", "2", "--parent", "snap-1", "--prior-from-parent"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const auto& train = std::get<TrainCommand>(parsed->command);
+  EXPECT_EQ(train.dataset_version, int64_t{2});
+  EXPECT_EQ(train.parent_snapshot_id, "snap-1");
+  EXPECT_TRUE(train.prior_from_parent);
+  // With a parent, --hidden may be left out: the parent's is used.
+  EXPECT_THAT(train.hidden_sizes, IsEmpty());
+
+  absl::StatusOr<Invocation> from_scratch =
+      Parse({"train", "--dataset", "d", "--method", "slang", "--hidden", "8",
+             "--epochs", "5"});
+  ASSERT_TRUE(from_scratch.ok()) << from_scratch.status();
+  const auto& plain = std::get<TrainCommand>(from_scratch->command);
+  EXPECT_FALSE(plain.dataset_version.has_value());
+  EXPECT_EQ(plain.parent_snapshot_id, "");
+  EXPECT_FALSE(plain.prior_from_parent);
+
+  const std::vector<std::string> base = {"train", "--dataset", "d", "--method",
+                                         "slang", "--epochs",  "5"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return UsageError(args);
+  };
+  EXPECT_THAT(with({"--hidden", "8", "--prior-from-parent"}),
+              HasSubstr("--prior-from-parent needs --parent"));
+  EXPECT_THAT(with({"--parent", "s", "--hidden", "0"}), HasSubstr("--hidden"));
+  EXPECT_THAT(with({"--parent", ""}), HasSubstr("--parent must not be empty"));
+  EXPECT_THAT(with({"--hidden", "8", "--dataset-version", "0"}),
+              HasSubstr("--dataset-version: '0' is not a version"));
+  EXPECT_THAT(with({"--hidden", "8", "--dataset-version", "latest"}),
+              HasSubstr("--dataset-version"));
+}
+
 TEST(BnnctlArgsTest, SeedAcceptsTheFullUnsignedRange) {
   absl::StatusOr<Invocation> parsed =
       Parse({"predict", "--snapshot", "s", "--csv", "x.csv", "--samples", "64",
@@ -139,7 +177,11 @@ TEST(BnnctlArgsTest, PredictTargetAndSampleChecks) {
       Parse({"predict", "--snapshot", "s", "--csv", "x.csv", "--samples", "8",
              "--target", "y"});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(std::get<PredictCommand>(parsed->command).target, "y");
+  const auto& predict = std::get<PredictCommand>(parsed->command);
+  EXPECT_EQ(predict.target, "y");
+  EXPECT_FALSE(predict.linearized);
+  EXPECT_THAT(predict.quantiles, IsEmpty());
+  EXPECT_FALSE(predict.per_sample);
 
   EXPECT_THAT(UsageError({"predict", "--snapshot", "s", "--csv", "x.csv"}),
               HasSubstr("--samples"));
@@ -149,6 +191,158 @@ TEST(BnnctlArgsTest, PredictTargetAndSampleChecks) {
   EXPECT_THAT(UsageError({"predict", "--snapshot", "", "--csv", "x.csv",
                           "--samples", "1"}),
               HasSubstr("--snapshot must not be empty"));
+}
+
+TEST(BnnctlArgsTest, PredictLinearizedQuantilesAndPerSample) {
+  // The linearised predictive draws no samples, so --samples is optional.
+  absl::StatusOr<Invocation> parsed =
+      Parse({"predict", "--snapshot", "s", "--csv", "x.csv", "--linearized",
+             "--quantiles", "0.05,0.5,0.95", "--per-sample"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const auto& predict = std::get<PredictCommand>(parsed->command);
+  EXPECT_TRUE(predict.linearized);
+  EXPECT_EQ(predict.num_samples, 0);
+  EXPECT_THAT(predict.quantiles, ElementsAre(0.05, 0.5, 0.95));
+  EXPECT_TRUE(predict.per_sample);
+
+  const std::vector<std::string> base = {"predict", "--snapshot", "s", "--csv",
+                                         "x.csv",   "--samples",  "4"};
+  for (const char* bad : {"0", "1", "0.5,", "-0.1", "nan", "0.2,x"}) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--quantiles", bad});
+    EXPECT_THAT(UsageError(args), HasSubstr("--quantiles")) << bad;
+  }
+  std::vector<std::string> args = base;
+  args.push_back("--linearized=yes");
+  EXPECT_THAT(UsageError(args), HasSubstr("--linearized takes no value"));
+}
+
+TEST(BnnctlArgsTest, AcquireFromADatasetOrACsvPool) {
+  absl::StatusOr<Invocation> parsed =
+      Parse({"acquire", "--snapshot", "s", "--dataset", "d", "--version", "3",
+             "--k", "5", "--heuristic", "bald", "--samples", "32", "--seed",
+             "4", "--diversity-power", "2.5"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const auto& acquire = std::get<AcquireCommand>(parsed->command);
+  EXPECT_EQ(acquire.snapshot_id, "s");
+  EXPECT_EQ(acquire.dataset_id, "d");
+  EXPECT_EQ(acquire.dataset_version, int64_t{3});
+  EXPECT_EQ(acquire.csv_path, "");
+  EXPECT_EQ(acquire.k, 5);
+  EXPECT_EQ(acquire.heuristic, "bald");
+  EXPECT_EQ(acquire.num_samples, 32);
+  EXPECT_EQ(acquire.seed, uint64_t{4});
+  EXPECT_EQ(acquire.diversity_power, 2.5);
+
+  absl::StatusOr<Invocation> csv =
+      Parse({"acquire", "--snapshot", "s", "--csv", "pool.csv", "--k", "1",
+             "--heuristic", "max_variance"});
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  const auto& from_csv = std::get<AcquireCommand>(csv->command);
+  EXPECT_EQ(from_csv.csv_path, "pool.csv");
+  EXPECT_EQ(from_csv.dataset_id, "");
+  EXPECT_FALSE(from_csv.dataset_version.has_value());
+  EXPECT_EQ(from_csv.num_samples, 0);
+  EXPECT_FALSE(from_csv.seed.has_value());
+  EXPECT_EQ(from_csv.diversity_power, 0.0);
+}
+
+TEST(BnnctlArgsTest, AcquireErrorsNameTheFlag) {
+  const std::vector<std::string> base = {"acquire", "--snapshot", "s"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return UsageError(args);
+  };
+  EXPECT_THAT(with({"--dataset", "d", "--heuristic", "bald"}),
+              HasSubstr("needs the flag --k"));
+  EXPECT_THAT(with({"--dataset", "d", "--k", "1"}),
+              HasSubstr("needs the flag --heuristic"));
+  EXPECT_THAT(with({"--k", "1", "--heuristic", "bald"}),
+              HasSubstr("exactly one pool: --dataset ID or --csv FILE"));
+  EXPECT_THAT(with({"--dataset", "d", "--csv", "p.csv", "--k", "1",
+                    "--heuristic", "bald"}),
+              HasSubstr("exactly one pool"));
+  EXPECT_THAT(with({"--csv", "p.csv", "--version", "2", "--k", "1",
+                    "--heuristic", "bald"}),
+              HasSubstr("--version needs --dataset"));
+  EXPECT_THAT(
+      with({"--dataset", "d", "--k", "1", "--heuristic", "most_uncertain"}),
+      HasSubstr("--heuristic: unknown heuristic 'most_uncertain'; known "
+                "heuristics: max_variance"));
+  EXPECT_THAT(with({"--dataset", "d", "--k", "0", "--heuristic", "bald"}),
+              HasSubstr("--k must be >= 1"));
+  EXPECT_THAT(with({"--dataset", "d", "--k", "1", "--heuristic", "bald",
+                    "--diversity-power", "-1"}),
+              HasSubstr("--diversity-power: '-1' is not a number >= 0"));
+  EXPECT_THAT(with({"--dataset", "d", "--k", "1", "--heuristic", "bald",
+                    "--diversity-power", "inf"}),
+              HasSubstr("--diversity-power"));
+  EXPECT_THAT(with({"--dataset", "d", "--k", "1", "--heuristic", "bald",
+                    "--samples", "0"}),
+              HasSubstr("--samples must be >= 1"));
+  EXPECT_THAT(with({"--dataset", "d", "--version", "-2", "--k", "1",
+                    "--heuristic", "bald"}),
+              HasSubstr("--version"));
+}
+
+TEST(BnnctlArgsTest, AppendAndDatasetVersions) {
+  absl::StatusOr<Invocation> parsed =
+      Parse({"append", "--dataset", "d", "--csv", "new.csv", "--target", "y",
+             "--expected-version", "4"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const auto& append = std::get<AppendCommand>(parsed->command);
+  EXPECT_EQ(append.dataset_id, "d");
+  EXPECT_EQ(append.csv_path, "new.csv");
+  EXPECT_EQ(append.target, "y");
+  EXPECT_EQ(append.expected_version, int64_t{4});
+  EXPECT_THAT(UsageError({"append", "--dataset", "d", "--csv", "new.csv"}),
+              HasSubstr("needs the flag --target"));
+  EXPECT_THAT(UsageError({"append", "--dataset", "d", "--csv", "new.csv",
+                          "--target", "y", "--expected-version", "x"}),
+              HasSubstr("--expected-version: 'x' is not a version"));
+
+  absl::StatusOr<Invocation> dataset =
+      Parse({"dataset", "d", "--version", "2"});
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  EXPECT_EQ(std::get<DatasetCommand>(dataset->command).version, int64_t{2});
+  EXPECT_THAT(UsageError({"dataset", "d", "--version", "0"}),
+              HasSubstr("--version"));
+}
+
+TEST(BnnctlArgsTest, SnapshotCommands) {
+  absl::StatusOr<Invocation> all = Parse({"snapshots"});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(std::get<SnapshotsCommand>(all->command).dataset_id, "");
+  absl::StatusOr<Invocation> of_dataset = Parse({"snapshots", "--dataset=d"});
+  ASSERT_TRUE(of_dataset.ok()) << of_dataset.status();
+  EXPECT_EQ(std::get<SnapshotsCommand>(of_dataset->command).dataset_id, "d");
+
+  absl::StatusOr<Invocation> one = Parse({"snapshot", "s-1"});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(std::get<SnapshotCommand>(one->command).snapshot_id, "s-1");
+  absl::StatusOr<Invocation> deleted = Parse({"delete-snapshot", "s-2"});
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(std::get<DeleteSnapshotCommand>(deleted->command).snapshot_id,
+            "s-2");
+
+  absl::StatusOr<Invocation> exported =
+      Parse({"export", "--snapshot", "s-1", "--out", "s.bin"});
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_EQ(std::get<ExportCommand>(exported->command).snapshot_id, "s-1");
+  EXPECT_EQ(std::get<ExportCommand>(exported->command).out_path, "s.bin");
+  absl::StatusOr<Invocation> imported = Parse({"import", "--in", "s.bin"});
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(std::get<ImportCommand>(imported->command).in_path, "s.bin");
+
+  EXPECT_THAT(UsageError({"snapshot"}), HasSubstr("SNAPSHOT_ID, got 0"));
+  EXPECT_THAT(UsageError({"delete-snapshot", "a", "b"}),
+              HasSubstr("SNAPSHOT_ID, got 2"));
+  EXPECT_THAT(UsageError({"export", "--snapshot", "s"}),
+              HasSubstr("needs the flag --out"));
+  EXPECT_THAT(UsageError({"import"}), HasSubstr("needs the flag --in"));
+  EXPECT_THAT(UsageError({"snapshots", "--dataset", ""}),
+              HasSubstr("--dataset must not be empty"));
 }
 
 TEST(BnnctlArgsTest, JobTakesOneIdAndOptionalWait) {
@@ -213,7 +407,11 @@ TEST(BnnctlArgsTest, HelpWinsOverEverythingElse) {
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_TRUE(std::holds_alternative<HelpCommand>(parsed->command));
   }
-  EXPECT_THAT(std::string(BnnctlUsage()), HasSubstr("predict"));
+  for (const char* command :
+       {"predict", "acquire", "append", "snapshots", "delete-snapshot",
+        "export", "import", "--prior-from-parent", "--quantiles"}) {
+    EXPECT_THAT(std::string(BnnctlUsage()), HasSubstr(command));
+  }
 }
 
 }  // namespace

@@ -2,11 +2,11 @@
 
 #include <cmath>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace bnn::client {
 namespace {
@@ -43,13 +43,16 @@ TEST(BnnctlOutputTest, RegressionPredictionsJsonHasStdAndNullForBadValues) {
   p->set_variance(-1.0);
 
   JsonWriter json;
-  WritePredictionsJson(OneFeature({-6, 0}), response, &json);
+  WritePredictionsJson(OneFeature({-6, 0}), v1::PredictRequest(), response,
+                       &json);
   ASSERT_TRUE(json.complete());
   const nlohmann::json parsed = nlohmann::json::parse(json.str());
   EXPECT_EQ(parsed["snapshot_id"], "s-1");
   EXPECT_EQ(parsed["num_samples"], 16);
   EXPECT_EQ(parsed["seed"], 42);
   EXPECT_EQ(parsed["task"], "regression");
+  EXPECT_EQ(parsed["linearized"], false);
+  EXPECT_EQ(parsed["quantile_levels"], nlohmann::json::array());
   EXPECT_EQ(parsed["feature_names"], nlohmann::json::array({"x"}));
   ASSERT_EQ(parsed["predictions"].size(), 2u);
   const nlohmann::json& first = parsed["predictions"][0];
@@ -58,6 +61,8 @@ TEST(BnnctlOutputTest, RegressionPredictionsJsonHasStdAndNullForBadValues) {
   EXPECT_EQ(first["std"], 3.0);
   EXPECT_EQ(first["epistemic_variance"], 5.0);
   EXPECT_EQ(first["aleatoric_variance"], 4.0);
+  // Only requested per-sample outputs are written.
+  EXPECT_FALSE(first.contains("sample_outputs"));
   // A NaN mean and a negative variance are not silently made finite.
   EXPECT_TRUE(parsed["predictions"][1]["mean"].is_null());
   EXPECT_TRUE(parsed["predictions"][1]["std"].is_null());
@@ -72,21 +77,83 @@ TEST(BnnctlOutputTest, ClassificationPredictionsJsonAndTable) {
   p->add_probabilities(0.75);
   p->set_predicted_class(1);
   p->set_entropy(0.56);
+  p->set_expected_entropy(0.5);
+  p->set_mutual_information(0.06);
+  p->set_variation_ratio(0.125);
 
   JsonWriter json;
-  WritePredictionsJson(OneFeature({3}), response, &json);
+  WritePredictionsJson(OneFeature({3}), v1::PredictRequest(), response, &json);
   const nlohmann::json parsed = nlohmann::json::parse(json.str());
   EXPECT_EQ(parsed["task"], "classification");
   EXPECT_EQ(parsed["class_values"], nlohmann::json::array({-1.0, 1.0}));
-  EXPECT_EQ(parsed["predictions"][0]["probabilities"],
-            nlohmann::json::array({0.25, 0.75}));
-  EXPECT_EQ(parsed["predictions"][0]["predicted_class"], 1.0);
-  EXPECT_FALSE(parsed["predictions"][0].contains("mean"));
+  const nlohmann::json& row = parsed["predictions"][0];
+  EXPECT_EQ(row["probabilities"], nlohmann::json::array({0.25, 0.75}));
+  EXPECT_EQ(row["predicted_class"], 1.0);
+  EXPECT_EQ(row["entropy"], 0.56);
+  EXPECT_EQ(row["expected_entropy"], 0.5);
+  EXPECT_EQ(row["mutual_information"], 0.06);
+  EXPECT_EQ(row["variation_ratio"], 0.125);
+  EXPECT_FALSE(row.contains("mean"));
+  EXPECT_FALSE(row.contains("quantiles"));
 
-  const std::string table = FormatPredictions(OneFeature({3}), response);
+  const std::string table =
+      FormatPredictions(OneFeature({3}), v1::PredictRequest(), response);
   EXPECT_EQ(table,
-            "x  p(-1)  p(1)  class\n"
-            "3   0.25  0.75      1\n");
+            "x  p(-1)  p(1)  class  entropy  mutual_info\n"
+            "3   0.25  0.75      1     0.56         0.06\n");
+}
+
+TEST(BnnctlOutputTest, QuantilesAndPerSampleOutputsForRegression) {
+  v1::PredictRequest request;
+  request.add_quantiles(0.05);
+  request.add_quantiles(0.95);
+  request.set_per_sample(true);
+  request.set_linearized(false);
+  v1::PredictResponse response;
+  response.set_num_samples(2);
+  v1::RowPrediction* p = response.add_predictions();
+  p->set_mean(1);
+  p->set_variance(4);
+  p->add_quantiles(-2.25);
+  p->add_quantiles(4.25);
+  p->add_sample_outputs(0.5);
+  p->add_sample_outputs(1.5);
+
+  JsonWriter json;
+  WritePredictionsJson(OneFeature({7}), request, response, &json);
+  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  EXPECT_EQ(parsed["quantile_levels"], nlohmann::json::array({0.05, 0.95}));
+  EXPECT_EQ(parsed["predictions"][0]["quantiles"],
+            nlohmann::json::array({-2.25, 4.25}));
+  EXPECT_EQ(parsed["predictions"][0]["sample_outputs"],
+            nlohmann::json::array({0.5, 1.5}));
+
+  EXPECT_EQ(FormatPredictions(OneFeature({7}), request, response),
+            "x  mean  std  q0.05  q0.95\n"
+            "7     1    2  -2.25   4.25\n"
+            "\n"
+            "per-sample outputs (2 samples per row):\n"
+            "row  sample  mean\n"
+            "  0       0   0.5\n"
+            "  0       1   1.5\n");
+}
+
+TEST(BnnctlOutputTest, PerSampleClassProbabilitiesAreSampleMajor) {
+  v1::PredictRequest request;
+  request.set_per_sample(true);
+  v1::PredictResponse response;
+  response.set_num_samples(2);
+  response.add_class_values(0);
+  response.add_class_values(1);
+  v1::RowPrediction* p = response.add_predictions();
+  p->add_probabilities(0.5);
+  p->add_probabilities(0.5);
+  // Sample 0: (0.9, 0.1); sample 1: (0.1, 0.9).
+  for (double value : {0.9, 0.1, 0.1, 0.9}) p->add_sample_outputs(value);
+  EXPECT_THAT(FormatPredictions(OneFeature({0}), request, response),
+              HasSubstr("row  sample  p(0)  p(1)\n"
+                        "  0       0   0.9   0.1\n"
+                        "  0       1   0.1   0.9\n"));
 }
 
 TEST(BnnctlOutputTest, RegressionTableHasFeatureMeanAndStdColumns) {
@@ -97,10 +164,11 @@ TEST(BnnctlOutputTest, RegressionTableHasFeatureMeanAndStdColumns) {
   p = response.add_predictions();
   p->set_mean(-10);
   p->set_variance(100);
-  EXPECT_EQ(FormatPredictions(OneFeature({-8, 0.5}), response),
-            "  x  mean  std\n"
-            " -8   1.5  0.5\n"
-            "0.5   -10   10\n");
+  EXPECT_EQ(
+      FormatPredictions(OneFeature({-8, 0.5}), v1::PredictRequest(), response),
+      "  x  mean  std\n"
+      " -8   1.5  0.5\n"
+      "0.5   -10   10\n");
 }
 
 TEST(BnnctlOutputTest, UnnamedFeaturesGetPositionalNames) {
@@ -109,7 +177,8 @@ TEST(BnnctlOutputTest, UnnamedFeaturesGetPositionalNames) {
   inputs.features = {1, 2};
   v1::PredictResponse response;
   response.add_predictions()->set_variance(1);
-  EXPECT_THAT(FormatPredictions(inputs, response), HasSubstr("x0  x1"));
+  EXPECT_THAT(FormatPredictions(inputs, v1::PredictRequest(), response),
+              HasSubstr("x0  x1"));
 }
 
 TEST(BnnctlOutputTest, JobJsonHasSortedParamsAndState) {
@@ -153,6 +222,130 @@ TEST(BnnctlOutputTest, DatasetJsonAndText) {
   EXPECT_THAT(FormatDataset(info), HasSubstr("classes   3 (labels 0, 1, 2)"));
   EXPECT_THAT(FormatDatasetList({info}), HasSubstr("d-1  iris"));
   EXPECT_EQ(FormatDatasetList({}), "no datasets\n");
+}
+
+TEST(BnnctlOutputTest, AcquisitionFromADatasetPool) {
+  v1::AcquireRequest request;
+  request.set_snapshot_id("snap-1");
+  request.set_dataset_id("ds-1");
+  request.set_heuristic("max_variance");
+  v1::AcquireResponse response;
+  response.add_indices(42);
+  response.add_scores(2.5);
+  response.add_indices(7);
+  response.add_scores(0.125);
+  response.set_pool_rows(500);
+  response.set_seed(9);
+
+  JsonWriter json;
+  WriteAcquisitionJson(request, response, /*pool=*/nullptr, &json);
+  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  EXPECT_EQ(parsed["snapshot_id"], "snap-1");
+  EXPECT_EQ(parsed["heuristic"], "max_variance");
+  EXPECT_EQ(parsed["pool_rows"], 500);
+  EXPECT_EQ(parsed["seed"], 9);
+  EXPECT_EQ(
+      parsed["acquired"],
+      nlohmann::json::parse(
+          R"([{"index": 42, "score": 2.5}, {"index": 7, "score": 0.125}])"));
+
+  EXPECT_EQ(FormatAcquisition(response, nullptr),
+            "rank  index  score\n"
+            "   1     42    2.5\n"
+            "   2      7  0.125\n"
+            "pool rows 500, seed 9\n");
+}
+
+TEST(BnnctlOutputTest, AcquisitionFromACsvPoolShowsTheChosenRows) {
+  v1::AcquireResponse response;
+  response.add_indices(2);
+  response.add_scores(1);
+  // An index the pool does not have is shown without features, not read
+  // out of bounds.
+  response.add_indices(5);
+  response.add_scores(0.5);
+  response.set_pool_rows(3);
+  const FeatureTable pool = OneFeature({-1, 0, 1});
+
+  JsonWriter json;
+  WriteAcquisitionJson(v1::AcquireRequest(), response, &pool, &json);
+  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  EXPECT_EQ(parsed["acquired"][0]["x"], nlohmann::json::array({1.0}));
+  EXPECT_EQ(parsed["acquired"][1]["x"], nlohmann::json::array());
+
+  EXPECT_EQ(FormatAcquisition(response, &pool),
+            "rank  index  score  x\n"
+            "   1      2      1  1\n"
+            "   2      5    0.5\n"
+            "pool rows 3, seed 0\n");
+}
+
+v1::SnapshotInfo ChildSnapshot() {
+  v1::SnapshotInfo info;
+  info.set_snapshot_id("snap-2");
+  info.set_method("slang");
+  (*info.mutable_params())["rank"] = "1";
+  (*info.mutable_params())["epochs"] = "50";
+  info.set_dataset_id("ds-1");
+  info.set_dataset_version(2);
+  info.set_task(v1::TASK_REGRESSION);
+  info.mutable_model()->add_hidden_sizes(20);
+  info.mutable_model()->add_activations("tanh");
+  info.set_num_features(1);
+  info.set_num_parameters(61);
+  info.set_posterior_family("low_rank");
+  info.set_steps(100);
+  info.set_epochs(50);
+  info.set_final_loss(0.25);
+  info.set_seed(18446744073709551615u);
+  info.set_format_version(1);
+  info.set_size_bytes(2048);
+  info.set_parent_snapshot_id("snap-1");
+  info.set_prior_from_parent(true);
+  return info;
+}
+
+TEST(BnnctlOutputTest, SnapshotJsonHasEveryField) {
+  JsonWriter json;
+  WriteSnapshotJson(ChildSnapshot(), &json);
+  ASSERT_TRUE(json.complete());
+  EXPECT_THAT(json.str(), HasSubstr(R"("params":{"epochs":"50","rank":"1"})"));
+  // 64-bit seeds are written in full, not rounded through a double.
+  EXPECT_THAT(json.str(), HasSubstr(R"("seed":18446744073709551615)"));
+  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  EXPECT_EQ(parsed["snapshot_id"], "snap-2");
+  EXPECT_EQ(parsed["dataset_version"], 2);
+  EXPECT_EQ(parsed["task"], "regression");
+  EXPECT_EQ(parsed["model"], nlohmann::json::parse(
+                                 R"({"hidden_sizes": [20],
+                                     "activations": ["tanh"]})"));
+  EXPECT_EQ(parsed["posterior_family"], "low_rank");
+  EXPECT_EQ(parsed["format_version"], 1);
+  EXPECT_EQ(parsed["parent_snapshot_id"], "snap-1");
+  EXPECT_EQ(parsed["prior_from_parent"], true);
+  EXPECT_EQ(parsed["class_values"], nlohmann::json::array());
+}
+
+TEST(BnnctlOutputTest, SnapshotTextAndList) {
+  const std::string text = FormatSnapshot(ChildSnapshot());
+  EXPECT_THAT(text, HasSubstr("snapshot    snap-2\n"));
+  EXPECT_THAT(text, HasSubstr("params      epochs=50 rank=1\n"));
+  EXPECT_THAT(text, HasSubstr("dataset     ds-1 version 2\n"));
+  EXPECT_THAT(text, HasSubstr("model       20 tanh\n"));
+  EXPECT_THAT(text,
+              HasSubstr("parent      snap-1 (its posterior is the prior)\n"));
+
+  v1::SnapshotInfo root = ChildSnapshot();
+  root.set_snapshot_id("snap-1");
+  root.clear_parent_snapshot_id();
+  root.set_dataset_version(1);
+  const std::string list = FormatSnapshotList({root, ChildSnapshot()});
+  EXPECT_THAT(list, HasSubstr("ID      METHOD  DATASET  VERSION  FAMILY    "
+                              "PARENT  CREATED\n"));
+  EXPECT_THAT(list, HasSubstr("snap-1  slang   ds-1     1        low_rank  -"));
+  EXPECT_THAT(list, HasSubstr("snap-2  slang   ds-1     2        low_rank  "
+                              "snap-1"));
+  EXPECT_EQ(FormatSnapshotList({}), "no snapshots\n");
 }
 
 }  // namespace

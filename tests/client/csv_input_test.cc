@@ -102,5 +102,24 @@ TEST(ReadFeatureCsvTest, ReadsAFileAndPrefixesErrorsWithThePath) {
   EXPECT_THAT(table.status().message(), HasSubstr(path));
 }
 
+TEST(CheckSameFeaturesTest, SameNamesInTheSameOrderFit) {
+  EXPECT_TRUE(CheckSameFeatures({"a", "b"}, {"a", "b"}, 2).ok());
+  // A dataset uploaded without names only constrains the count.
+  EXPECT_TRUE(CheckSameFeatures({"a", "b"}, {}, 2).ok());
+}
+
+TEST(CheckSameFeaturesTest, WrongCountOrSwappedColumnsAreRejected) {
+  absl::Status status = CheckSameFeatures({"a"}, {"a", "b"}, 2);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("the file has 1 feature columns; the dataset has 2"));
+
+  status = CheckSameFeatures({"b", "a"}, {"a", "b"}, 2);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("feature column 0 is 'b'; the dataset's is 'a' "
+                        "(features: a, b)"));
+}
+
 }  // namespace
 }  // namespace bnn::client
