@@ -278,20 +278,24 @@ typename PerExampleGrads<T>::Scratch& PerExampleGrads<T>::ThreadScratch(
 }
 
 template <typename T>
+template <typename Body>
+void PerExampleGrads<T>::ForEachProbe(int k_count, const Body& body) const {
+  // Probes are independent: each thread takes whole probes and runs
+  // single-threaded GEMMs whose (M S) x out intermediate stays in cache (one
+  // large GEMM over all probes was measured slower: its intermediate streams
+  // through memory).
+  const int threads = ProbeThreads(k_count);
+  ThreadScratch(threads);  // sizes the per-thread scratch before the region
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (int k = 0; k < k_count; ++k) body(k, ThreadScratch(threads));
+}
+
+template <typename T>
 void PerExampleGrads<T>::TransposeTimes(const Eigen::Ref<const MatrixX<T>>& q,
                                         MatrixX<T>* out) const {
   BNN_CHECK_EQ(q.rows(), dim_);
-  const int k_count = static_cast<int>(q.cols());
-  out->setZero(count_, k_count);
-  const int threads = ProbeThreads(k_count);
-  ThreadScratch(threads);  // sizes the per-thread scratch before the region
-  // Probes are independent: each thread takes whole probes and runs
-  // single-threaded GEMMs whose (M S) x out intermediate stays in cache
-  // (one large GEMM over all probes was measured slower: its intermediate
-  // streams through memory).
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-  for (int k = 0; k < k_count; ++k) {
-    Scratch& scratch = ThreadScratch(threads);
+  out->setZero(count_, q.cols());
+  ForEachProbe(static_cast<int>(q.cols()), [&](int k, Scratch& scratch) {
     for (size_t l = 0; l < layers_.size(); ++l) {
       const LayerShape& shape = layers_[l];
       Eigen::Map<const MatrixX<T>> qk(
@@ -302,20 +306,15 @@ void PerExampleGrads<T>::TransposeTimes(const Eigen::Ref<const MatrixX<T>>& q,
       a.noalias() = inputs(l) * qk.transpose();
       out->col(k) += (a.array() * deltas_[l].array()).rowwise().sum().matrix();
     }
-  }
+  });
 }
 
 template <typename T>
 void PerExampleGrads<T>::Times(const Eigen::Ref<const MatrixX<T>>& x,
                                MatrixX<T>* out) const {
   BNN_CHECK_EQ(x.rows(), count_);
-  const int k_count = static_cast<int>(x.cols());
-  out->resize(dim_, k_count);
-  const int threads = ProbeThreads(k_count);
-  ThreadScratch(threads);  // sizes the per-thread scratch before the region
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-  for (int k = 0; k < k_count; ++k) {
-    Scratch& scratch = ThreadScratch(threads);
+  out->resize(dim_, x.cols());
+  ForEachProbe(static_cast<int>(x.cols()), [&](int k, Scratch& scratch) {
     for (size_t l = 0; l < layers_.size(); ++l) {
       const LayerShape& shape = layers_[l];
       Eigen::Map<MatrixX<T>> block(out->data() + k * dim_ + shape.offset,
@@ -324,7 +323,7 @@ void PerExampleGrads<T>::Times(const Eigen::Ref<const MatrixX<T>>& x,
       a = deltas_[l].array().colwise() * x.col(k).array();
       block.noalias() = a.transpose() * inputs(l);
     }
-  }
+  });
 }
 
 template <typename T>

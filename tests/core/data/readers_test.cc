@@ -18,6 +18,8 @@
 
 #include "bnn/data/dataset.h"
 
+#include "tests/test_util/test_util.h"
+
 namespace bnn {
 namespace {
 
@@ -25,9 +27,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string Msg(const absl::Status& status) {
-  return std::string(status.message());
-}
+using ::bnn::testing::Msg;
 
 CsvOptions Target(const std::string& column, bool classification = false) {
   CsvOptions options;
@@ -39,17 +39,7 @@ CsvOptions Target(const std::string& column, bool classification = false) {
 // A fresh directory per test, removed afterwards.
 class ReadersTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl =
-        (std::filesystem::path(::testing::TempDir()) / "bnn_readers_XXXXXX")
-            .string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr) << tmpl;
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  void SetUp() override { ASSERT_FALSE(temp_.path().empty()); }
 
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
@@ -73,7 +63,8 @@ class ReadersTest : public ::testing::Test {
     return path;
   }
 
-  std::string dir_;
+  ::bnn::testing::ScopedTempDir temp_{"bnn_readers"};
+  const std::string& dir_ = temp_.path();
 };
 
 // ---------------------------------------------------------------- ParseCsv

@@ -23,6 +23,8 @@
 #include "bnn/random.h"
 #include "bnn/version.h"
 
+#include "tests/test_util/test_util.h"
+
 namespace bnn {
 namespace {
 
@@ -32,9 +34,7 @@ using ::testing::HasSubstr;
 constexpr size_t kHeaderSize = 8 + 4 + 8;  // magic, version, payload size
 constexpr size_t kTrailerSize = 4;         // CRC32C
 
-std::string Msg(const absl::Status& status) {
-  return std::string(status.message());
-}
+using ::bnn::testing::Msg;
 
 std::shared_ptr<const LowRankGaussianPosterior> RandomPosterior(int64_t dim,
                                                                 int rank,
@@ -112,15 +112,7 @@ class SnapshotTest : public ::testing::Test {
     ASSERT_TRUE(bytes.ok()) << bytes.status();
     bytes_ = *std::move(bytes);
 
-    std::string tmpl =
-        (std::filesystem::path(::testing::TempDir()) / "bnn_snapshot_XXXXXX")
-            .string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr) << tmpl;
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    ASSERT_FALSE(temp_.path().empty());
   }
 
   std::string Payload() const {
@@ -141,7 +133,8 @@ class SnapshotTest : public ::testing::Test {
   Snapshot snapshot_;
   std::shared_ptr<const LowRankGaussianPosterior> posterior_;
   std::string bytes_;
-  std::string dir_;
+  ::bnn::testing::ScopedTempDir temp_{"bnn_snapshot"};
+  const std::string& dir_ = temp_.path();
 };
 
 void ExpectBitwiseEqual(const double* a, const double* b, int64_t n) {

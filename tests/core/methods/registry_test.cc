@@ -17,6 +17,8 @@
 #include "bnn/methods/options.h"
 #include "bnn/methods/slang.h"
 
+#include "tests/test_util/test_util.h"
+
 namespace bnn {
 namespace {
 
@@ -30,9 +32,7 @@ using ::testing::Not;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
-std::string Msg(const absl::Status& status) {
-  return std::string(status.message());
-}
+using ::bnn::testing::Msg;
 
 const MethodRegistry& Builtin() { return MethodRegistry::Builtin(); }
 

@@ -11,6 +11,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/test_util/test_util.h"
+
 namespace bnn {
 namespace {
 
@@ -18,9 +20,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string Msg(const absl::Status& status) {
-  return std::string(status.message());
-}
+using ::bnn::testing::Msg;
 
 // 3 -> 4 -> 2 -> 1, Gaussian.
 ModelSpec TwoHidden() {

@@ -137,6 +137,9 @@ class PerExampleGrads {
   };
   int ProbeThreads(int k_count) const;
   Scratch& ThreadScratch(int threads) const;
+  // Runs body(k, scratch) for k in [0, k_count), probes spread over threads.
+  template <typename Body>
+  void ForEachProbe(int k_count, const Body& body) const;
   mutable MatrixX<T> scratch_a_;
   mutable MatrixX<T> scratch_b_;
   mutable std::vector<Scratch> thread_scratch_;
