@@ -249,6 +249,13 @@ absl::Status GetRequired(
   return absl::OkStatus();
 }
 
+// A flag that may be left out, but not given empty.
+absl::Status GetOptional(const RawArgs& raw, absl::string_view flag,
+                         std::string* destination) {
+  if (!raw.Has(flag)) return absl::OkStatus();
+  return GetRequired(raw, {{flag, destination}});
+}
+
 absl::StatusOr<int> ParsePositiveInt(absl::string_view flag,
                                      absl::string_view value) {
   int out = 0;
@@ -428,10 +435,10 @@ absl::StatusOr<Command> BuildTrain(const RawArgs& raw) {
       !status.ok()) {
     return status;
   }
-  if (raw.Has("parent")) {
-    absl::StatusOr<std::string> parent = Required(raw, "parent");
-    if (!parent.ok()) return parent.status();
-    train.parent_snapshot_id = *std::move(parent);
+  if (absl::Status status =
+          GetOptional(raw, "parent", &train.parent_snapshot_id);
+      !status.ok()) {
+    return status;
   }
   train.prior_from_parent = raw.Has("prior-from-parent");
   if (train.prior_from_parent && train.parent_snapshot_id.empty()) {
@@ -502,18 +509,14 @@ absl::StatusOr<Command> BuildPredict(const RawArgs& raw) {
     absl::StatusOr<std::string> samples = Required(raw, "samples");
     if (!samples.ok()) return samples.status();
   }
-  if (raw.Has("target")) {
-    absl::StatusOr<std::string> target = Required(raw, "target");
-    if (!target.ok()) return target.status();
-    predict.target = *std::move(target);
-  }
   if (const std::string* value = raw.Get("quantiles")) {
     absl::StatusOr<std::vector<double>> levels = ParseQuantiles(*value);
     if (!levels.ok()) return levels.status();
     predict.quantiles = *std::move(levels);
   }
   for (absl::Status status :
-       {ParseIfPresent(raw, "samples", ParsePositiveInt, &predict.num_samples),
+       {GetOptional(raw, "target", &predict.target),
+        ParseIfPresent(raw, "samples", ParsePositiveInt, &predict.num_samples),
         ParseIfPresent(raw, "seed", ParseSeed, &predict.seed)}) {
     if (!status.ok()) return status;
   }
@@ -534,18 +537,13 @@ absl::StatusOr<Command> BuildAcquire(const RawArgs& raw) {
     return absl::InvalidArgumentError(
         "'acquire' needs exactly one pool: --dataset ID or --csv FILE");
   }
-  if (raw.Has("dataset")) {
-    absl::StatusOr<std::string> dataset = Required(raw, "dataset");
-    if (!dataset.ok()) return dataset.status();
-    acquire.dataset_id = *std::move(dataset);
-  } else {
-    if (raw.Has("version")) {
-      return absl::InvalidArgumentError(
-          "flag --version needs --dataset (a CSV pool has no versions)");
-    }
-    absl::StatusOr<std::string> csv = Required(raw, "csv");
-    if (!csv.ok()) return csv.status();
-    acquire.csv_path = *std::move(csv);
+  if (raw.Has("csv") && raw.Has("version")) {
+    return absl::InvalidArgumentError(
+        "flag --version needs --dataset (a CSV pool has no versions)");
+  }
+  for (absl::Status status : {GetOptional(raw, "dataset", &acquire.dataset_id),
+                              GetOptional(raw, "csv", &acquire.csv_path)}) {
+    if (!status.ok()) return status;
   }
   if (absl::StatusOr<AcquisitionHeuristic> heuristic =
           StringToHeuristic(acquire.heuristic);
@@ -593,10 +591,9 @@ absl::StatusOr<Command> BuildAppend(const RawArgs& raw) {
 
 absl::StatusOr<Command> BuildSnapshots(const RawArgs& raw) {
   SnapshotsCommand snapshots;
-  if (raw.Has("dataset")) {
-    absl::StatusOr<std::string> dataset = Required(raw, "dataset");
-    if (!dataset.ok()) return dataset.status();
-    snapshots.dataset_id = *std::move(dataset);
+  if (absl::Status status = GetOptional(raw, "dataset", &snapshots.dataset_id);
+      !status.ok()) {
+    return status;
   }
   return snapshots;
 }
