@@ -1,35 +1,31 @@
 #include "server/bnn_service.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include <absl/random/random.h>
 #include <absl/strings/str_cat.h>
 #include <spdlog/spdlog.h>
 
-#include "bnn/data/dataset.h"
+#include "bnn/io/snapshot.h"
 #include "bnn/predict/predictor.h"
 #include "bnn/status.h"
 
 #include "server/compute_threads.h"
+#include "server/predict_request.h"
 #include "server/status_util.h"
+#include "server/to_wire.h"
 #include "server/training_request.h"
 
 namespace bnn::server {
 namespace {
 
-// Uploads finishing at once share these threads.
-constexpr int kUploadThreads = 2;
-
-absl::Status RequireId(absl::string_view field, absl::string_view value) {
-  if (value.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
-  }
-  return absl::OkStatus();
-}
+// Threads of the I/O pool: uploads, appends and imports finishing at once
+// share them.
+constexpr int kIoThreads = 2;
 
 // Failures that point at the server rather than the request.
 bool IsServerError(const absl::Status& status) {
@@ -44,155 +40,7 @@ bool IsServerError(const absl::Status& status) {
   }
 }
 
-void ToDatasetInfo(const store::DatasetMeta& meta, v1::DatasetInfo* info) {
-  info->set_dataset_id(meta.dataset_id());
-  info->set_name(meta.name());
-  info->set_task(meta.task() == TaskToString(Task::kRegression)
-                     ? v1::TASK_REGRESSION
-                     : v1::TASK_CLASSIFICATION);
-  info->set_num_rows(meta.num_rows());
-  info->set_num_features(meta.num_features());
-  info->set_num_classes(meta.num_classes());
-  *info->mutable_class_values() = meta.class_values();
-  info->set_version(meta.version());
-  info->set_hash(meta.hash());
-  info->set_created_unix_ms(meta.created_unix_ms());
-  *info->mutable_feature_names() = meta.feature_names();
-  info->set_target_name(meta.target_name());
-}
-
-v1::JobState ToJobState(store::JobRecord::State state) {
-  switch (state) {
-    case store::JobRecord::QUEUED:
-      return v1::JOB_STATE_QUEUED;
-    case store::JobRecord::RUNNING:
-      return v1::JOB_STATE_RUNNING;
-    case store::JobRecord::SUCCEEDED:
-      return v1::JOB_STATE_SUCCEEDED;
-    case store::JobRecord::FAILED:
-      return v1::JOB_STATE_FAILED;
-    case store::JobRecord::CANCELLED:
-      return v1::JOB_STATE_CANCELLED;
-    default:
-      return v1::JOB_STATE_UNSPECIFIED;
-  }
-}
-
-void ToJob(const store::JobRecord& record, v1::Job* job) {
-  job->set_job_id(record.job_id());
-  job->set_state(ToJobState(record.state()));
-  job->set_dataset_id(record.dataset_id());
-  job->set_method(record.method());
-  *job->mutable_params() = record.params();
-  job->set_progress(record.progress());
-  job->set_epoch(record.epoch());
-  job->set_step(record.step());
-  job->set_total_steps(record.total_steps());
-  job->set_last_loss(record.last_loss());
-  job->set_snapshot_id(record.snapshot_id());
-  job->set_error(record.error());
-  job->set_created_unix_ms(record.created_unix_ms());
-  job->set_started_unix_ms(record.started_unix_ms());
-  job->set_finished_unix_ms(record.finished_unix_ms());
-}
-
 }  // namespace
-
-// Client-streaming upload. Reactions only validate and append rows; the
-// end of the stream hands the dataset to the upload pool, whose thread
-// stores it and finishes the call.
-class BnnServiceImpl::UploadReactor final
-    : public grpc::ServerReadReactor<v1::UploadDatasetRequest> {
- public:
-  UploadReactor(BnnServiceImpl* service, grpc::CallbackServerContext* context,
-                v1::UploadDatasetResponse* response)
-      : service_(service),
-        context_(context),
-        response_(response),
-        start_(absl::Now()) {
-    StartRead(&message_);
-  }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      // End of stream: the client half-closed, or the call is gone.
-      if (context_->IsCancelled()) {
-        Complete(absl::CancelledError("upload cancelled by the client"));
-        return;
-      }
-      service_->upload_pool_.Schedule([this] { Complete(Commit()); });
-      return;
-    }
-    if (absl::Status status = Consume(); !status.ok()) {
-      Complete(status);
-      return;
-    }
-    StartRead(&message_);
-  }
-
-  void OnDone() override { delete this; }
-
- private:
-  // Validates one stream message and appends its rows.
-  absl::Status Consume() {
-    BNN_RETURN_IF_ERROR(
-        ValidateUploadMessage(message_, num_messages_++, have_header_));
-    if (message_.has_header()) {
-      BNN_RETURN_IF_ERROR(ValidateDatasetHeader(message_.header()));
-      header_ = std::move(*message_.mutable_header());
-      have_header_ = true;
-      data_.num_features = header_.num_features();
-      data_.feature_names.assign(header_.feature_names().begin(),
-                                 header_.feature_names().end());
-      data_.target_name = header_.target_name();
-      return absl::OkStatus();
-    }
-    const v1::RowChunk& chunk = message_.chunk();
-    BNN_RETURN_IF_ERROR(ValidateRowChunk(chunk, header_.num_features(),
-                                         data_.num_rows(),
-                                         service_->options_.limits));
-    for (const v1::Example& example : chunk.rows()) {
-      data_.features.insert(data_.features.end(), example.x().begin(),
-                            example.x().end());
-      data_.targets.push_back(example.y());
-    }
-    return absl::OkStatus();
-  }
-
-  // Runs on the upload pool.
-  absl::Status Commit() {
-    BNN_RETURN_IF_ERROR(ValidateUploadComplete(have_header_, data_.num_rows()));
-    if (header_.task() == v1::TASK_CLASSIFICATION) {
-      BNN_RETURN_IF_ERROR(ValidateClassLabels(data_.targets));
-      BNN_RETURN_IF_ERROR(EncodeClassLabels(&data_));
-    }
-    BNN_RETURN_IF_ERROR(data_.Validate());
-    BNN_ASSIGN_OR_RETURN(const store::DatasetMeta meta,
-                         service_->datasets_->Create(data_, header_.name()));
-    service_->metrics_->datasets().Set(
-        static_cast<double>(service_->datasets_->size()));
-    spdlog::info("dataset {} '{}' stored: {} rows x {} features",
-                 meta.dataset_id(), meta.name(), meta.num_rows(),
-                 meta.num_features());
-    ToDatasetInfo(meta, response_->mutable_dataset());
-    return absl::OkStatus();
-  }
-
-  void Complete(const absl::Status& status) {
-    service_->RecordOutcome(context_, "UploadDataset", start_, status);
-    Finish(ToGrpcStatus(status));
-  }
-
-  BnnServiceImpl* const service_;
-  grpc::CallbackServerContext* const context_;
-  v1::UploadDatasetResponse* const response_;
-  const absl::Time start_;
-  v1::UploadDatasetRequest message_;
-  int64_t num_messages_ = 0;
-  bool have_header_ = false;
-  v1::DatasetHeader header_;
-  Dataset data_;
-};
 
 BnnServiceImpl::BnnServiceImpl(const Options& options, DatasetStore* datasets,
                                SnapshotStore* snapshots, JobRunner* jobs,
@@ -204,7 +52,8 @@ BnnServiceImpl::BnnServiceImpl(const Options& options, DatasetStore* datasets,
       jobs_(jobs),
       registry_(registry),
       metrics_(metrics),
-      upload_pool_(kUploadThreads) {
+      io_pool_(kIoThreads),
+      compute_pool_(options.compute_workers) {
   metrics_->datasets().Set(static_cast<double>(datasets_->size()));
   metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
 }
@@ -233,10 +82,22 @@ grpc::ServerUnaryReactor* BnnServiceImpl::Finish(
   return reactor;
 }
 
-grpc::ServerReadReactor<v1::UploadDatasetRequest>*
-BnnServiceImpl::UploadDataset(grpc::CallbackServerContext* context,
-                              v1::UploadDatasetResponse* response) {
-  return new UploadReactor(this, context, response);
+grpc::ServerUnaryReactor* BnnServiceImpl::FinishOnPool(
+    ThreadPool* pool, grpc::CallbackServerContext* context,
+    absl::string_view rpc, absl::AnyInvocable<absl::Status() &&> work) {
+  const absl::Time start = absl::Now();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // The request and response stay valid until the reactor finishes.
+  pool->Schedule([this, context, reactor, rpc, start,
+                  work = std::move(work)]() mutable {
+    const absl::Status status =
+        context->IsCancelled() ? absl::CancelledError(absl::StrCat(
+                                     rpc, " was cancelled before it started"))
+                               : std::move(work)();
+    RecordOutcome(context, rpc, start, status);
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* BnnServiceImpl::GetDataset(
@@ -280,8 +141,42 @@ grpc::ServerUnaryReactor* BnnServiceImpl::CancelJob(
 grpc::ServerUnaryReactor* BnnServiceImpl::Predict(
     grpc::CallbackServerContext* context, const v1::PredictRequest* request,
     v1::PredictResponse* response) {
+  return FinishOnPool(
+      &compute_pool_, context, "Predict",
+      [this, request, response] { return DoPredict(*request, response); });
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::Acquire(
+    grpc::CallbackServerContext* context, const v1::AcquireRequest* request,
+    v1::AcquireResponse* response) {
+  return FinishOnPool(
+      &compute_pool_, context, "Acquire",
+      [this, request, response] { return DoAcquire(*request, response); });
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::ListSnapshots(
+    grpc::CallbackServerContext* context,
+    const v1::ListSnapshotsRequest* request,
+    v1::ListSnapshotsResponse* response) {
   const absl::Time start = absl::Now();
-  return Finish(context, "Predict", start, DoPredict(*request, response));
+  return Finish(context, "ListSnapshots", start,
+                DoListSnapshots(*request, response));
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::GetSnapshot(
+    grpc::CallbackServerContext* context, const v1::GetSnapshotRequest* request,
+    v1::SnapshotInfo* response) {
+  const absl::Time start = absl::Now();
+  return Finish(context, "GetSnapshot", start,
+                DoGetSnapshot(*request, response));
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::DeleteSnapshot(
+    grpc::CallbackServerContext* context,
+    const v1::DeleteSnapshotRequest* request,
+    v1::DeleteSnapshotResponse* /*response*/) {
+  return FinishOnPool(&io_pool_, context, "DeleteSnapshot",
+                      [this, request] { return DoDeleteSnapshot(*request); });
 }
 
 grpc::ServerUnaryReactor* BnnServiceImpl::ListMethods(
@@ -295,8 +190,11 @@ grpc::ServerUnaryReactor* BnnServiceImpl::ListMethods(
 absl::Status BnnServiceImpl::DoGetDataset(const v1::GetDatasetRequest& request,
                                           v1::DatasetInfo* response) {
   BNN_RETURN_IF_ERROR(RequireId("dataset_id", request.dataset_id()));
+  BNN_ASSIGN_OR_RETURN(
+      const std::optional<int64_t> version,
+      RequestedVersion("version", request.has_version(), request.version()));
   BNN_ASSIGN_OR_RETURN(const store::DatasetMeta meta,
-                       datasets_->Get(request.dataset_id()));
+                       datasets_->Get(request.dataset_id(), version));
   ToDatasetInfo(meta, response);
   return absl::OkStatus();
 }
@@ -313,10 +211,21 @@ absl::Status BnnServiceImpl::DoStartTraining(
     const v1::StartTrainingRequest& request,
     v1::StartTrainingResponse* response) {
   BNN_RETURN_IF_ERROR(RequireId("dataset_id", request.dataset_id()));
+  BNN_ASSIGN_OR_RETURN(
+      const std::optional<int64_t> version,
+      RequestedVersion("dataset_version", request.has_dataset_version(),
+                       request.dataset_version()));
   BNN_ASSIGN_OR_RETURN(const store::DatasetMeta dataset,
-                       datasets_->Get(request.dataset_id()));
-  BNN_ASSIGN_OR_RETURN(store::JobRecord job,
-                       BuildTrainingJob(request, dataset, *registry_));
+                       datasets_->Get(request.dataset_id(), version));
+  std::optional<store::SnapshotMeta> parent;
+  if (!request.parent_snapshot_id().empty()) {
+    BNN_ASSIGN_OR_RETURN(parent,
+                         snapshots_->GetMeta(request.parent_snapshot_id()));
+  }
+  BNN_ASSIGN_OR_RETURN(
+      store::JobRecord job,
+      BuildTrainingJob(request, dataset, *registry_,
+                       parent.has_value() ? &*parent : nullptr));
   BNN_ASSIGN_OR_RETURN(job, jobs_->Submit(std::move(job)));
   response->set_job_id(job.job_id());
   return absl::OkStatus();
@@ -343,56 +252,120 @@ absl::Status BnnServiceImpl::DoCancelJob(const v1::CancelJobRequest& request,
 absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
                                        v1::PredictResponse* response) {
   BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
-  BNN_ASSIGN_OR_RETURN(
-      const int num_samples,
-      ResolveNumSamples(request.num_samples(), options_.limits));
   BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
                        snapshots_->GetPredictor(request.snapshot_id()));
-  BNN_RETURN_IF_ERROR(ValidatePredictRows(
-      request.rows(), predictor->num_features(), options_.limits));
-
-  const int64_t num_rows = request.rows_size();
-  std::vector<double> rows;
-  rows.reserve(num_rows * predictor->num_features());
-  for (const v1::Features& row : request.rows()) {
-    rows.insert(rows.end(), row.x().begin(), row.x().end());
-  }
-  PredictOptions predict_options;
-  predict_options.num_samples = num_samples;
-  if (request.has_seed()) {
-    predict_options.seed = request.seed();
-  } else {
-    // Returned in the response so that the call can be repeated exactly.
-    absl::BitGen gen;
-    predict_options.seed = absl::Uniform<uint64_t>(gen);
-  }
+  const Snapshot& snapshot = predictor->snapshot();
+  BNN_ASSIGN_OR_RETURN(const PredictOptions options,
+                       BuildPredictOptions(request, snapshot, options_.limits));
+  const std::vector<double> rows =
+      FeatureMatrix(request.rows(), predictor->num_features());
   UseComputeThreads(options_.compute_threads);
   BNN_ASSIGN_OR_RETURN(const Prediction prediction,
-                       predictor->Predict(rows, num_rows, predict_options));
+                       predictor->Predict(rows, request.rows_size(), options));
+  ToPredictResponse(prediction, options, request.snapshot_id(), snapshot,
+                    response);
+  metrics_->predict_rows().Increment(static_cast<double>(request.rows_size()));
+  PublishCacheCounts();
+  return absl::OkStatus();
+}
 
-  response->set_snapshot_id(request.snapshot_id());
-  response->set_num_samples(num_samples);
-  response->set_seed(predict_options.seed);
-  const Snapshot& snapshot = predictor->snapshot();
-  response->mutable_class_values()->Add(snapshot.class_values.begin(),
-                                        snapshot.class_values.end());
-  const bool classification = IsClassification(snapshot.task);
-  const int num_classes = prediction.num_classes;
-  for (int64_t i = 0; i < num_rows; ++i) {
-    v1::RowPrediction* out = response->add_predictions();
-    if (classification) {
-      const double* p = prediction.probabilities.data() + i * num_classes;
-      out->mutable_probabilities()->Add(p, p + num_classes);
-      out->set_predicted_class(prediction.predicted_class[i]);
-      out->set_entropy(prediction.entropy[i]);
-    } else {
-      out->set_mean(prediction.mean[i]);
-      out->set_variance(prediction.variance[i]);
-      out->set_epistemic_variance(prediction.epistemic_variance[i]);
-      out->set_aleatoric_variance(prediction.aleatoric_variance[i]);
+absl::Status BnnServiceImpl::DoAcquire(const v1::AcquireRequest& request,
+                                       v1::AcquireResponse* response) {
+  BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
+  BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
+                       snapshots_->GetPredictor(request.snapshot_id()));
+  std::vector<double> request_rows;
+  BNN_ASSIGN_OR_RETURN(
+      const std::unique_ptr<PoolSource> pool,
+      OpenPool(request, predictor->num_features(), &request_rows));
+  BNN_ASSIGN_OR_RETURN(
+      const AcquireOptions options,
+      BuildAcquireOptions(request, pool->num_rows(), options_.limits));
+  UseComputeThreads(options_.compute_threads);
+  BNN_ASSIGN_OR_RETURN(const Acquisition acquisition,
+                       bnn::Acquire(*predictor, *pool, options));
+  response->mutable_indices()->Add(acquisition.indices.begin(),
+                                   acquisition.indices.end());
+  response->mutable_scores()->Add(acquisition.scores.begin(),
+                                  acquisition.scores.end());
+  response->set_pool_rows(acquisition.pool_rows);
+  response->set_seed(options.seed);
+  metrics_->acquire_rows_scored().Increment(
+      static_cast<double>(acquisition.pool_rows));
+  PublishCacheCounts();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<PoolSource>> BnnServiceImpl::OpenPool(
+    const v1::AcquireRequest& request, int64_t num_features,
+    std::vector<double>* rows) const {
+  switch (request.pool_case()) {
+    case v1::AcquireRequest::kDatasetId: {
+      BNN_RETURN_IF_ERROR(RequireId("dataset_id", request.dataset_id()));
+      BNN_ASSIGN_OR_RETURN(
+          const std::optional<int64_t> version,
+          RequestedVersion("dataset_version", request.has_dataset_version(),
+                           request.dataset_version()));
+      BNN_ASSIGN_OR_RETURN(const store::DatasetMeta meta,
+                           datasets_->Get(request.dataset_id(), version));
+      if (meta.num_features() != num_features) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dataset_id '", meta.dataset_id(), "' has ", meta.num_features(),
+            " features; the snapshot has ", num_features));
+      }
+      return datasets_->OpenRows(meta.dataset_id(), meta.version());
+    }
+    case v1::AcquireRequest::kRows:
+      if (request.has_dataset_version()) {
+        return absl::InvalidArgumentError(
+            "dataset_version is set but the pool is rows in the request; it "
+            "selects a version of a pool dataset_id");
+      }
+      BNN_RETURN_IF_ERROR(ValidateFeatureRows(
+          "rows.rows", request.rows().rows(), num_features, options_.limits));
+      *rows = FeatureMatrix(request.rows().rows(), num_features);
+      return std::make_unique<SpanPool>(*rows, num_features);
+    case v1::AcquireRequest::POOL_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "the pool is required: set dataset_id (a stored dataset) or rows");
+}
+
+void BnnServiceImpl::PublishCacheCounts() {
+  const SnapshotStore::CacheCounts counts = snapshots_->TakeCacheCounts();
+  metrics_->predictor_cache_hits().Increment(static_cast<double>(counts.hits));
+  metrics_->predictor_cache_misses().Increment(
+      static_cast<double>(counts.misses));
+}
+
+absl::Status BnnServiceImpl::DoListSnapshots(
+    const v1::ListSnapshotsRequest& request,
+    v1::ListSnapshotsResponse* response) {
+  for (const store::SnapshotMeta& meta : snapshots_->List()) {
+    if (request.dataset_id().empty() ||
+        meta.dataset_id() == request.dataset_id()) {
+      ToSnapshotInfo(meta, response->add_snapshots());
     }
   }
-  metrics_->predict_rows().Increment(static_cast<double>(num_rows));
+  return absl::OkStatus();
+}
+
+absl::Status BnnServiceImpl::DoGetSnapshot(
+    const v1::GetSnapshotRequest& request, v1::SnapshotInfo* response) {
+  BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
+  BNN_ASSIGN_OR_RETURN(const store::SnapshotMeta meta,
+                       snapshots_->GetMeta(request.snapshot_id()));
+  ToSnapshotInfo(meta, response);
+  return absl::OkStatus();
+}
+
+absl::Status BnnServiceImpl::DoDeleteSnapshot(
+    const v1::DeleteSnapshotRequest& request) {
+  BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
+  BNN_RETURN_IF_ERROR(snapshots_->Delete(request.snapshot_id()));
+  metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
+  spdlog::info("snapshot {} deleted", request.snapshot_id());
   return absl::OkStatus();
 }
 

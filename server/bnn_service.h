@@ -1,15 +1,27 @@
 // The gRPC service: thin handlers that validate a request, call the stores,
 // the job runner or the core, convert the status once (ToGrpcStatus), record
-// metrics and log failures.
+// metrics and log failures. Reactions never block: disk work (uploads,
+// appends, imports, exports, deletions) runs on an I/O pool and Monte Carlo
+// work (Predict, Acquire) on a bounded compute pool, whose threads finish
+// the calls.
+//
+// The handlers of client- and server-streaming RPCs are defined with their
+// reactors, in dataset_streams.cc and snapshot_streams.cc.
 #ifndef BNN_SERVER_BNN_SERVICE_H_
 #define BNN_SERVER_BNN_SERVICE_H_
 
+#include <memory>
+#include <vector>
+
+#include <absl/functional/any_invocable.h>
 #include <absl/status/status.h>
+#include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 #include <absl/time/time.h>
 #include <grpcpp/grpcpp.h>
 
 #include "bnn/methods/registry.h"
+#include "bnn/predict/acquisition.h"
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
 #include "server/job_runner.h"
@@ -25,8 +37,12 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
  public:
   struct Options {
     ServerLimits limits;
-    // OpenMP threads per Predict call (--threads); 0 = OpenMP default.
+    // OpenMP threads per Predict or Acquire call (--threads); 0 = OpenMP
+    // default.
     int compute_threads = 0;
+    // Predict and Acquire calls computed at once (--compute-workers); later
+    // ones wait in FIFO order.
+    int compute_workers = 2;
   };
 
   // Every pointer is borrowed and must outlive the service, which must
@@ -45,6 +61,8 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::ListDatasetsRequest* request,
       v1::ListDatasetsResponse* response) override;
+  grpc::ServerReadReactor<v1::AppendRowsRequest>* AppendRows(
+      grpc::CallbackServerContext* context, v1::DatasetInfo* response) override;
   grpc::ServerUnaryReactor* StartTraining(
       grpc::CallbackServerContext* context,
       const v1::StartTrainingRequest* request,
@@ -58,13 +76,40 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
   grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
                                     const v1::PredictRequest* request,
                                     v1::PredictResponse* response) override;
+  grpc::ServerUnaryReactor* Acquire(grpc::CallbackServerContext* context,
+                                    const v1::AcquireRequest* request,
+                                    v1::AcquireResponse* response) override;
+  grpc::ServerUnaryReactor* ListSnapshots(
+      grpc::CallbackServerContext* context,
+      const v1::ListSnapshotsRequest* request,
+      v1::ListSnapshotsResponse* response) override;
+  grpc::ServerUnaryReactor* GetSnapshot(grpc::CallbackServerContext* context,
+                                        const v1::GetSnapshotRequest* request,
+                                        v1::SnapshotInfo* response) override;
+  grpc::ServerUnaryReactor* DeleteSnapshot(
+      grpc::CallbackServerContext* context,
+      const v1::DeleteSnapshotRequest* request,
+      v1::DeleteSnapshotResponse* response) override;
+  grpc::ServerWriteReactor<v1::SnapshotChunk>* ExportSnapshot(
+      grpc::CallbackServerContext* context,
+      const v1::ExportSnapshotRequest* request) override;
+  grpc::ServerReadReactor<v1::SnapshotChunk>* ImportSnapshot(
+      grpc::CallbackServerContext* context,
+      v1::SnapshotInfo* response) override;
   grpc::ServerUnaryReactor* ListMethods(
       grpc::CallbackServerContext* context,
       const v1::ListMethodsRequest* request,
       v1::ListMethodsResponse* response) override;
 
  private:
+  // Client-streaming reactors share the read loop of StreamReader
+  // (stream_reader.h).
+  template <typename Request>
+  class StreamReader;
   class UploadReactor;
+  class AppendReactor;
+  class ImportReactor;
+  class ExportReactor;
 
   absl::Status DoGetDataset(const v1::GetDatasetRequest& request,
                             v1::DatasetInfo* response);
@@ -76,7 +121,22 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
                            v1::Job* response);
   absl::Status DoPredict(const v1::PredictRequest& request,
                          v1::PredictResponse* response);
+  absl::Status DoAcquire(const v1::AcquireRequest& request,
+                         v1::AcquireResponse* response);
+  absl::Status DoListSnapshots(const v1::ListSnapshotsRequest& request,
+                               v1::ListSnapshotsResponse* response);
+  absl::Status DoGetSnapshot(const v1::GetSnapshotRequest& request,
+                             v1::SnapshotInfo* response);
+  absl::Status DoDeleteSnapshot(const v1::DeleteSnapshotRequest& request);
   absl::Status DoListMethods(v1::ListMethodsResponse* response);
+
+  // The pool of an Acquire request: a stored dataset version read in place,
+  // or the request's rows copied into `rows`, which must outlive the pool.
+  absl::StatusOr<std::unique_ptr<PoolSource>> OpenPool(
+      const v1::AcquireRequest& request, int64_t num_features,
+      std::vector<double>* rows) const;
+  // Adds the predictors' new sample-cache lookups to the counters.
+  void PublishCacheCounts();
 
   // Metrics and, on failure, a log line for one finished RPC.
   void RecordOutcome(grpc::CallbackServerContext* context,
@@ -86,6 +146,12 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
                                    absl::string_view rpc, absl::Time start,
                                    const absl::Status& status);
+  // Returns the unary RPC's reactor at once and runs `work` on `pool`, whose
+  // thread finishes the RPC with the status `work` returns. A call cancelled
+  // (or past its deadline) while it waited is not worked on.
+  grpc::ServerUnaryReactor* FinishOnPool(
+      ThreadPool* pool, grpc::CallbackServerContext* context,
+      absl::string_view rpc, absl::AnyInvocable<absl::Status() &&> work);
 
   const Options options_;
   DatasetStore* const datasets_;
@@ -93,9 +159,11 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
   JobRunner* const jobs_;
   const MethodRegistry* const registry_;
   ServerMetrics* const metrics_;
-  // Completes uploads (label encoding, hashing, the durable write) so that
-  // no reaction blocks on them.
-  ThreadPool upload_pool_;
+  // Disk work: the end of uploads, appends and imports (hashing, decoding,
+  // durable writes), export reads and deletions.
+  ThreadPool io_pool_;
+  // Predict and Acquire, options_.compute_workers at a time.
+  ThreadPool compute_pool_;
 };
 
 }  // namespace bnn::server

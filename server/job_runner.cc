@@ -164,7 +164,9 @@ void JobRunner::Run(const std::string& job_id) {
 
 absl::StatusOr<std::string> JobRunner::Train(const store::JobRecord& job,
                                              const std::atomic<bool>& cancel) {
-  BNN_ASSIGN_OR_RETURN(const Dataset data, datasets_->Load(job.dataset_id()));
+  BNN_ASSIGN_OR_RETURN(
+      const Dataset data,
+      datasets_->Load(job.dataset_id(), job.dataset_version()));
   TrainRequest request;
   request.method = job.method();
   request.params = ParamMap(job.params().begin(), job.params().end());
@@ -179,6 +181,14 @@ absl::StatusOr<std::string> JobRunner::Train(const store::JobRecord& job,
   }
   request.dataset_id = job.dataset_id();
   request.dataset_version = job.dataset_version();
+  if (!job.parent_snapshot_id().empty()) {
+    // Loaded only now, so queued jobs hold no snapshot in memory. A parent
+    // deleted since StartTraining fails the job with NotFound.
+    BNN_ASSIGN_OR_RETURN(request.parent,
+                         snapshots_->GetSnapshot(job.parent_snapshot_id()));
+    request.parent_snapshot_id = job.parent_snapshot_id();
+    request.prior_from_parent = job.prior_from_parent();
+  }
 
   Counter& steps = metrics_->training_steps(job.method());
   int64_t reported_steps = 0;
@@ -205,9 +215,10 @@ absl::StatusOr<std::string> JobRunner::Train(const store::JobRecord& job,
   BNN_ASSIGN_OR_RETURN(
       const Snapshot snapshot,
       bnn::Train(request, data, *registry_, progress, &cancel));
-  BNN_ASSIGN_OR_RETURN(std::string snapshot_id, snapshots_->Create(snapshot));
+  BNN_ASSIGN_OR_RETURN(const store::SnapshotMeta stored,
+                       snapshots_->Create(snapshot));
   metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
-  return snapshot_id;
+  return stored.snapshot_id();
 }
 
 void JobRunner::PublishJobCounts() {

@@ -24,6 +24,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "bnn/methods/options.h"
 #include "bnn/methods/registry.h"
 #include "bnn/status.h"
 #include "bnn/version.h"
@@ -52,7 +53,18 @@ ABSL_FLAG(int64_t, max_message_bytes, 64 << 20,
           "Largest gRPC message the server accepts.");
 ABSL_FLAG(int, threads, 0,
           "Compute (OpenMP/Eigen) threads per training job and per Predict "
-          "call; 0 = one per core.");
+          "or Acquire call; 0 = one per core.");
+ABSL_FLAG(int, compute_workers, 2,
+          "Predict and Acquire calls computed at once; later ones queue.");
+ABSL_FLAG(int64_t, predict_cache_bytes, int64_t{1} << 30,
+          "Bytes of posterior weight samples kept for reuse across Predict "
+          "and Acquire calls, in all; each of the (up to 8) cached snapshots "
+          "gets an equal share. 0 disables the cache.");
+ABSL_FLAG(std::string, predict_precision, "float64",
+          "Arithmetic of Predict and Acquire forward passes: float64, or "
+          "float32 (about twice the throughput, ~1e-6 relative error).");
+ABSL_FLAG(int64_t, max_snapshot_bytes, int64_t{2} << 30,
+          "Largest snapshot ImportSnapshot accepts (at most 2 GiB).");
 
 namespace bnn::server {
 namespace {
@@ -85,6 +97,16 @@ absl::Status CheckAtLeast(absl::string_view flag, int64_t value,
   return absl::OkStatus();
 }
 
+absl::Status CheckInRange(absl::string_view flag, int64_t value,
+                          int64_t minimum, int64_t maximum) {
+  if (value < minimum || value > maximum) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " = ", value,
+                                                   " must be in [", minimum,
+                                                   ", ", maximum, "]"));
+  }
+  return absl::OkStatus();
+}
+
 // Serves until SIGINT or SIGTERM, which must be blocked in every thread
 // (the caller blocks them before any thread exists).
 absl::Status Serve(const sigset_t& stop_signals) {
@@ -96,8 +118,13 @@ absl::Status Serve(const sigset_t& stop_signals) {
   limits.max_upload_rows = absl::GetFlag(FLAGS_max_upload_rows);
   limits.max_predict_rows = absl::GetFlag(FLAGS_max_predict_rows);
   limits.max_predict_samples = absl::GetFlag(FLAGS_max_predict_samples);
+  limits.max_snapshot_bytes = absl::GetFlag(FLAGS_max_snapshot_bytes);
   const int64_t max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  limits.max_message_bytes = max_message_bytes;
   const int threads = absl::GetFlag(FLAGS_threads);
+  const int compute_workers = absl::GetFlag(FLAGS_compute_workers);
+  const int64_t predict_cache_bytes = absl::GetFlag(FLAGS_predict_cache_bytes);
+  const std::string predict_precision = absl::GetFlag(FLAGS_predict_precision);
   BNN_RETURN_IF_ERROR(
       CheckAtLeast("max-upload-rows", limits.max_upload_rows, 1));
   BNN_RETURN_IF_ERROR(
@@ -107,16 +134,26 @@ absl::Status Serve(const sigset_t& stop_signals) {
   BNN_RETURN_IF_ERROR(CheckAtLeast(
       "max-concurrent-jobs", absl::GetFlag(FLAGS_max_concurrent_jobs), 1));
   BNN_RETURN_IF_ERROR(CheckAtLeast("threads", threads, 0));
-  if (max_message_bytes < 1 || max_message_bytes > INT_MAX) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max-message-bytes = ", max_message_bytes,
-                     " must be in [1, ", INT_MAX, "]"));
-  }
+  BNN_RETURN_IF_ERROR(CheckAtLeast("compute-workers", compute_workers, 1));
+  BNN_RETURN_IF_ERROR(
+      CheckAtLeast("predict-cache-bytes", predict_cache_bytes, 0));
+  BNN_RETURN_IF_ERROR(CheckOneOf("--predict-precision", predict_precision,
+                                 {"float64", "float32"}));
+  BNN_RETURN_IF_ERROR(
+      CheckInRange("max-message-bytes", max_message_bytes, 1, INT_MAX));
+  // Snapshot payloads are parsed by protobuf, whose sizes are ints.
+  BNN_RETURN_IF_ERROR(CheckInRange(
+      "max-snapshot-bytes", limits.max_snapshot_bytes, 1, int64_t{2} << 30));
 
   BNN_ASSIGN_OR_RETURN(std::unique_ptr<DatasetStore> datasets,
                        DatasetStore::Open(data_dir + "/datasets"));
   SnapshotStore::Options snapshot_options;
   snapshot_options.predictor.max_samples = limits.max_predict_samples;
+  // The flag bounds the memory of all sample caches together; every cached
+  // predictor keeps its own, so each gets an equal share.
+  snapshot_options.predictor.cache_bytes =
+      predict_cache_bytes / snapshot_options.cache_capacity;
+  snapshot_options.predictor.precision = predict_precision;
   BNN_ASSIGN_OR_RETURN(
       std::unique_ptr<SnapshotStore> snapshots,
       SnapshotStore::Open(data_dir + "/snapshots", snapshot_options));
@@ -136,6 +173,7 @@ absl::Status Serve(const sigset_t& stop_signals) {
   BnnServiceImpl::Options service_options;
   service_options.limits = limits;
   service_options.compute_threads = threads;
+  service_options.compute_workers = compute_workers;
   BnnServiceImpl service(service_options, datasets.get(), snapshots.get(),
                          runner.get(), &registry, &metrics);
 

@@ -35,20 +35,21 @@ const char* NonFiniteName(double value) {
   return value > 0 ? "+Inf" : "-Inf";
 }
 
-// One row's features: width `num_features` (of `owner`: "dataset" or
-// "snapshot"), all finite.
-absl::Status CheckFeatures(const google::protobuf::RepeatedField<double>& x,
+// Row `row` of the rows at `field`: width `num_features` (of `owner`:
+// "dataset" or "snapshot"), all finite.
+absl::Status CheckFeatures(absl::string_view field,
+                           const google::protobuf::RepeatedField<double>& x,
                            int64_t row, int64_t num_features,
                            absl::string_view owner) {
   if (x.size() != num_features) {
     return absl::InvalidArgumentError(
-        absl::StrCat("rows[", row, "].x has ", x.size(), " values; the ", owner,
-                     " has ", num_features, " features"));
+        absl::StrCat(field, "[", row, "].x has ", x.size(), " values; the ",
+                     owner, " has ", num_features, " features"));
   }
   for (int j = 0; j < x.size(); ++j) {
     if (!std::isfinite(x[j])) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("rows[", row, "].x[", j, "] is ", NonFiniteName(x[j])));
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, "[", row, "].x[", j, "] is ", NonFiniteName(x[j])));
     }
   }
   return absl::OkStatus();
@@ -56,28 +57,36 @@ absl::Status CheckFeatures(const google::protobuf::RepeatedField<double>& x,
 
 }  // namespace
 
-absl::Status ValidateUploadMessage(const v1::UploadDatasetRequest& message,
-                                   int64_t index, bool have_header) {
-  switch (message.payload_case()) {
-    case v1::UploadDatasetRequest::kHeader:
+absl::Status RequireId(absl::string_view field, absl::string_view value) {
+  if (value.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateStreamMessage(absl::string_view stream,
+                                   StreamPayload payload, int64_t index,
+                                   bool have_header) {
+  switch (payload) {
+    case StreamPayload::kHeader:
       if (have_header) {
         return absl::InvalidArgumentError(
-            absl::StrCat("upload message ", index,
+            absl::StrCat(stream, " message ", index,
                          " is a second header; send the header once, first"));
       }
       return absl::OkStatus();
-    case v1::UploadDatasetRequest::kChunk:
+    case StreamPayload::kChunk:
       if (!have_header) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "upload message ", index,
+            stream, " message ", index,
             " is a row chunk before the header; the header must come first"));
       }
       return absl::OkStatus();
-    case v1::UploadDatasetRequest::PAYLOAD_NOT_SET:
+    case StreamPayload::kNone:
       break;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "upload message ", index, " has neither a header nor a chunk"));
+      stream, " message ", index, " has neither a header nor a chunk"));
 }
 
 absl::Status ValidateDatasetHeader(const v1::DatasetHeader& header) {
@@ -126,7 +135,7 @@ absl::Status ValidateRowChunk(const v1::RowChunk& chunk, int num_features,
     const v1::Example& example = chunk.rows(i);
     const int64_t row = first_row + i;
     if (absl::Status s =
-            CheckFeatures(example.x(), row, num_features, "dataset");
+            CheckFeatures("rows", example.x(), row, num_features, "dataset");
         !s.ok()) {
       return s;
     }
@@ -138,12 +147,15 @@ absl::Status ValidateRowChunk(const v1::RowChunk& chunk, int num_features,
   return absl::OkStatus();
 }
 
-absl::Status ValidateUploadComplete(bool have_header, int64_t num_rows) {
+absl::Status ValidateStreamComplete(absl::string_view stream, bool have_header,
+                                    int64_t num_rows) {
   if (!have_header) {
     return absl::InvalidArgumentError(
-        "upload has no header; send a header, then row chunks");
+        absl::StrCat(stream, " has no header; send a header, then row chunks"));
   }
-  if (num_rows == 0) return absl::InvalidArgumentError("upload has no rows");
+  if (num_rows == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(stream, " has no rows"));
+  }
   return absl::OkStatus();
 }
 
@@ -164,6 +176,34 @@ absl::Status ValidateClassLabels(absl::Span<const double> labels) {
                      " classes are supported"));
   }
   return absl::OkStatus();
+}
+
+absl::Status EncodeAppendedLabels(absl::Span<double> labels, int64_t first_row,
+                                  absl::Span<const double> class_values) {
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const auto match =
+        std::lower_bound(class_values.begin(), class_values.end(), labels[i]);
+    if (match == class_values.end() || *match != labels[i]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rows[", first_row + static_cast<int64_t>(i), "].y = ", labels[i],
+          " is not a class of the dataset; its class labels are ",
+          absl::StrJoin(class_values, ", "),
+          " (a new class needs a new dataset)"));
+    }
+    labels[i] = static_cast<double>(match - class_values.begin());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<int64_t>> RequestedVersion(absl::string_view field,
+                                                        bool is_set,
+                                                        int64_t value) {
+  if (!is_set) return std::nullopt;
+  if (value < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " = ", value, " must be >= 1 (versions count from 1)"));
+  }
+  return value;
 }
 
 absl::Status ValidateModelSpec(const v1::ModelSpec& model) {
@@ -198,20 +238,22 @@ absl::Status ValidateModelSpec(const v1::ModelSpec& model) {
   return absl::OkStatus();
 }
 
-absl::Status ValidatePredictRows(
+absl::Status ValidateFeatureRows(
+    absl::string_view field,
     const google::protobuf::RepeatedPtrField<v1::Features>& rows,
     int64_t num_features, const ServerLimits& limits) {
   if (rows.empty()) {
-    return absl::InvalidArgumentError("rows is empty; send at least one row");
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " is empty; send at least one row"));
   }
   if (rows.size() > limits.max_predict_rows) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("rows has ", rows.size(), " entries; the server limit is ",
-                     limits.max_predict_rows, " (--max-predict-rows)"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, " has ", rows.size(), " entries; the server limit is ",
+        limits.max_predict_rows, " (--max-predict-rows)"));
   }
   for (int i = 0; i < rows.size(); ++i) {
     if (absl::Status s =
-            CheckFeatures(rows[i].x(), i, num_features, "snapshot");
+            CheckFeatures(field, rows[i].x(), i, num_features, "snapshot");
         !s.ok()) {
       return s;
     }
@@ -235,6 +277,32 @@ absl::StatusOr<int> ResolveNumSamples(int requested,
                      limits.max_predict_samples, " (--max-predict-samples)"));
   }
   return requested;
+}
+
+absl::Status ValidateResponseSize(int64_t num_rows, int64_t values_per_row,
+                                  const ServerLimits& limits) {
+  // Doubles in packed fields; the estimate ignores the small per-row
+  // overhead.
+  const double bytes = static_cast<double>(num_rows) *
+                       static_cast<double>(values_per_row) * sizeof(double);
+  if (bytes > static_cast<double>(limits.max_message_bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the response would hold ", num_rows, " rows x ", values_per_row,
+        " values (about ", static_cast<int64_t>(bytes),
+        " bytes); the server limit is ", limits.max_message_bytes,
+        " bytes (--max-message-bytes): ask for fewer rows, samples or "
+        "quantiles"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSnapshotSize(int64_t bytes, const ServerLimits& limits) {
+  if (bytes > limits.max_snapshot_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("snapshot exceeds ", limits.max_snapshot_bytes,
+                     " bytes, the server limit (--max-snapshot-bytes)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace bnn::server

@@ -1,5 +1,6 @@
 #include "server/training_request.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -7,6 +8,7 @@
 #include <absl/random/random.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
 
 #include "bnn/data/dataset.h"
 #include "bnn/model/model_spec.h"
@@ -35,6 +37,90 @@ absl::StatusOr<TrainOptions> ResolveOptions(
     core_request.options.seed = absl::Uniform<uint64_t>(gen);
   }
   return ResolveTrainOptions(core_request);
+}
+
+// The hidden layers of a network.
+struct Architecture {
+  std::vector<int> hidden_sizes;
+  // One per hidden layer, or one for all; empty for the default (relu).
+  std::vector<Activation> activations;
+};
+
+// Hidden widths and activation names (validated by ValidateModelSpec or
+// stored in a snapshot) as the core types.
+absl::StatusOr<Architecture> ParseArchitecture(
+    const google::protobuf::RepeatedField<int32_t>& widths,
+    const google::protobuf::RepeatedPtrField<std::string>& names) {
+  Architecture architecture;
+  architecture.hidden_sizes.assign(widths.begin(), widths.end());
+  for (const std::string& name : names) {
+    BNN_ASSIGN_OR_RETURN(const Activation activation, StringToActivation(name));
+    architecture.activations.push_back(activation);
+  }
+  return architecture;
+}
+
+std::string ClassesOf(const google::protobuf::RepeatedField<double>& values) {
+  if (values.empty()) return "";
+  return absl::StrCat(" with classes ", absl::StrJoin(values, ", "));
+}
+
+template <typename T, typename Format>
+std::string ListOf(const std::vector<T>& values, Format format) {
+  return absl::StrCat("[", absl::StrJoin(values, ", ", format), "]");
+}
+
+// A warm start keeps the parent's architecture and standardisation, so the
+// dataset must have the parent's inputs and outputs, and the `requested`
+// model must be empty or the parent's. Returns the parent's architecture.
+absl::StatusOr<Architecture> ValidateParent(const store::DatasetMeta& dataset,
+                                            const store::SnapshotMeta& parent,
+                                            Architecture requested) {
+  const std::string parent_name =
+      absl::StrCat("parent_snapshot_id '", parent.snapshot_id(), "'");
+  if (parent.num_features() != dataset.num_features()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(parent_name, " takes ", parent.num_features(),
+                     " features; dataset_id '", dataset.dataset_id(), "' has ",
+                     dataset.num_features()));
+  }
+  if (parent.task() != dataset.task() ||
+      !std::equal(parent.class_values().begin(), parent.class_values().end(),
+                  dataset.class_values().begin(),
+                  dataset.class_values().end())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(parent_name, " is a ", parent.task(), " model",
+                     ClassesOf(parent.class_values()), "; dataset_id '",
+                     dataset.dataset_id(), "' is ", dataset.task(),
+                     ClassesOf(dataset.class_values())));
+  }
+  BNN_ASSIGN_OR_RETURN(
+      Architecture own,
+      ParseArchitecture(parent.hidden_sizes(), parent.activations()));
+  constexpr absl::string_view kKeep =
+      "; leave it empty to keep the parent's architecture";
+  if (!requested.hidden_sizes.empty() &&
+      requested.hidden_sizes != own.hidden_sizes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.hidden_sizes ",
+        ListOf(requested.hidden_sizes, absl::AlphaNumFormatter()),
+        " differ from the parent snapshot's ",
+        ListOf(own.hidden_sizes, absl::AlphaNumFormatter()), kKeep));
+  }
+  std::vector<Activation>& activations = requested.activations;
+  if (activations.size() == 1) {
+    activations.assign(own.activations.size(), activations[0]);
+  }
+  const auto name = [](std::string* out, Activation a) {
+    absl::StrAppend(out, ActivationToString(a));
+  };
+  if (!activations.empty() && activations != own.activations) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.activations ", ListOf(activations, name),
+                     " differ from the parent snapshot's ",
+                     ListOf(own.activations, name), kKeep));
+  }
+  return own;
 }
 
 }  // namespace
@@ -91,7 +177,7 @@ absl::StatusOr<ParamMap> TypedOptionsToParams(
 
 absl::StatusOr<store::JobRecord> BuildTrainingJob(
     const v1::StartTrainingRequest& request, const store::DatasetMeta& dataset,
-    const MethodRegistry& registry) {
+    const MethodRegistry& registry, const store::SnapshotMeta* parent) {
   if (request.method().empty()) {
     return absl::InvalidArgumentError("method is required; see ListMethods");
   }
@@ -125,13 +211,19 @@ absl::StatusOr<store::JobRecord> BuildTrainingJob(
 
   BNN_RETURN_IF_ERROR(ValidateModelSpec(request.model()));
   BNN_ASSIGN_OR_RETURN(const Task task, StringToTask(dataset.task()));
-  std::vector<int> hidden_sizes(request.model().hidden_sizes().begin(),
-                                request.model().hidden_sizes().end());
-  std::vector<Activation> activations;
-  for (const std::string& name : request.model().activations()) {
-    BNN_ASSIGN_OR_RETURN(const Activation activation, StringToActivation(name));
-    activations.push_back(activation);
+  BNN_ASSIGN_OR_RETURN(Architecture architecture,
+                       ParseArchitecture(request.model().hidden_sizes(),
+                                         request.model().activations()));
+  if (parent != nullptr) {
+    BNN_ASSIGN_OR_RETURN(architecture,
+                         ValidateParent(dataset, *parent, architecture));
+  } else if (request.prior_from_parent()) {
+    return absl::InvalidArgumentError(
+        "prior_from_parent is set without parent_snapshot_id; the prior "
+        "comes from the parent snapshot");
   }
+  const std::vector<int>& hidden_sizes = architecture.hidden_sizes;
+  std::vector<Activation>& activations = architecture.activations;
   if (activations.empty()) activations.push_back(Activation::kRelu);
   // The architecture as bnn::Train will build it (parameter count bound).
   ModelSpec spec =
@@ -151,6 +243,10 @@ absl::StatusOr<store::JobRecord> BuildTrainingJob(
   }
   job.set_epochs(options.epochs);
   job.set_seed(options.seed);
+  if (parent != nullptr) {
+    job.set_parent_snapshot_id(parent->snapshot_id());
+    job.set_prior_from_parent(request.prior_from_parent());
+  }
   return job;
 }
 

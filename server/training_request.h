@@ -22,13 +22,16 @@ namespace bnn::server {
 absl::StatusOr<ParamMap> TypedOptionsToParams(
     const google::protobuf::Message& options);
 
-// Validates `request` against the dataset it names and the registered
-// methods and returns the job to queue: typed options, then `params`
-// overrides, then the resolved "epochs" and "seed" (a random seed if none is
-// given, so that every job is reproducible) in one ParamMap.
+// Validates `request` against the dataset version it trains on, its parent
+// snapshot (null without parent_snapshot_id) and the registered methods, and
+// returns the job to queue: typed options, then `params` overrides, then the
+// resolved "epochs" and "seed" (a random seed if none is given, so that
+// every job is reproducible) in one ParamMap. A warm start keeps the
+// parent's architecture, so the job records the parent's.
 absl::StatusOr<store::JobRecord> BuildTrainingJob(
     const v1::StartTrainingRequest& request, const store::DatasetMeta& dataset,
-    const MethodRegistry& registry);
+    const MethodRegistry& registry,
+    const store::SnapshotMeta* parent = nullptr);
 
 }  // namespace bnn::server
 

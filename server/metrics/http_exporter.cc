@@ -1,11 +1,11 @@
 #include "server/metrics/http_exporter.h"
 
 #include <chrono>
+#include <httplib.h>
 #include <sys/socket.h>
 #include <utility>
 
 #include <absl/strings/str_cat.h>
-#include <httplib.h>
 
 #include "bnn/status.h"
 

@@ -19,6 +19,17 @@ ServerMetrics::ServerMetrics()
                                            {"method"})),
       predict_rows_(registry_.AddCounter("bnn_predict_rows_total",
                                          "Rows answered by Predict.")),
+      acquire_rows_scored_(registry_.AddCounter(
+          "bnn_acquire_rows_scored_total", "Pool rows scored by Acquire.")),
+      predictor_cache_hits_(registry_.AddCounter(
+          "bnn_predictor_cache_hits_total",
+          "Predictions that reused cached posterior weight samples.")),
+      predictor_cache_misses_(registry_.AddCounter(
+          "bnn_predictor_cache_misses_total",
+          "Predictions that drew posterior weight samples.")),
+      snapshots_imported_(
+          registry_.AddCounter("bnn_snapshots_imported_total",
+                               "Snapshots stored by ImportSnapshot.")),
       datasets_(registry_.AddGauge("bnn_datasets", "Stored datasets.")),
       snapshots_(registry_.AddGauge("bnn_snapshots", "Stored snapshots.")) {
   registry_

@@ -33,6 +33,16 @@ class ServerMetrics {
     return training_steps_.WithLabels({method});
   }
   Counter& predict_rows() { return predict_rows_.WithLabels({}); }
+  Counter& acquire_rows_scored() { return acquire_rows_scored_.WithLabels({}); }
+  // Lookups in the predictors' sample caches: one per Monte Carlo Predict,
+  // one per scored chunk of an Acquire pool.
+  Counter& predictor_cache_hits() {
+    return predictor_cache_hits_.WithLabels({});
+  }
+  Counter& predictor_cache_misses() {
+    return predictor_cache_misses_.WithLabels({});
+  }
+  Counter& snapshots_imported() { return snapshots_imported_.WithLabels({}); }
   Gauge& datasets() { return datasets_.WithLabels({}); }
   Gauge& snapshots() { return snapshots_.WithLabels({}); }
 
@@ -43,6 +53,10 @@ class ServerMetrics {
   Family<Gauge>& training_jobs_;
   Family<Counter>& training_steps_;
   Family<Counter>& predict_rows_;
+  Family<Counter>& acquire_rows_scored_;
+  Family<Counter>& predictor_cache_hits_;
+  Family<Counter>& predictor_cache_misses_;
+  Family<Counter>& snapshots_imported_;
   Family<Gauge>& datasets_;
   Family<Gauge>& snapshots_;
 };

@@ -1,9 +1,9 @@
 #include "server/store/dataset_store.h"
 
 #include <algorithm>
-#include <climits>
 #include <utility>
 
+#include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
 #include <absl/time/time.h>
@@ -12,104 +12,132 @@
 #include "bnn/status.h"
 #include "bnn/train/trainer.h"
 
+#include "server/store/dataset_file.h"
 #include "server/store/ids.h"
 #include "server/store/record_file.h"
 
 namespace bnn::server {
 namespace {
 
-constexpr RecordFormat kDatasetFormat{"BNNDSET1", 1};
 constexpr absl::string_view kExtension = ".dataset";
+// Between the id and the version number in the file names of versions >= 2.
+constexpr absl::string_view kVersionMark = ".v";
 
-store::DatasetFile DatasetToFile(const Dataset& data, store::DatasetMeta meta) {
-  store::DatasetFile file;
-  *file.mutable_meta() = std::move(meta);
-  file.mutable_features()->Add(data.features.begin(), data.features.end());
-  file.mutable_targets()->Add(data.targets.begin(), data.targets.end());
-  return file;
+// The dataset id and version of a file stem as PathOf names them: "<id>"
+// for version 1, "<id>.v<N>" for version N >= 2.
+bool ParseStem(absl::string_view stem, std::string* id, int64_t* version) {
+  if (IsId(kDatasetIdPrefix, stem)) {
+    *id = std::string(stem);
+    *version = 1;
+    return true;
+  }
+  const size_t mark = stem.rfind(kVersionMark);
+  if (mark == absl::string_view::npos) return false;
+  const absl::string_view number = stem.substr(mark + kVersionMark.size());
+  int64_t parsed = 0;
+  // Only the canonical spelling, so that one version has one file name.
+  if (!absl::SimpleAtoi(number, &parsed) || parsed < 2 ||
+      absl::StrCat(parsed) != number ||
+      !IsId(kDatasetIdPrefix, stem.substr(0, mark))) {
+    return false;
+  }
+  *id = std::string(stem.substr(0, mark));
+  *version = parsed;
+  return true;
 }
 
-absl::StatusOr<Dataset> DatasetFromFile(const store::DatasetFile& file) {
-  const store::DatasetMeta& meta = file.meta();
-  Dataset data;
-  BNN_ASSIGN_OR_RETURN(data.task, StringToTask(meta.task()));
-  data.num_features = meta.num_features();
-  data.features.assign(file.features().begin(), file.features().end());
-  data.targets.assign(file.targets().begin(), file.targets().end());
-  data.num_classes = meta.num_classes();
-  data.class_values.assign(meta.class_values().begin(),
-                           meta.class_values().end());
-  data.feature_names.assign(meta.feature_names().begin(),
-                            meta.feature_names().end());
-  data.target_name = meta.target_name();
-  if (data.num_rows() != meta.num_rows()) {
-    return absl::DataLossError(absl::StrCat("the file holds ", data.num_rows(),
-                                            " rows; its metadata says ",
-                                            meta.num_rows()));
-  }
-  BNN_RETURN_IF_ERROR(data.Validate());
-  return data;
-}
-
-using MetaAndRows = std::pair<store::DatasetMeta, Dataset>;
-
-absl::StatusOr<MetaAndRows> ParseDatasetFile(absl::string_view bytes) {
-  BNN_ASSIGN_OR_RETURN(const absl::string_view payload,
-                       DecodeRecord(kDatasetFormat, bytes));
-  store::DatasetFile file;
-  if (!file.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
-    return absl::DataLossError("unparseable dataset payload");
-  }
-  BNN_ASSIGN_OR_RETURN(Dataset data, DatasetFromFile(file));
-  return MetaAndRows(std::move(*file.mutable_meta()), std::move(data));
-}
-
-// Reads and verifies one dataset file. Errors name the file; bad contents
-// are DataLoss (the store wrote them valid), a newer format
-// FailedPrecondition.
-absl::StatusOr<MetaAndRows> ReadDatasetFile(const std::string& path) {
-  BNN_ASSIGN_OR_RETURN(const std::string bytes, ReadFile(path));
-  absl::StatusOr<MetaAndRows> parsed = ParseDatasetFile(bytes);
-  if (!parsed.ok()) {
-    const absl::StatusCode code = absl::IsFailedPrecondition(parsed.status())
-                                      ? absl::StatusCode::kFailedPrecondition
-                                      : absl::StatusCode::kDataLoss;
-    return absl::Status(code,
-                        absl::StrCat(path, ": ", parsed.status().message()));
-  }
-  return parsed;
+absl::Status UnknownDataset(absl::string_view dataset_id) {
+  return absl::NotFoundError(
+      absl::StrCat("dataset_id '", dataset_id, "' not found"));
 }
 
 }  // namespace
 
+absl::Status CheckExpectedVersion(const store::DatasetMeta& latest,
+                                  std::optional<int64_t> expected_version) {
+  if (expected_version.has_value() && *expected_version != latest.version()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dataset_id '", latest.dataset_id(), "' is at version ",
+        latest.version(), "; the append expected version ", *expected_version));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<DatasetStore>> DatasetStore::Open(
     std::string dir) {
-  BNN_ASSIGN_OR_RETURN(const std::vector<std::string> ids,
-                       ScanRecordDir(dir, kDatasetIdPrefix, kExtension));
+  BNN_ASSIGN_OR_RETURN(const std::vector<std::string> stems,
+                       ScanRecordStems(dir, kExtension));
   std::unique_ptr<DatasetStore> store(new DatasetStore(std::move(dir)));
   absl::MutexLock lock(&store->mu_);
-  for (const std::string& id : ids) {
-    Entry& entry = store->entries_[id];
-    absl::StatusOr<MetaAndRows> read = ReadDatasetFile(store->PathOf(id));
-    if (read.ok() && read->first.dataset_id() != id) {
-      read = absl::DataLossError(absl::StrCat(store->PathOf(id),
-                                              ": holds dataset_id '",
-                                              read->first.dataset_id(), "'"));
+  for (const std::string& stem : stems) {
+    std::string id;
+    int64_t version = 0;
+    if (!ParseStem(stem, &id, &version)) continue;
+    const std::string path = store->PathOf(id, version);
+    Entry& entry = store->datasets_[id][version];
+    absl::StatusOr<DatasetFileContents> read = ReadDatasetFile(path);
+    if (read.ok() &&
+        (read->meta.dataset_id() != id || read->meta.version() != version)) {
+      read = absl::DataLossError(
+          absl::StrCat(path, ": holds dataset_id '", read->meta.dataset_id(),
+                       "' version ", read->meta.version()));
     }
-    if (!read.ok()) {
-      spdlog::error("dataset {} is unreadable: {}", id,
+    if (read.ok()) {
+      entry.meta = std::move(read->meta);
+    } else {
+      spdlog::error("dataset {} version {} is unreadable: {}", id, version,
                     read.status().ToString());
       entry.status = read.status();
       entry.meta.set_dataset_id(id);
-      continue;
+      entry.meta.set_version(version);
     }
-    entry.meta = std::move(read->first);
+  }
+  for (auto& [id, versions] : store->datasets_) {
+    store->CheckVersionChain(id, &versions);
   }
   return store;
 }
 
-std::string DatasetStore::PathOf(absl::string_view dataset_id) const {
-  return absl::StrCat(dir_, "/", dataset_id, kExtension);
+void DatasetStore::CheckVersionChain(absl::string_view dataset_id,
+                                     Versions* versions) const {
+  int64_t expected = 1;
+  int64_t rows_before = 0;
+  // Once set, why every later version cannot be read.
+  std::string broken;
+  for (auto& [version, entry] : *versions) {
+    if (broken.empty() && version != expected) {
+      broken = absl::StrCat("version ", expected, " is missing");
+    }
+    if (broken.empty() && entry.status.ok() &&
+        entry.meta.first_row() != rows_before) {
+      entry.status = absl::DataLossError(
+          absl::StrCat(PathOf(dataset_id, version), ": starts at row ",
+                       entry.meta.first_row(), "; version ", version - 1,
+                       " has ", rows_before, " rows"));
+    }
+    if (!broken.empty()) {
+      if (entry.status.ok()) {
+        entry.status = absl::DataLossError(
+            absl::StrCat("dataset_id '", dataset_id, "' version ", version,
+                         " cannot be read: ", broken));
+        spdlog::error("{}", entry.status.ToString());
+      }
+      continue;
+    }
+    if (!entry.status.ok()) {
+      broken = absl::StrCat("it builds on version ", version,
+                            ", which is unreadable");
+      continue;
+    }
+    rows_before = entry.meta.num_rows();
+    ++expected;
+  }
+}
+
+std::string DatasetStore::PathOf(absl::string_view dataset_id,
+                                 int64_t version) const {
+  if (version == 1) return absl::StrCat(dir_, "/", dataset_id, kExtension);
+  return absl::StrCat(dir_, "/", dataset_id, kVersionMark, version, kExtension);
 }
 
 absl::StatusOr<store::DatasetMeta> DatasetStore::Create(
@@ -119,7 +147,7 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Create(
     absl::MutexLock lock(&mu_);
     do {
       meta.set_dataset_id(NewId(kDatasetIdPrefix));
-    } while (entries_.count(meta.dataset_id()) > 0);
+    } while (datasets_.count(meta.dataset_id()) > 0);
   }
   meta.set_version(1);
   meta.set_name(std::string(name));
@@ -136,61 +164,119 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Create(
   meta.set_hash(DatasetHash(data));
   meta.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
 
-  std::string payload;
-  {
-    const store::DatasetFile file = DatasetToFile(data, meta);
-    // Protobuf cannot serialise messages of 2 GiB or more.
-    if (file.ByteSizeLong() >= static_cast<size_t>(INT_MAX)) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("dataset of ", file.ByteSizeLong(),
-                       " bytes exceeds the 2 GiB storage limit"));
-    }
-    payload = file.SerializeAsString();
-  }
+  BNN_ASSIGN_OR_RETURN(const std::string bytes, EncodeDatasetFile(data, meta));
   // Written outside the lock: large files must not stall lookups.
-  BNN_RETURN_IF_ERROR(WriteFileAtomically(
-      PathOf(meta.dataset_id()), EncodeRecord(kDatasetFormat, payload)));
+  BNN_RETURN_IF_ERROR(WriteFileAtomically(PathOf(meta.dataset_id(), 1), bytes));
   absl::MutexLock lock(&mu_);
-  entries_[meta.dataset_id()] = Entry{absl::OkStatus(), meta};
+  datasets_[meta.dataset_id()][1] = Entry{absl::OkStatus(), meta};
+  return meta;
+}
+
+absl::StatusOr<store::DatasetMeta> DatasetStore::Append(
+    absl::string_view dataset_id, const Dataset& rows,
+    std::optional<int64_t> expected_version) {
+  absl::MutexLock append_lock(&append_mu_);
+  BNN_ASSIGN_OR_RETURN(const store::DatasetMeta latest, Get(dataset_id));
+  BNN_RETURN_IF_ERROR(CheckExpectedVersion(latest, expected_version));
+  if (rows.num_rows() == 0) {
+    return absl::InvalidArgumentError("an append needs at least one row");
+  }
+  BNN_RETURN_IF_ERROR(rows.Validate());
+  BNN_ASSIGN_OR_RETURN(Dataset data, Load(dataset_id, latest.version()));
+  BNN_RETURN_IF_ERROR(data.Append(rows));
+
+  store::DatasetMeta meta = latest;
+  meta.set_version(latest.version() + 1);
+  meta.set_first_row(latest.num_rows());
+  meta.set_num_rows(data.num_rows());
+  meta.set_hash(DatasetHash(data));
+  meta.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
+  BNN_ASSIGN_OR_RETURN(const std::string bytes, EncodeDatasetFile(rows, meta));
+  BNN_RETURN_IF_ERROR(
+      WriteFileAtomically(PathOf(dataset_id, meta.version()), bytes));
+  absl::MutexLock lock(&mu_);
+  datasets_.find(dataset_id)->second[meta.version()] =
+      Entry{absl::OkStatus(), meta};
   return meta;
 }
 
 absl::StatusOr<store::DatasetMeta> DatasetStore::Get(
-    absl::string_view dataset_id) const {
+    absl::string_view dataset_id, std::optional<int64_t> version) const {
   absl::MutexLock lock(&mu_);
-  const auto it = entries_.find(dataset_id);
-  if (it == entries_.end()) {
+  const auto dataset = datasets_.find(dataset_id);
+  if (dataset == datasets_.end()) return UnknownDataset(dataset_id);
+  const Versions& versions = dataset->second;
+  const auto entry =
+      version.has_value() ? versions.find(*version) : std::prev(versions.end());
+  if (entry == versions.end()) {
     return absl::NotFoundError(
-        absl::StrCat("dataset_id '", dataset_id, "' not found"));
+        absl::StrCat("dataset_id '", dataset_id, "' has no version ", *version,
+                     " (its latest is ", versions.rbegin()->first, ")"));
   }
-  if (!it->second.status.ok()) return it->second.status;
-  return it->second.meta;
+  if (!entry->second.status.ok()) return entry->second.status;
+  return entry->second.meta;
 }
 
-absl::StatusOr<Dataset> DatasetStore::Load(absl::string_view dataset_id) const {
-  BNN_RETURN_IF_ERROR(Get(dataset_id).status());
-  BNN_ASSIGN_OR_RETURN(auto read, ReadDatasetFile(PathOf(dataset_id)));
-  return std::move(read.second);
+absl::StatusOr<Dataset> DatasetStore::Load(
+    absl::string_view dataset_id, std::optional<int64_t> version) const {
+  BNN_ASSIGN_OR_RETURN(const store::DatasetMeta meta, Get(dataset_id, version));
+  Dataset data;
+  for (int64_t v = 1; v <= meta.version(); ++v) {
+    const std::string path = PathOf(dataset_id, v);
+    BNN_ASSIGN_OR_RETURN(DatasetFileContents file, ReadDatasetFile(path));
+    if (file.meta.version() != v || file.meta.first_row() != data.num_rows()) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": holds version ", file.meta.version(), " from row ",
+          file.meta.first_row(), "; expected version ", v, " from row ",
+          data.num_rows()));
+    }
+    if (v == 1) {
+      data = std::move(file.rows);
+      data.features.reserve(meta.num_rows() * meta.num_features());
+      data.targets.reserve(meta.num_rows());
+    } else {
+      BNN_RETURN_IF_ERROR(data.Append(file.rows));
+    }
+  }
+  return data;
+}
+
+absl::StatusOr<std::unique_ptr<PoolSource>> DatasetStore::OpenRows(
+    absl::string_view dataset_id, std::optional<int64_t> version) const {
+  BNN_ASSIGN_OR_RETURN(const store::DatasetMeta meta, Get(dataset_id, version));
+  std::vector<std::string> paths;
+  for (int64_t v = 1; v <= meta.version(); ++v) {
+    paths.push_back(PathOf(dataset_id, v));
+  }
+  return OpenDatasetRows(paths, meta.num_features(), meta.num_rows());
 }
 
 std::vector<store::DatasetMeta> DatasetStore::List() const {
-  std::vector<store::DatasetMeta> out;
+  // (creation of version 1, latest version)
+  std::vector<std::pair<int64_t, store::DatasetMeta>> listed;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [id, entry] : entries_) {
-      if (entry.status.ok()) out.push_back(entry.meta);
+    for (const auto& [id, versions] : datasets_) {
+      const Entry& latest = versions.rbegin()->second;
+      if (!latest.status.ok()) continue;
+      listed.emplace_back(versions.begin()->second.meta.created_unix_ms(),
+                          latest.meta);
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return a.created_unix_ms() < b.created_unix_ms();
-  });
+  std::stable_sort(
+      listed.begin(), listed.end(),
+      [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<store::DatasetMeta> out;
+  out.reserve(listed.size());
+  for (auto& [created, meta] : listed) out.push_back(std::move(meta));
   return out;
 }
 
 int64_t DatasetStore::size() const {
   absl::MutexLock lock(&mu_);
-  return std::count_if(entries_.begin(), entries_.end(),
-                       [](const auto& kv) { return kv.second.status.ok(); });
+  return std::count_if(datasets_.begin(), datasets_.end(), [](const auto& kv) {
+    return kv.second.rbegin()->second.status.ok();
+  });
 }
 
 }  // namespace bnn::server

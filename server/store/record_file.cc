@@ -5,15 +5,18 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <system_error>
 #include <unistd.h>
+#include <utility>
 
 #include <absl/strings/match.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/strip.h>
 
 #include "bnn/io/snapshot.h"
+#include "bnn/status.h"
 
 #include "server/store/ids.h"
 
@@ -171,9 +174,63 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return contents;
 }
 
+absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+    }
+    return ErrnoError("open", path);
+  }
+  struct stat info;
+  if (::fstat(fd.get(), &info) != 0) return ErrnoError("stat", path);
+  const size_t size = static_cast<size_t>(info.st_size);
+  if (size == 0) return MappedFile(nullptr, 0);
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (data == MAP_FAILED) return ErrnoError("map", path);
+  // The mapping outlives the descriptor, which Fd closes.
+  return MappedFile(static_cast<const char*>(data), size);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+}
+
+absl::Status RemoveFile(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return ErrnoError("delete", path);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<std::string>> ScanRecordDir(
     const std::string& dir, absl::string_view id_prefix,
     absl::string_view extension) {
+  BNN_ASSIGN_OR_RETURN(std::vector<std::string> ids,
+                       ScanRecordStems(dir, extension));
+  ids.erase(std::remove_if(ids.begin(), ids.end(),
+                           [&](const std::string& stem) {
+                             return !IsId(id_prefix, stem);
+                           }),
+            ids.end());
+  return ids;
+}
+
+absl::StatusOr<std::vector<std::string>> ScanRecordStems(
+    const std::string& dir, absl::string_view extension) {
   namespace fs = std::filesystem;
   std::error_code error;
   fs::create_directories(dir, error);
@@ -181,7 +238,7 @@ absl::StatusOr<std::vector<std::string>> ScanRecordDir(
     return absl::InternalError(
         absl::StrCat("cannot create directory ", dir, ": ", error.message()));
   }
-  std::vector<std::string> ids;
+  std::vector<std::string> stems;
   for (fs::directory_iterator it(dir, error), end; !error && it != end;
        it.increment(error)) {
     const std::string name = it->path().filename().string();
@@ -190,17 +247,15 @@ absl::StatusOr<std::vector<std::string>> ScanRecordDir(
       if (error) break;
       continue;
     }
-    absl::string_view id = name;
-    if (absl::ConsumeSuffix(&id, extension) && IsId(id_prefix, id)) {
-      ids.emplace_back(id);
-    }
+    absl::string_view stem = name;
+    if (absl::ConsumeSuffix(&stem, extension)) stems.emplace_back(stem);
   }
   if (error) {
     return absl::InternalError(
         absl::StrCat("cannot scan directory ", dir, ": ", error.message()));
   }
-  std::sort(ids.begin(), ids.end());
-  return ids;
+  std::sort(stems.begin(), stems.end());
+  return stems;
 }
 
 }  // namespace bnn::server

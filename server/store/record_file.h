@@ -43,9 +43,43 @@ absl::Status SyncDirectory(const std::string& dir);
 // NotFound if `path` does not exist.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// A whole file mapped read-only into memory, unmapped on destruction. Store
+// files are replaced by rename and never modified in place, so a mapping
+// keeps seeing the same bytes even after its file is replaced or deleted;
+// only the pages being read occupy memory (the page cache), which lets large
+// files be streamed without a copy.
+class MappedFile {
+ public:
+  // NotFound if `path` does not exist.
+  static absl::StatusOr<MappedFile> Open(const std::string& path);
+
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  absl::string_view bytes() const { return {data_, size_}; }
+
+ private:
+  MappedFile(const char* data, size_t size) : data_(data), size_(size) {}
+
+  // nullptr for an empty file (nothing to map).
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Deletes `path`; a file that is already gone is not an error.
+absl::Status RemoveFile(const std::string& path);
+
 // Opens a store directory: creates `dir` if missing, deletes temporaries
-// left by a crash in WriteFileAtomically, and returns the ids of the files
-// "<id><extension>" whose id has the form IsId(id_prefix, id), sorted.
+// left by a crash in WriteFileAtomically, and returns the stems of the files
+// "<stem><extension>", sorted.
+absl::StatusOr<std::vector<std::string>> ScanRecordStems(
+    const std::string& dir, absl::string_view extension);
+
+// ScanRecordStems, keeping the stems that are ids of the form
+// IsId(id_prefix, id).
 absl::StatusOr<std::vector<std::string>> ScanRecordDir(
     const std::string& dir, absl::string_view id_prefix,
     absl::string_view extension);

@@ -1,19 +1,25 @@
 #include "server/store/snapshot_store.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <set>
+#include <system_error>
 #include <utility>
 
 #include <absl/strings/str_cat.h>
+#include <spdlog/spdlog.h>
 
 #include "bnn/status.h"
 
 #include "server/store/ids.h"
-#include "server/store/record_file.h"
+#include "server/store/snapshot_meta.h"
 
 namespace bnn::server {
 namespace {
 
 constexpr absl::string_view kExtension = ".snap";
+constexpr absl::string_view kInfoExtension = ".info";
+constexpr RecordFormat kInfoFormat{"BNNSINFO", 1};
 
 // An indexed snapshot that cannot be served is lost data, unless it was
 // written by a newer server (FailedPrecondition).
@@ -24,6 +30,28 @@ absl::Status LoadError(absl::string_view snapshot_id,
                           : absl::StatusCode::kDataLoss,
                       absl::StrCat("snapshot_id '", snapshot_id,
                                    "' cannot be loaded: ", status.message()));
+}
+
+absl::Status UnknownSnapshot(absl::string_view snapshot_id) {
+  return absl::NotFoundError(
+      absl::StrCat("snapshot_id '", snapshot_id, "' not found"));
+}
+
+absl::StatusOr<store::SnapshotMeta> ReadInfo(const std::string& path) {
+  BNN_ASSIGN_OR_RETURN(const std::string bytes, ReadFile(path));
+  BNN_ASSIGN_OR_RETURN(const absl::string_view payload,
+                       DecodeRecord(kInfoFormat, bytes));
+  store::SnapshotMeta meta;
+  if (!meta.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+    return absl::DataLossError(absl::StrCat(path, ": unparseable record"));
+  }
+  return meta;
+}
+
+absl::Status WriteInfo(const std::string& path,
+                       const store::SnapshotMeta& meta) {
+  return WriteFileAtomically(
+      path, EncodeRecord(kInfoFormat, meta.SerializeAsString()));
 }
 
 }  // namespace
@@ -37,41 +65,133 @@ absl::StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(
   BNN_RETURN_IF_ERROR(options.predictor.Validate());
   BNN_ASSIGN_OR_RETURN(const std::vector<std::string> ids,
                        ScanRecordDir(dir, kSnapshotIdPrefix, kExtension));
+  BNN_ASSIGN_OR_RETURN(const std::vector<std::string> info_ids,
+                       ScanRecordDir(dir, kSnapshotIdPrefix, kInfoExtension));
   std::unique_ptr<SnapshotStore> store(
       new SnapshotStore(std::move(dir), options));
+  const std::set<std::string> with_info(info_ids.begin(), info_ids.end());
   absl::MutexLock lock(&store->mu_);
-  store->ids_.insert(ids.begin(), ids.end());
+  for (const std::string& id : ids) {
+    store->entries_[id] = store->Index(id, with_info.count(id) > 0);
+  }
+  // Left by a crash in Create or Delete between the two files.
+  for (const std::string& id : info_ids) {
+    if (store->entries_.count(id) > 0) continue;
+    spdlog::warn("snapshot {}: deleting a record without a snapshot", id);
+    BNN_RETURN_IF_ERROR(RemoveFile(store->InfoPathOf(id)));
+  }
   return store;
+}
+
+SnapshotStore::Entry SnapshotStore::Index(const std::string& snapshot_id,
+                                          bool has_info) const {
+  std::error_code error;
+  const auto size = std::filesystem::file_size(PathOf(snapshot_id), error);
+  if (has_info) {
+    absl::StatusOr<store::SnapshotMeta> meta =
+        ReadInfo(InfoPathOf(snapshot_id));
+    // A record that does not describe this very file is rebuilt.
+    if (meta.ok() && meta->snapshot_id() == snapshot_id && !error &&
+        meta->size_bytes() == static_cast<int64_t>(size)) {
+      return Entry{absl::OkStatus(), *std::move(meta)};
+    }
+  }
+  absl::StatusOr<Snapshot> snapshot = ReadSnapshotFile(PathOf(snapshot_id));
+  if (!snapshot.ok()) {
+    Entry entry{LoadError(snapshot_id, snapshot.status()), {}};
+    entry.meta.set_snapshot_id(snapshot_id);
+    spdlog::error("snapshot {} is unreadable: {}", snapshot_id,
+                  entry.status.ToString());
+    return entry;
+  }
+  Entry entry{absl::OkStatus(),
+              SnapshotMetaOf(*snapshot, snapshot_id,
+                             error ? 0 : static_cast<int64_t>(size))};
+  // Without the record the snapshot is still served; it is decoded again on
+  // the next start.
+  if (const absl::Status written =
+          WriteInfo(InfoPathOf(snapshot_id), entry.meta);
+      !written.ok()) {
+    spdlog::warn("snapshot {}: cannot write its record: {}", snapshot_id,
+                 written.ToString());
+  } else {
+    spdlog::info("snapshot {}: record rebuilt", snapshot_id);
+  }
+  return entry;
 }
 
 std::string SnapshotStore::PathOf(absl::string_view snapshot_id) const {
   return absl::StrCat(dir_, "/", snapshot_id, kExtension);
 }
 
-absl::StatusOr<std::string> SnapshotStore::Create(const Snapshot& snapshot) {
+std::string SnapshotStore::InfoPathOf(absl::string_view snapshot_id) const {
+  return absl::StrCat(dir_, "/", snapshot_id, kInfoExtension);
+}
+
+absl::StatusOr<store::SnapshotMeta> SnapshotStore::Create(
+    const Snapshot& snapshot) {
+  // bnn::WriteSnapshotFile does not fsync; the store's writer does.
+  BNN_ASSIGN_OR_RETURN(const std::string bytes, EncodeSnapshot(snapshot));
+  return Store(bytes, snapshot);
+}
+
+absl::StatusOr<store::SnapshotMeta> SnapshotStore::Import(
+    const std::string& bytes) {
+  BNN_ASSIGN_OR_RETURN(const Snapshot snapshot, DecodeSnapshot(bytes));
+  return Store(bytes, snapshot);
+}
+
+absl::StatusOr<store::SnapshotMeta> SnapshotStore::Store(
+    absl::string_view bytes, const Snapshot& snapshot) {
   std::string id;
   {
     absl::MutexLock lock(&mu_);
     do {
       id = NewId(kSnapshotIdPrefix);
-    } while (ids_.count(id) > 0);
+    } while (entries_.count(id) > 0);
   }
-  // bnn::WriteSnapshotFile does not fsync; the store's writer does.
-  BNN_ASSIGN_OR_RETURN(const std::string bytes, EncodeSnapshot(snapshot));
+  store::SnapshotMeta meta =
+      SnapshotMetaOf(snapshot, id, static_cast<int64_t>(bytes.size()));
+  // The snapshot first: a crash before its record is written leaves a
+  // snapshot whose record Open() rebuilds.
   BNN_RETURN_IF_ERROR(WriteFileAtomically(PathOf(id), bytes));
+  if (absl::Status status = WriteInfo(InfoPathOf(id), meta); !status.ok()) {
+    RemoveFile(PathOf(id)).IgnoreError();  // the error below says enough
+    return status;
+  }
   absl::MutexLock lock(&mu_);
-  ids_.insert(id);
-  return id;
+  entries_[id] = Entry{absl::OkStatus(), meta};
+  return meta;
+}
+
+absl::StatusOr<store::SnapshotMeta> SnapshotStore::GetMeta(
+    absl::string_view snapshot_id) const {
+  absl::MutexLock lock(&mu_);
+  const auto it = entries_.find(snapshot_id);
+  if (it == entries_.end()) return UnknownSnapshot(snapshot_id);
+  if (!it->second.status.ok()) return it->second.status;
+  return it->second.meta;
+}
+
+std::vector<store::SnapshotMeta> SnapshotStore::List() const {
+  std::vector<store::SnapshotMeta> out;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, entry] : entries_) {
+      if (entry.status.ok()) out.push_back(entry.meta);
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.created_unix_ms() < b.created_unix_ms();
+  });
+  return out;
 }
 
 absl::StatusOr<std::shared_ptr<const Predictor>> SnapshotStore::GetPredictor(
     absl::string_view snapshot_id) {
+  BNN_RETURN_IF_ERROR(GetMeta(snapshot_id).status());
   {
     absl::MutexLock lock(&mu_);
-    if (ids_.count(snapshot_id) == 0) {
-      return absl::NotFoundError(
-          absl::StrCat("snapshot_id '", snapshot_id, "' not found"));
-    }
     for (CacheEntry& entry : cache_) {
       if (entry.snapshot_id == snapshot_id) {
         entry.last_used = ++use_clock_;
@@ -81,16 +201,63 @@ absl::StatusOr<std::shared_ptr<const Predictor>> SnapshotStore::GetPredictor(
   }
   // Loaded outside the lock so that a large snapshot does not stall
   // requests for cached ones.
+  absl::StatusOr<std::shared_ptr<const Predictor>> predictor =
+      LoadPredictor(snapshot_id);
+  absl::MutexLock lock(&mu_);
+  // Deleted while loading: its file may have vanished under the reader.
+  if (entries_.count(snapshot_id) == 0) return UnknownSnapshot(snapshot_id);
+  if (!predictor.ok()) return predictor.status();
+  InsertIntoCache(snapshot_id, *predictor);
+  return predictor;
+}
+
+absl::StatusOr<std::shared_ptr<const Predictor>> SnapshotStore::LoadPredictor(
+    absl::string_view snapshot_id) const {
   absl::StatusOr<Snapshot> snapshot = ReadSnapshotFile(PathOf(snapshot_id));
   if (!snapshot.ok()) return LoadError(snapshot_id, snapshot.status());
   absl::StatusOr<std::unique_ptr<Predictor>> created =
       Predictor::Create(std::make_shared<const Snapshot>(*std::move(snapshot)),
                         options_.predictor);
   if (!created.ok()) return LoadError(snapshot_id, created.status());
-  std::shared_ptr<const Predictor> predictor = *std::move(created);
-  absl::MutexLock lock(&mu_);
-  InsertIntoCache(snapshot_id, predictor);
-  return predictor;
+  return std::shared_ptr<const Predictor>(*std::move(created));
+}
+
+absl::StatusOr<std::shared_ptr<const Snapshot>> SnapshotStore::GetSnapshot(
+    absl::string_view snapshot_id) {
+  BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
+                       GetPredictor(snapshot_id));
+  return predictor->shared_snapshot();
+}
+
+absl::StatusOr<MappedFile> SnapshotStore::OpenFile(
+    absl::string_view snapshot_id) const {
+  BNN_RETURN_IF_ERROR(GetMeta(snapshot_id).status());
+  absl::StatusOr<MappedFile> file = MappedFile::Open(PathOf(snapshot_id));
+  // Deleted since the lookup.
+  if (absl::IsNotFound(file.status())) return UnknownSnapshot(snapshot_id);
+  return file;
+}
+
+absl::Status SnapshotStore::Delete(absl::string_view snapshot_id) {
+  {
+    // The files go under the lock, so that a concurrent GetPredictor whose
+    // read fails can tell a deletion (entry gone) from corruption.
+    absl::MutexLock lock(&mu_);
+    const auto it = entries_.find(snapshot_id);
+    if (it == entries_.end()) return UnknownSnapshot(snapshot_id);
+    BNN_RETURN_IF_ERROR(RemoveFile(PathOf(snapshot_id)));
+    // A leftover record is deleted by the next Open().
+    if (absl::Status status = RemoveFile(InfoPathOf(snapshot_id));
+        !status.ok()) {
+      spdlog::warn("{}", status.ToString());
+    }
+    entries_.erase(it);
+    const auto cached = std::find_if(
+        cache_.begin(), cache_.end(),
+        [&](const CacheEntry& e) { return e.snapshot_id == snapshot_id; });
+    if (cached != cache_.end()) Evict(cached);
+  }
+  return SyncDirectory(dir_);
 }
 
 void SnapshotStore::InsertIntoCache(
@@ -103,18 +270,38 @@ void SnapshotStore::InsertIntoCache(
     }
   }
   if (cache_.size() >= static_cast<size_t>(options_.cache_capacity)) {
-    const auto oldest = std::min_element(
-        cache_.begin(), cache_.end(),
-        [](const auto& a, const auto& b) { return a.last_used < b.last_used; });
-    cache_.erase(oldest);
+    Evict(std::min_element(cache_.begin(), cache_.end(),
+                           [](const auto& a, const auto& b) {
+                             return a.last_used < b.last_used;
+                           }));
   }
   cache_.push_back(
-      {std::string(snapshot_id), std::move(predictor), ++use_clock_});
+      {std::string(snapshot_id), std::move(predictor), ++use_clock_, {}});
+}
+
+void SnapshotStore::CountLookups(CacheEntry* entry, CacheCounts* counts) {
+  const Predictor::CacheStats stats = entry->predictor->cache_stats();
+  counts->hits += stats.hits - entry->counted.hits;
+  counts->misses += stats.misses - entry->counted.misses;
+  entry->counted = {stats.hits, stats.misses};
+}
+
+void SnapshotStore::Evict(std::vector<CacheEntry>::iterator entry) {
+  CountLookups(&*entry, &evicted_counts_);
+  cache_.erase(entry);
+}
+
+SnapshotStore::CacheCounts SnapshotStore::TakeCacheCounts() {
+  absl::MutexLock lock(&mu_);
+  CacheCounts counts = std::exchange(evicted_counts_, {});
+  for (CacheEntry& entry : cache_) CountLookups(&entry, &counts);
+  return counts;
 }
 
 int64_t SnapshotStore::size() const {
   absl::MutexLock lock(&mu_);
-  return static_cast<int64_t>(ids_.size());
+  return std::count_if(entries_.begin(), entries_.end(),
+                       [](const auto& kv) { return kv.second.status.ok(); });
 }
 
 }  // namespace bnn::server

@@ -30,22 +30,37 @@ v1::Example Row(std::vector<double> x, double y) {
   return example;
 }
 
-TEST(ValidateUploadMessageTest, HeaderFirstAndOnce) {
-  v1::UploadDatasetRequest header;
-  *header.mutable_header() = GoodHeader();
-  v1::UploadDatasetRequest chunk;
-  chunk.mutable_chunk();
-  EXPECT_TRUE(ValidateUploadMessage(header, 0, false).ok());
-  EXPECT_TRUE(ValidateUploadMessage(chunk, 1, true).ok());
-  EXPECT_THAT(ValidateUploadMessage(chunk, 0, false),
+TEST(RequireIdTest, NamesTheField) {
+  EXPECT_TRUE(RequireId("snapshot_id", "snap-1").ok());
+  EXPECT_THAT(RequireId("header.dataset_id", ""),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "header.dataset_id is required"));
+}
+
+TEST(ValidateStreamMessageTest, HeaderFirstAndOnce) {
+  EXPECT_TRUE(
+      ValidateStreamMessage("upload", StreamPayload::kHeader, 0, false).ok());
+  EXPECT_TRUE(
+      ValidateStreamMessage("upload", StreamPayload::kChunk, 1, true).ok());
+  EXPECT_THAT(ValidateStreamMessage("upload", StreamPayload::kChunk, 0, false),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "upload message 0 is a row chunk before the header"));
-  EXPECT_THAT(ValidateUploadMessage(header, 3, true),
+  EXPECT_THAT(ValidateStreamMessage("append", StreamPayload::kHeader, 3, true),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       "upload message 3 is a second header"));
-  EXPECT_THAT(ValidateUploadMessage(v1::UploadDatasetRequest(), 2, true),
+                       "append message 3 is a second header"));
+  EXPECT_THAT(ValidateStreamMessage("upload", StreamPayload::kNone, 2, true),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "upload message 2 has neither a header nor a chunk"));
+}
+
+TEST(PayloadOfTest, BothStreamRequestTypes) {
+  v1::UploadDatasetRequest upload;
+  EXPECT_EQ(PayloadOf(upload), StreamPayload::kNone);
+  upload.mutable_header();
+  EXPECT_EQ(PayloadOf(upload), StreamPayload::kHeader);
+  v1::AppendRowsRequest append;
+  append.mutable_chunk();
+  EXPECT_EQ(PayloadOf(append), StreamPayload::kChunk);
 }
 
 TEST(ValidateDatasetHeaderTest, AcceptsAGoodHeader) {
@@ -148,14 +163,14 @@ TEST(ValidateRowChunkTest, UploadRowLimit) {
                        "(--max-upload-rows)"));
 }
 
-TEST(ValidateUploadCompleteTest, NeedsHeaderAndRows) {
-  EXPECT_TRUE(ValidateUploadComplete(true, 1).ok());
+TEST(ValidateStreamCompleteTest, NeedsHeaderAndRows) {
+  EXPECT_TRUE(ValidateStreamComplete("upload", true, 1).ok());
   EXPECT_THAT(
-      ValidateUploadComplete(false, 0),
+      ValidateStreamComplete("upload", false, 0),
       StatusIs(absl::StatusCode::kInvalidArgument, "upload has no header"));
   EXPECT_THAT(
-      ValidateUploadComplete(true, 0),
-      StatusIs(absl::StatusCode::kInvalidArgument, "upload has no rows"));
+      ValidateStreamComplete("append", true, 0),
+      StatusIs(absl::StatusCode::kInvalidArgument, "append has no rows"));
 }
 
 TEST(ValidateClassLabelsTest, NeedsTwoDistinctLabels) {
@@ -174,6 +189,34 @@ TEST(ValidateClassLabelsTest, BoundsTheClassCount) {
   EXPECT_THAT(ValidateClassLabels(labels),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "take 70000 distinct values; at most 65536 classes"));
+}
+
+TEST(EncodeAppendedLabelsTest, KnownLabelsBecomeClassIndices) {
+  const std::vector<double> classes = {-1, 2, 4};
+  std::vector<double> labels = {4, -1, 2, 4};
+  ASSERT_TRUE(EncodeAppendedLabels(absl::MakeSpan(labels), 0, classes).ok());
+  EXPECT_THAT(labels, ::testing::ElementsAre(2, 0, 1, 2));
+}
+
+TEST(EncodeAppendedLabelsTest, ANewLabelIsNamedWithItsRow) {
+  const std::vector<double> classes = {2, 4};
+  std::vector<double> labels = {2, 3};
+  // The chunk starts at row 10 of the append.
+  EXPECT_THAT(EncodeAppendedLabels(absl::MakeSpan(labels), 10, classes),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "rows[11].y = 3 is not a class of the dataset; its "
+                       "class labels are 2, 4"));
+  std::vector<double> above = {5};
+  EXPECT_THAT(EncodeAppendedLabels(absl::MakeSpan(above), 0, classes),
+              StatusIs(absl::StatusCode::kInvalidArgument, "rows[0].y = 5"));
+}
+
+TEST(RequestedVersionTest, UnsetIsLatestAndSetMustBePositive) {
+  EXPECT_EQ(*RequestedVersion("version", false, 0), std::nullopt);
+  EXPECT_EQ(*RequestedVersion("version", true, 3), 3);
+  EXPECT_THAT(RequestedVersion("dataset_version", true, 0).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "dataset_version = 0 must be >= 1"));
 }
 
 TEST(ValidateModelSpecTest, Widths) {
@@ -223,22 +266,52 @@ google::protobuf::RepeatedPtrField<v1::Features> Rows(
   return out;
 }
 
-TEST(ValidatePredictRowsTest, CountWidthAndFiniteness) {
+TEST(ValidateFeatureRowsTest, CountWidthAndFiniteness) {
   ServerLimits limits;
   limits.max_predict_rows = 2;
-  EXPECT_TRUE(ValidatePredictRows(Rows({{1, 2}, {3, 4}}), 2, limits).ok());
-  EXPECT_THAT(ValidatePredictRows(Rows({}), 2, limits),
+  EXPECT_TRUE(
+      ValidateFeatureRows("rows", Rows({{1, 2}, {3, 4}}), 2, limits).ok());
+  EXPECT_THAT(ValidateFeatureRows("rows", Rows({}), 2, limits),
               StatusIs(absl::StatusCode::kInvalidArgument, "rows is empty"));
-  EXPECT_THAT(ValidatePredictRows(Rows({{1, 2}, {1, 2}, {1, 2}}), 2, limits),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       "rows has 3 entries; the server limit is 2 "
-                       "(--max-predict-rows)"));
-  EXPECT_THAT(ValidatePredictRows(Rows({{1, 2}, {1}}), 2, limits),
+  EXPECT_THAT(
+      ValidateFeatureRows("rows", Rows({{1, 2}, {1, 2}, {1, 2}}), 2, limits),
+      StatusIs(absl::StatusCode::kResourceExhausted,
+               "rows has 3 entries; the server limit is 2 "
+               "(--max-predict-rows)"));
+  EXPECT_THAT(ValidateFeatureRows("rows", Rows({{1, 2}, {1}}), 2, limits),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "rows[1].x has 1 values; the snapshot has 2 features"));
   EXPECT_THAT(
-      ValidatePredictRows(Rows({{1, std::nan("")}}), 2, limits),
+      ValidateFeatureRows("rows", Rows({{1, std::nan("")}}), 2, limits),
       StatusIs(absl::StatusCode::kInvalidArgument, "rows[0].x[1] is NaN"));
+}
+
+TEST(ValidateFeatureRowsTest, PathOfNestedRows) {
+  EXPECT_THAT(
+      ValidateFeatureRows("rows.rows", Rows({{1}, {1, 2}}), 2, ServerLimits()),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "rows.rows[0].x has 1 values"));
+}
+
+TEST(ValidateResponseSizeTest, BoundedByTheMessageLimit) {
+  ServerLimits limits;
+  limits.max_message_bytes = 8000;
+  EXPECT_TRUE(ValidateResponseSize(10, 100, limits).ok());  // 8000 bytes
+  EXPECT_THAT(ValidateResponseSize(10, 101, limits),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       "the response would hold 10 rows x 101 values (about "
+                       "8080 bytes); the server limit is 8000 bytes "
+                       "(--max-message-bytes)"));
+}
+
+TEST(ValidateSnapshotSizeTest, BoundedByTheFlag) {
+  ServerLimits limits;
+  limits.max_snapshot_bytes = 100;
+  EXPECT_TRUE(ValidateSnapshotSize(100, limits).ok());
+  EXPECT_THAT(ValidateSnapshotSize(101, limits),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       "snapshot exceeds 100 bytes, the server limit "
+                       "(--max-snapshot-bytes)"));
 }
 
 TEST(ResolveNumSamplesTest, DefaultLimitAndSign) {

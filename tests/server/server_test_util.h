@@ -12,6 +12,7 @@
 #include <absl/strings/string_view.h>
 #include <absl/time/time.h>
 #include <gmock/gmock.h>
+#include <google/protobuf/util/message_differencer.h>
 
 #include "bnn/data/dataset.h"
 
@@ -74,6 +75,13 @@ MATCHER_P2(StatusIs, code, substring, "") {
   *result_listener << "status is " << arg.ToString();
   return arg.code() == code &&
          arg.message().find(substring) != absl::string_view::npos;
+}
+
+// Matches a protobuf message equal to `expected` (maps compare as maps,
+// whatever their serialisation order).
+MATCHER_P(EqualsProto, expected, "") {
+  *result_listener << "message is " << arg.ShortDebugString();
+  return google::protobuf::util::MessageDifferencer::Equals(arg, expected);
 }
 
 // y = x^3 + noise, x uniform on [-4, 4] (SLANG App. F.1), one feature.

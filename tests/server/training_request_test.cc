@@ -170,8 +170,9 @@ TEST(BuildTrainingJobTest, RejectsBadEpochs) {
                        "parameter 'epochs': 'many' is not a valid int"));
   request = SlangRequest();
   (*request.mutable_params())["seed"] = "-1";
-  EXPECT_THAT(Build(request).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, "parameter 'seed': '-1'"));
+  EXPECT_THAT(
+      Build(request).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, "parameter 'seed': '-1'"));
 }
 
 TEST(BuildTrainingJobTest, RejectsBadModels) {

@@ -1,15 +1,19 @@
 #include "server/store/dataset_store.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
 
+#include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "bnn/train/trainer.h"
 
+#include "server/store/dataset_file.h"
 #include "server/store/ids.h"
 #include "server/store/record_file.h"
 #include "tests/server/server_test_util.h"
@@ -42,6 +46,19 @@ void FlipByte(const std::string& path, size_t offset_from_end) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
+// The rows of `data` with the schema of the stored dataset `meta`.
+Dataset AppendOf(const store::DatasetMeta& meta, const Dataset& data) {
+  Dataset rows = *DatasetSchema(meta);
+  rows.features = data.features;
+  rows.targets = data.targets;
+  return rows;
+}
+
+Dataset Concatenated(Dataset a, const Dataset& b) {
+  EXPECT_TRUE(a.Append(b).ok());
+  return a;
+}
+
 class DatasetStoreTest : public ::testing::Test {
  protected:
   std::unique_ptr<DatasetStore> Open() {
@@ -52,6 +69,22 @@ class DatasetStoreTest : public ::testing::Test {
   }
   std::string PathOf(const std::string& id) const {
     return dir_.path() + "/datasets/" + id + ".dataset";
+  }
+  std::string PathOf(const std::string& id, int version) const {
+    return absl::StrCat(dir_.path(), "/datasets/", id, ".v", version,
+                        ".dataset");
+  }
+  // A dataset of 10 rows with versions 2 and 3 adding 5 and 7 rows; returns
+  // its id.
+  std::string ThreeVersions(DatasetStore* store) {
+    const store::DatasetMeta v1 = *store->Create(CubicDataset(10, 1), "cubic");
+    const store::DatasetMeta v2 = *store->Append(
+        v1.dataset_id(), AppendOf(v1, CubicDataset(5, 2)), std::nullopt);
+    EXPECT_TRUE(store
+                    ->Append(v1.dataset_id(), AppendOf(v2, CubicDataset(7, 3)),
+                             std::nullopt)
+                    .ok());
+    return v1.dataset_id();
   }
 
   TempDir dir_;
@@ -167,6 +200,171 @@ TEST_F(DatasetStoreTest, ValidFrameWithInvalidContentsIsDataLoss) {
   EXPECT_THAT(Open()->Get(id).status(),
               StatusIs(absl::StatusCode::kDataLoss,
                        "holds 1 rows; its metadata says 5"));
+}
+
+TEST_F(DatasetStoreTest, AppendsCreateImmutableVersions) {
+  std::unique_ptr<DatasetStore> store = Open();
+  const Dataset first = CubicDataset(10, 1);
+  const Dataset more = CubicDataset(5, 2);
+  const store::DatasetMeta v1 = *store->Create(first, "cubic");
+  const absl::StatusOr<store::DatasetMeta> v2 =
+      store->Append(v1.dataset_id(), AppendOf(v1, more), 1);
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  EXPECT_EQ(v2->dataset_id(), v1.dataset_id());
+  EXPECT_EQ(v2->version(), 2);
+  EXPECT_EQ(v2->num_rows(), 15);
+  EXPECT_EQ(v2->first_row(), 10);
+  EXPECT_EQ(v2->name(), "cubic");
+  const Dataset both = Concatenated(first, more);
+  EXPECT_EQ(v2->hash(), DatasetHash(both));
+  EXPECT_NE(v2->hash(), v1.hash());
+
+  EXPECT_EQ(store->Get(v1.dataset_id())->version(), 2);
+  EXPECT_EQ(store->Get(v1.dataset_id(), 1)->SerializeAsString(),
+            v1.SerializeAsString());
+  EXPECT_EQ(store->Load(v1.dataset_id(), 1)->features, first.features);
+  EXPECT_EQ(store->Load(v1.dataset_id())->features, both.features);
+  EXPECT_EQ(store->Load(v1.dataset_id())->targets, both.targets);
+  // Only the appended rows are written again.
+  EXPECT_TRUE(std::filesystem::exists(PathOf(v1.dataset_id(), 2)));
+
+  std::unique_ptr<DatasetStore> reopened = Open();
+  EXPECT_EQ(reopened->Get(v1.dataset_id())->SerializeAsString(),
+            v2->SerializeAsString());
+  EXPECT_EQ(reopened->Load(v1.dataset_id(), 2)->features, both.features);
+  ASSERT_EQ(reopened->List().size(), 1u);
+  EXPECT_EQ(reopened->List()[0].version(), 2);
+}
+
+TEST_F(DatasetStoreTest, AppendedLabelsKeepTheClasses) {
+  std::unique_ptr<DatasetStore> store = Open();
+  const store::DatasetMeta v1 = *store->Create(Classification(), "labels");
+  Dataset rows = *DatasetSchema(v1);
+  rows.features = {6, 7};
+  rows.targets = {1};  // the class index of label 1
+  const store::DatasetMeta v2 = *store->Append(v1.dataset_id(), rows, 1);
+  EXPECT_THAT(v2.class_values(), ElementsAre(-1, 1));
+  const Dataset loaded = *store->Load(v1.dataset_id());
+  EXPECT_THAT(loaded.targets, ElementsAre(0, 1, 0, 1));
+  EXPECT_EQ(loaded.task, Task::kBinary);
+}
+
+TEST_F(DatasetStoreTest, StaleExpectedVersionStoresNothing) {
+  std::unique_ptr<DatasetStore> store = Open();
+  const store::DatasetMeta v1 = *store->Create(CubicDataset(10), "cubic");
+  ASSERT_TRUE(
+      store->Append(v1.dataset_id(), AppendOf(v1, CubicDataset(2)), 1).ok());
+  EXPECT_THAT(
+      store->Append(v1.dataset_id(), AppendOf(v1, CubicDataset(2)), 1).status(),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               "dataset_id '" + v1.dataset_id() +
+                   "' is at version 2; the append expected version 1"));
+  EXPECT_EQ(store->Get(v1.dataset_id())->version(), 2);
+  EXPECT_FALSE(std::filesystem::exists(PathOf(v1.dataset_id(), 3)));
+}
+
+TEST_F(DatasetStoreTest, BadAppendsStoreNothing) {
+  std::unique_ptr<DatasetStore> store = Open();
+  const store::DatasetMeta v1 = *store->Create(CubicDataset(10), "cubic");
+  Dataset wide = AppendOf(v1, CubicDataset(2));
+  wide.num_features = 2;
+  wide.features.push_back(0.0);
+  wide.features.push_back(0.0);
+  EXPECT_THAT(store->Append(v1.dataset_id(), wide, std::nullopt).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "schema mismatch"));
+  EXPECT_THAT(
+      store->Append(v1.dataset_id(), *DatasetSchema(v1), std::nullopt).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, "at least one row"));
+  EXPECT_THAT(store
+                  ->Append("ds-0000000000000000", AppendOf(v1, CubicDataset(2)),
+                           std::nullopt)
+                  .status(),
+              StatusIs(absl::StatusCode::kNotFound, "not found"));
+  EXPECT_EQ(store->Get(v1.dataset_id())->version(), 1);
+}
+
+TEST_F(DatasetStoreTest, MissingVersionIsNotFound) {
+  std::unique_ptr<DatasetStore> store = Open();
+  const store::DatasetMeta v1 = *store->Create(CubicDataset(10), "cubic");
+  EXPECT_THAT(store->Get(v1.dataset_id(), 5).status(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       "dataset_id '" + v1.dataset_id() +
+                           "' has no version 5 (its latest is 1)"));
+  EXPECT_THAT(store->Load(v1.dataset_id(), 2).status(),
+              StatusIs(absl::StatusCode::kNotFound, "has no version 2"));
+}
+
+TEST_F(DatasetStoreTest, CorruptVersionBreaksItAndLaterOnes) {
+  std::string id;
+  {
+    std::unique_ptr<DatasetStore> store = Open();
+    id = ThreeVersions(store.get());
+  }
+  FlipByte(PathOf(id, 2), 20);
+  std::unique_ptr<DatasetStore> store = Open();
+  EXPECT_EQ(store->Load(id, 1)->num_rows(), 10);
+  EXPECT_THAT(store->Get(id, 2).status(),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       PathOf(id, 2) + ": record checksum mismatch"));
+  EXPECT_THAT(store->Get(id, 3).status(),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       "version 3 cannot be read: it builds on version 2, "
+                       "which is unreadable"));
+  EXPECT_THAT(store->Get(id).status(),
+              StatusIs(absl::StatusCode::kDataLoss, "version 3"));
+  EXPECT_THAT(store->Load(id).status(),
+              StatusIs(absl::StatusCode::kDataLoss, "version 3"));
+  EXPECT_EQ(store->size(), 0);
+  EXPECT_THAT(store->List(), IsEmpty());
+}
+
+TEST_F(DatasetStoreTest, MissingVersionFileBreaksLaterOnes) {
+  std::string id;
+  {
+    std::unique_ptr<DatasetStore> store = Open();
+    id = ThreeVersions(store.get());
+  }
+  std::filesystem::remove(PathOf(id, 2));
+  std::unique_ptr<DatasetStore> store = Open();
+  EXPECT_TRUE(store->Get(id, 1).ok());
+  EXPECT_THAT(store->Get(id).status(),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       "version 3 cannot be read: version 2 is missing"));
+}
+
+TEST_F(DatasetStoreTest, RowsPoolReadsEveryVersionInPlace) {
+  std::unique_ptr<DatasetStore> store = Open();
+  const std::string id = ThreeVersions(store.get());
+  const Dataset all = *store->Load(id);
+  const absl::StatusOr<std::unique_ptr<PoolSource>> pool = store->OpenRows(id);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  EXPECT_EQ((*pool)->num_rows(), 22);
+  EXPECT_EQ((*pool)->num_features(), 1);
+  // Chunks crossing the boundaries between the version files.
+  std::vector<double> read;
+  for (int64_t begin = 0; begin < 22; begin += 4) {
+    const int64_t count = std::min<int64_t>(4, 22 - begin);
+    std::vector<double> chunk;
+    ASSERT_TRUE((*pool)->Read(begin, count, &chunk).ok());
+    EXPECT_EQ(chunk.size(), static_cast<size_t>(count));
+    read.insert(read.end(), chunk.begin(), chunk.end());
+  }
+  EXPECT_EQ(read, all.features);
+  std::vector<double> chunk;
+  EXPECT_THAT((*pool)->Read(20, 3, &chunk),
+              StatusIs(absl::StatusCode::kOutOfRange, "exceed 22"));
+  // An earlier version ends earlier.
+  EXPECT_EQ((*store->OpenRows(id, 2))->num_rows(), 15);
+}
+
+TEST_F(DatasetStoreTest, RowsPoolVerifiesTheFiles) {
+  std::unique_ptr<DatasetStore> store = Open();
+  const std::string id = ThreeVersions(store.get());
+  FlipByte(PathOf(id, 3), 20);
+  EXPECT_THAT(store->OpenRows(id).status(),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       PathOf(id, 3) + ": record checksum mismatch"));
+  EXPECT_TRUE(store->OpenRows(id, 2).ok());
 }
 
 }  // namespace

@@ -87,6 +87,50 @@ TEST(ReadFileTest, MissingFileIsNotFound) {
               StatusIs(absl::StatusCode::kNotFound, "does not exist"));
 }
 
+TEST(MappedFileTest, MapsTheWholeFile) {
+  TempDir dir;
+  const std::string path = dir.path() + "/file";
+  const std::string contents(100000, 'z');
+  ASSERT_TRUE(WriteFileAtomically(path, contents).ok());
+  absl::StatusOr<MappedFile> mapped = MappedFile::Open(path);
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  // Replacing and deleting the file leaves the mapping as it was.
+  ASSERT_TRUE(WriteFileAtomically(path, "other").ok());
+  ASSERT_TRUE(RemoveFile(path).ok());
+  MappedFile moved = *std::move(mapped);
+  EXPECT_EQ(moved.bytes(), contents);
+}
+
+TEST(MappedFileTest, EmptyAndMissingFiles) {
+  TempDir dir;
+  const std::string path = dir.path() + "/empty";
+  ASSERT_TRUE(WriteFileAtomically(path, "").ok());
+  EXPECT_EQ(MappedFile::Open(path)->bytes(), "");
+  EXPECT_THAT(MappedFile::Open(dir.path() + "/missing").status(),
+              StatusIs(absl::StatusCode::kNotFound, "does not exist"));
+}
+
+TEST(RemoveFileTest, MissingFileIsFine) {
+  TempDir dir;
+  const std::string path = dir.path() + "/file";
+  ASSERT_TRUE(WriteFileAtomically(path, "x").ok());
+  EXPECT_TRUE(RemoveFile(path).ok());
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_TRUE(RemoveFile(path).ok());
+  EXPECT_THAT(RemoveFile(dir.path()),  // a directory cannot be unlinked
+              StatusIs(absl::StatusCode::kInternal, "cannot delete"));
+}
+
+TEST(ScanRecordStemsTest, ListsEveryStemWithTheExtension) {
+  TempDir dir;
+  for (const char* name : {"b.v2.dataset", "a.dataset", "c.dataset.tmp"}) {
+    std::ofstream(dir.path() + "/" + name) << "x";
+  }
+  EXPECT_THAT(*ScanRecordStems(dir.path(), ".dataset"),
+              ElementsAre("a", "b.v2"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/c.dataset.tmp"));
+}
+
 TEST(ScanRecordDirTest, ListsIdsAndRemovesTemporaries) {
   TempDir dir;
   const std::string root = dir.path() + "/records";  // created by the scan
