@@ -6,7 +6,10 @@
 
 #include "bnn/check.h"
 #include "bnn/methods/method.h"
+#include "bnn/methods/bbb.h"
+#include "bnn/methods/exact.h"
 #include "bnn/methods/slang.h"
+#include "bnn/methods/vogn.h"
 #include "bnn/status.h"
 
 namespace bnn {
@@ -70,18 +73,88 @@ const MethodRegistry& MethodRegistry::Builtin() {
 
 // Every built-in method, in one explicit list.
 void RegisterBuiltinMethods(MethodRegistry* registry) {
+  for (const bool online_eig : {false, true}) {
+    BNN_CHECK_OK(registry->Register(
+        {online_eig ? "slang_online_eig" : "slang",
+         online_eig
+             ? "SLANG-OnlineEig: low-rank factors averaged from the top "
+               "eigenpairs of the empirical Fisher alone (Mishkin et al. 2018, "
+               "App. B)"
+             : "SLANG: low-rank + diagonal Gaussian posterior by approximate "
+               "natural gradient (Mishkin et al. 2018)",
+         SlangOptionsSchema().Describe(),
+         [online_eig](const ParamMap& params,
+                      const std::vector<std::string>& ignored)
+             -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+           SlangOptions options;
+           BNN_RETURN_IF_ERROR(
+               SlangOptionsSchema().Apply(params, &options, ignored));
+           return CreateSlang(options, online_eig);
+         }}));
+  }
+  struct VognVariant {
+    const char* name;
+    const char* description;
+    Curvature curvature;
+    CovarianceStructure structure;
+  };
+  const VognVariant variants[] = {
+      {"vogn_full",
+       "full-Gaussian VI by natural gradient with the empirical Fisher "
+       "(SLANG eq. 2; D <= 4096)",
+       Curvature::kEmpiricalFisher, CovarianceStructure::kFull},
+      {"von_full",
+       "full-Gaussian VI by natural gradient with the exact Hessian (SLANG "
+       "eqs. 12-13; no hidden layers, D <= 4096)",
+       Curvature::kHessian, CovarianceStructure::kFull},
+      {"vogn_diag",
+       "mean-field VI by natural gradient with the empirical Fisher (SLANG "
+       "Table 1 'MF EF')",
+       Curvature::kEmpiricalFisher, CovarianceStructure::kDiagonal},
+      {"von_diag",
+       "mean-field VI by natural gradient with the exact Hessian (SLANG "
+       "Table 1 'MF Hessian'; no hidden layers)",
+       Curvature::kHessian, CovarianceStructure::kDiagonal},
+  };
   BNN_CHECK_OK(registry->Register(
-      {"slang",
-       "SLANG: low-rank + diagonal Gaussian posterior by approximate natural "
-       "gradient (Mishkin et al. 2018)",
-       SlangOptionsSchema().Describe(),
+      {"bbb",
+       "Bayes by Backprop: mean-field Gaussian VI by reparameterisation "
+       "gradients and Adam (Blundell et al. 2015)",
+       BbbOptionsSchema().Describe(),
        [](const ParamMap& params, const std::vector<std::string>& ignored)
            -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
-         SlangOptions options;
-         BNN_RETURN_IF_ERROR(
-             SlangOptionsSchema().Apply(params, &options, ignored));
-         return CreateSlang(options);
+         BbbOptions options;
+         BNN_RETURN_IF_ERROR(BbbOptionsSchema().Apply(params, &options, ignored));
+         return CreateBbb(options);
        }}));
+  for (const bool full : {true, false}) {
+    BNN_CHECK_OK(registry->Register(
+        {full ? "exact_full" : "exact_diag",
+         full ? "optimal full-Gaussian VI of Bayesian logistic regression "
+                "(L-BFGS on the ELBO, Gauss-Hermite; SLANG's 'Full Exact')"
+              : "optimal mean-field VI of Bayesian logistic regression "
+                "(SLANG's 'MF Exact')",
+         ExactOptionsSchema().Describe(),
+         [full](const ParamMap& params,
+                const std::vector<std::string>& ignored)
+             -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+           ExactOptions options;
+           BNN_RETURN_IF_ERROR(
+               ExactOptionsSchema().Apply(params, &options, ignored));
+           return CreateExact(options, full);
+         }}));
+  }
+  for (const VognVariant& v : variants) {
+    BNN_CHECK_OK(registry->Register(
+        {v.name, v.description, VognOptionsSchema().Describe(),
+         [v](const ParamMap& params, const std::vector<std::string>& ignored)
+             -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+           VognOptions options;
+           BNN_RETURN_IF_ERROR(
+               VognOptionsSchema().Apply(params, &options, ignored));
+           return CreateVogn(options, v.curvature, v.structure);
+         }}));
+  }
 }
 
 }  // namespace bnn

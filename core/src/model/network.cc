@@ -225,6 +225,22 @@ void PerExampleGrads<T>::Sum(VectorX<T>* out, const VectorX<T>* weights) const {
 }
 
 template <typename T>
+void PerExampleGrads<T>::SumPerSample(int num_samples, MatrixX<T>* out) const {
+  BNN_CHECK(num_samples > 0 && count_ % num_samples == 0);
+  const int m = count_ / num_samples;
+  out->resize(dim_, num_samples);
+  for (int s = 0; s < num_samples; ++s) {
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      const LayerShape& shape = layers_[l];
+      Eigen::Map<MatrixX<T>> block(out->data() + s * dim_ + shape.offset,
+                                   shape.out, shape.in + 1);
+      block.noalias() = deltas_[l].middleRows(s * m, m).transpose() *
+                        inputs(l).middleRows(s * m, m);
+    }
+  }
+}
+
+template <typename T>
 void PerExampleGrads<T>::SquaredSum(VectorX<T>* out) const {
   out->resize(dim_);
   for (size_t l = 0; l < layers_.size(); ++l) {
@@ -339,13 +355,17 @@ MatrixX<T> PerExampleGrads<T>::Gram() const {
 
 template <typename T>
 MatrixX<T> PerExampleGrads<T>::Materialize() const {
+  // Column i of layer l's block is vec(delta_i a_i^T) = a_i (x) delta_i: row
+  // j * out + o holds a_ij delta_io, so each input j fills `out` rows at
+  // once (a Khatri-Rao product), with no per-example loop.
   MatrixX<T> j(dim_, count_);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const LayerShape& shape = layers_[l];
-    for (int i = 0; i < count_; ++i) {
-      Eigen::Map<MatrixX<T>> block(j.col(i).data() + shape.offset, shape.out,
-                                   shape.in + 1);
-      block.noalias() = deltas_[l].row(i).transpose() * inputs(l).row(i);
+    for (int in = 0; in <= shape.in; ++in) {
+      j.middleRows(shape.offset + static_cast<int64_t>(in) * shape.out,
+                   shape.out) = (deltas_[l].transpose().array().rowwise() *
+                                 inputs(l).col(in).transpose().array())
+                                    .matrix();
     }
   }
   return j;

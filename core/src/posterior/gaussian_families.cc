@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 
 #include "bnn/core/snapshot.pb.h"
+#include "bnn/status.h"
 
 namespace bnn {
 namespace {
@@ -67,6 +68,11 @@ void DiagonalGaussianPosterior::Sample(int num_samples, Rng& rng,
   FillNormal(dim(), num_samples, rng, out);
   *out = variance_.cwiseSqrt().asDiagonal() * *out;
   out->colwise() += mean_;
+}
+
+absl::StatusOr<Eigen::MatrixXd> DiagonalGaussianPosterior::Covariance() const {
+  BNN_RETURN_IF_ERROR(CheckDenseDim(dim()));
+  return Eigen::MatrixXd(variance_.asDiagonal());
 }
 
 absl::StatusOr<double> DiagonalGaussianPosterior::KlToPrior(
@@ -138,6 +144,11 @@ Eigen::VectorXd FullGaussianPosterior::MarginalVariances() const {
   Eigen::MatrixXd l_inv = Eigen::MatrixXd::Identity(dim(), dim());
   llt_.matrixL().solveInPlace(l_inv);
   return l_inv.colwise().squaredNorm().transpose();
+}
+
+absl::StatusOr<Eigen::MatrixXd> FullGaussianPosterior::Covariance() const {
+  Eigen::MatrixXd sigma = llt_.solve(Eigen::MatrixXd::Identity(dim(), dim()));
+  return Eigen::MatrixXd(0.5 * (sigma + sigma.transpose()));
 }
 
 absl::StatusOr<double> FullGaussianPosterior::KlToPrior(
@@ -239,6 +250,24 @@ Eigen::VectorXd KroneckerPosterior::MarginalVariances() const {
         out_var * in_var.transpose();
   }
   return var;
+}
+
+absl::StatusOr<Eigen::MatrixXd> KroneckerPosterior::Covariance() const {
+  BNN_RETURN_IF_ERROR(CheckDenseDim(dim()));
+  Eigen::MatrixXd cov = Eigen::MatrixXd::Zero(dim(), dim());
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerShape& s = shapes_[l];
+    const Eigen::MatrixXd c_out =
+        layers_[l].out_factor * layers_[l].out_factor.transpose();
+    const Eigen::MatrixXd c_in =
+        layers_[l].in_factor * layers_[l].in_factor.transpose();
+    // Cov(vec W~) = C_in (x) C_out for column-major vec.
+    for (int i = 0; i <= s.in; ++i)
+      for (int j = 0; j <= s.in; ++j)
+        cov.block(s.offset + i * s.out, s.offset + j * s.out, s.out, s.out) =
+            c_in(i, j) * c_out;
+  }
+  return cov;
 }
 
 absl::StatusOr<double> KroneckerPosterior::KlToPrior(

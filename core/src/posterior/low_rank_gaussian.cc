@@ -41,6 +41,13 @@ Eigen::VectorXd LowRankGaussianPosterior::MarginalVariances() const {
   return factor_.MarginalVariances();
 }
 
+absl::StatusOr<Eigen::MatrixXd> LowRankGaussianPosterior::Covariance() const {
+  BNN_RETURN_IF_ERROR(CheckDenseDim(dim()));
+  Eigen::MatrixXd sigma;
+  factor_.Solve(Eigen::MatrixXd::Identity(dim(), dim()), &sigma);
+  return Eigen::MatrixXd(0.5 * (sigma + sigma.transpose()));
+}
+
 absl::StatusOr<double> LowRankGaussianPosterior::KlToPrior(
     const Eigen::VectorXd& prior_precision) const {
   if (prior_precision.size() != dim()) {

@@ -133,6 +133,15 @@ absl::StatusOr<std::unique_ptr<Posterior>> DropoutFromProto(
 
 }  // namespace
 
+absl::Status CheckDenseDim(int64_t dim) {
+  if (dim > Posterior::kMaxDenseDim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a dense covariance of ", dim, " parameters exceeds the limit of ",
+        Posterior::kMaxDenseDim));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status NotGaussianError(absl::string_view family,
                               absl::string_view what) {
   return absl::UnimplementedError(absl::StrCat(

@@ -42,6 +42,10 @@ Eigen::VectorXd SampleSetPosterior::MarginalVariances() const {
   return centered.rowwise().squaredNorm() / std::max(1, num_stored() - 1);
 }
 
+absl::StatusOr<Eigen::MatrixXd> SampleSetPosterior::Covariance() const {
+  return NotGaussianError(family(), "a Gaussian covariance");
+}
+
 absl::StatusOr<double> SampleSetPosterior::KlToPrior(
     const Eigen::VectorXd&) const {
   return NotGaussianError(family(), "a KL divergence");
@@ -120,6 +124,10 @@ Eigen::VectorXd DropoutPosterior::MarginalVariances() const {
         weights_.segment(s.offset, n).cwiseAbs2() * (rate_ / (1 - rate_));
   }
   return var;
+}
+
+absl::StatusOr<Eigen::MatrixXd> DropoutPosterior::Covariance() const {
+  return NotGaussianError(family(), "a Gaussian covariance");
 }
 
 absl::StatusOr<double> DropoutPosterior::KlToPrior(

@@ -28,6 +28,12 @@ absl::Status ApplyTrainerParams(const ParamMap& params, TrainOptions* options) {
           "parameter 'epochs': '", it->second, "' is not a valid int"));
     }
   }
+  if (auto it = params.find("standardize"); it != params.end()) {
+    if (!absl::SimpleAtob(it->second, &options->standardize)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parameter 'standardize': '", it->second, "' is not a valid bool"));
+    }
+  }
   if (auto it = params.find("seed"); it != params.end()) {
     if (!absl::SimpleAtoi(it->second, &options->seed)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -83,7 +89,8 @@ absl::Status TrainOptions::Validate() const {
 }
 
 const std::vector<std::string>& TrainerParamNames() {
-  static const auto* names = new std::vector<std::string>{"epochs", "seed"};
+  static const auto* names =
+      new std::vector<std::string>{"epochs", "seed", "standardize"};
   return *names;
 }
 
@@ -132,7 +139,8 @@ absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
     spec.activations = activations;
     BNN_RETURN_IF_ERROR(spec.Validate());
     // Standardise features (and regression targets) on the training set.
-    standardization = FitStandardization(data);
+    standardization =
+        FitStandardization(data, options.standardize, options.standardize);
   }
   Dataset train = data;
   BNN_RETURN_IF_ERROR(standardization.Apply(&train));

@@ -150,7 +150,11 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(MethodRegistryTest, RegisterRejectsDuplicatesAndEmptyEntries) {
   MethodRegistry registry;
   RegisterBuiltinMethods(&registry);
-  EXPECT_THAT(registry.Names(), ElementsAre("slang"));
+  const std::vector<std::string> builtin = registry.Names();
+  EXPECT_THAT(builtin,
+              ::testing::IsSupersetOf({"slang", "slang_online_eig", "vogn_full",
+                                       "von_full", "vogn_diag", "von_diag",
+                                       "exact_full", "exact_diag", "bbb"}));
 
   MethodRegistry::Entry dup;
   dup.name = "slang";
@@ -170,7 +174,7 @@ TEST(MethodRegistryTest, RegisterRejectsDuplicatesAndEmptyEntries) {
   no_factory.name = "nofactory";
   EXPECT_EQ(registry.Register(no_factory).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(registry.Names(), ElementsAre("slang"));
+  EXPECT_EQ(registry.Names(), builtin);  // nothing was added
 }
 
 TEST(MethodRegistryTest, CreateForwardsParamsAndIgnoredToTheFactory) {

@@ -59,8 +59,10 @@ struct SlangOptions {
 // The schema behind `--param` for SLANG (names as in SlangOptions).
 const OptionsSchema<SlangOptions>& SlangOptionsSchema();
 
+// online_eig selects SLANG-OnlineEig (reference/slang.md §7): the top-L
+// eigenpairs of the EF alone, averaged into U (eqs. 17-21).
 absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateSlang(
-    const SlangOptions& options);
+    const SlangOptions& options, bool online_eig = false);
 
 }  // namespace bnn
 

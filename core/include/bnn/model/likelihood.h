@@ -61,6 +61,37 @@ T NegLogLikelihood(Likelihood likelihood, const T* f, int output_dim, T y,
   return T(0);
 }
 
+// d^2(-log p)/df^2 (output_dim x output_dim, row-major into `hess`): tau for
+// the Gaussian, s (1 - s) for the Bernoulli, diag(p) - p p^T for the
+// categorical. It does not depend on y for these likelihoods.
+template <typename T>
+void NegLogLikelihoodHessian(Likelihood likelihood, const T* f, int output_dim,
+                             T noise_precision, T* hess) {
+  switch (likelihood) {
+    case Likelihood::kGaussian:
+      hess[0] = noise_precision;
+      return;
+    case Likelihood::kBernoulli: {
+      const T s = Sigmoid(f[0]);
+      hess[0] = s * (T(1) - s);
+      return;
+    }
+    case Likelihood::kCategorical: {
+      const T m = *std::max_element(f, f + output_dim);
+      T z = 0;
+      for (int c = 0; c < output_dim; ++c) z += std::exp(f[c] - m);
+      for (int a = 0; a < output_dim; ++a) {
+        const T pa = std::exp(f[a] - m) / z;
+        for (int b = 0; b < output_dim; ++b) {
+          const T pb = std::exp(f[b] - m) / z;
+          hess[a * output_dim + b] = (a == b ? pa : T(0)) - pa * pb;
+        }
+      }
+      return;
+    }
+  }
+}
+
 }  // namespace bnn
 
 #endif  // BNN_MODEL_LIKELIHOOD_H_

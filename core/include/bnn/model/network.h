@@ -101,6 +101,9 @@ class PerExampleGrads {
 
   // out = J w (D), w = 1 when `weights` is null: the summed gradient.
   void Sum(VectorX<T>* out, const VectorX<T>* weights = nullptr) const;
+  // Column s of out (D x S) = sum of the gradients of weight sample s's M
+  // rows: the per-sample minibatch gradients (reparameterisation methods).
+  void SumPerSample(int num_samples, MatrixX<T>* out) const;
   // out = sum_i g_i .* g_i (D): the diagonal of J J^T.
   void SquaredSum(VectorX<T>* out) const;
   // out_i = sum_k w_k g_ik^2 for every column i ((M*S)): diag(J^T W J) for a

@@ -25,6 +25,7 @@ class DiagonalGaussianPosterior final : public Posterior {
   const Eigen::VectorXd& mean() const override { return mean_; }
   void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
   Eigen::VectorXd MarginalVariances() const override { return variance_; }
+  absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(
       const Eigen::VectorXd& prior_precision) const override;
   absl::StatusOr<Eigen::VectorXd> LinearizedVariance(
@@ -52,6 +53,7 @@ class FullGaussianPosterior final : public Posterior {
   const Eigen::MatrixXd& precision() const { return precision_; }
   void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
   Eigen::VectorXd MarginalVariances() const override;
+  absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(
       const Eigen::VectorXd& prior_precision) const override;
   absl::StatusOr<Eigen::VectorXd> LinearizedVariance(
@@ -86,6 +88,7 @@ class KroneckerPosterior final : public Posterior {
   const std::vector<Layer>& layers() const { return layers_; }
   void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
   Eigen::VectorXd MarginalVariances() const override;
+  absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(
       const Eigen::VectorXd& prior_precision) const override;
   absl::StatusOr<Eigen::VectorXd> LinearizedVariance(

@@ -21,6 +21,7 @@ class LowRankGaussianPosterior final : public Posterior {
   const Eigen::VectorXd& mean() const override { return mean_; }
   void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
   Eigen::VectorXd MarginalVariances() const override;
+  absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(
       const Eigen::VectorXd& prior_precision) const override;
   absl::StatusOr<Eigen::VectorXd> LinearizedVariance(

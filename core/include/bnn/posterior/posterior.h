@@ -33,6 +33,11 @@ class Posterior {
   virtual void Sample(int num_samples, Rng& rng,
                       Eigen::MatrixXd* out) const = 0;
   virtual Eigen::VectorXd MarginalVariances() const = 0;
+  // The dense D x D covariance, for small models (D <= kMaxDenseDim):
+  // symmetric KLs and dense diagnostics. Unimplemented for families without
+  // a Gaussian density.
+  virtual absl::StatusOr<Eigen::MatrixXd> Covariance() const = 0;
+  static constexpr int64_t kMaxDenseDim = 4096;
   // KL(q || N(0, diag(1 / prior_precision))); Unimplemented for families
   // without a density (sample sets, dropout).
   virtual absl::StatusOr<double> KlToPrior(
@@ -49,6 +54,9 @@ class Posterior {
 // and that every number is valid for the family.
 absl::StatusOr<std::unique_ptr<Posterior>> PosteriorFromProto(
     const snapshot::Posterior& proto, const ModelSpec& model);
+
+// InvalidArgument unless dim <= Posterior::kMaxDenseDim.
+absl::Status CheckDenseDim(int64_t dim);
 
 // The error of families without a Gaussian density.
 absl::Status NotGaussianError(absl::string_view family, absl::string_view what);

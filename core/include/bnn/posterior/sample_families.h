@@ -27,6 +27,7 @@ class SampleSetPosterior final : public Posterior {
   const Eigen::VectorXd& mean() const override { return mean_; }
   void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
   Eigen::VectorXd MarginalVariances() const override;
+  absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(
       const Eigen::VectorXd& prior_precision) const override;
   absl::StatusOr<Eigen::VectorXd> LinearizedVariance(
@@ -54,6 +55,7 @@ class DropoutPosterior final : public Posterior {
   const Eigen::VectorXd& mean() const override { return weights_; }
   void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
   Eigen::VectorXd MarginalVariances() const override;
+  absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(
       const Eigen::VectorXd& prior_precision) const override;
   absl::StatusOr<Eigen::VectorXd> LinearizedVariance(

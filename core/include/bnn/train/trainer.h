@@ -28,10 +28,15 @@ struct TrainOptions {
   int epochs = 100;
   // Seed of the job's random stream (initial weights, minibatches, MC noise).
   uint64_t seed = 0;
+  // Standardise features and regression targets on the training set. False
+  // keeps raw units, e.g. for LIBSVM features already scaled to [-1, 1] as
+  // in SLANG's logistic-regression experiments, where the prior is stated
+  // for the raw features.
+  bool standardize = true;
 
   absl::Status Validate() const;
 };
-// Parameter names consumed by the trainer ("epochs", "seed").
+// Parameter names consumed by the trainer ("epochs", "seed", "standardize").
 const std::vector<std::string>& TrainerParamNames();
 
 struct TrainRequest {
@@ -52,7 +57,7 @@ struct TrainRequest {
   bool prior_from_parent = false;
 };
 
-// request.options with the "epochs"/"seed" entries of request.params applied,
+// request.options with the trainer's entries of request.params applied,
 // validated: what Train() will use. Lets a server reject a bad request before
 // queueing it.
 absl::StatusOr<TrainOptions> ResolveTrainOptions(const TrainRequest& request);

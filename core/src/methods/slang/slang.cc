@@ -138,19 +138,20 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
   grads_.Sum(&ghat_);
   ghat_ *= T(c);
 
-  // Top-L eigenpairs of (1-b) U U^T + b c J J^T, applied to blocks only.
-  const T w_u = T(1.0 - beta);
-  const T w_g = T(beta * c);
+  // Top-L eigenpairs of (1-b) U U^T + b c J J^T, applied to blocks only;
+  // OnlineEig decomposes c J J^T alone (eq. 17).
+  const T w_u = T(online_eig_ ? 0.0 : 1.0 - beta);
+  const T w_g = T(online_eig_ ? c : beta * c);
   // With a snapshot prior the target precision is G + P_0, and P_0's
   // low-rank part b U_0 U_0^T joins the matrix being eigendecomposed.
-  const T w_p = T(beta);
+  const T w_p = T(online_eig_ ? 0.0 : beta);
   auto op = [&](const MatrixX<T>& x, MatrixX<T>* out) {
     grads_.TransposeTimes(x, &jtx_);
     grads_.Times(jtx_, out);
     *out *= w_g;
     for (const auto& [factor, weight] :
          {std::pair<const MatrixX<T>*, T>{&u_, w_u}, {&prior_u_, w_p}}) {
-      if (factor->cols() == 0) continue;
+      if (factor->cols() == 0 || weight == T(0)) continue;
       utx_.noalias() = factor->transpose() * x;
       utx_ *= weight;  // scale the small factor: no D x K temporary
       TallTimesSmall<T>(*factor, utx_, out, /*accumulate=*/true);
@@ -159,10 +160,12 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
   const int rank = static_cast<int>(std::min<int64_t>(options_.rank, dim));
   auto& eig = eig_;
   if (options_.eig_solver == "exact") {
-    dense_.resize(dim, u_.cols() + prior_u_.cols());
-    dense_.leftCols(u_.cols()) = std::sqrt(w_u) * u_;
-    dense_.rightCols(prior_u_.cols()) = std::sqrt(w_p) * prior_u_;
-    ExactEig(dense_, beta * c, rank, &eig);
+    const int64_t own = w_u > 0 ? u_.cols() : 0;
+    const int64_t prior = w_p > 0 ? prior_u_.cols() : 0;
+    dense_.resize(dim, own + prior);
+    dense_.leftCols(own) = std::sqrt(w_u) * u_.leftCols(own);
+    dense_.rightCols(prior) = std::sqrt(w_p) * prior_u_.rightCols(prior);
+    ExactEig(dense_, static_cast<double>(w_g), rank, &eig);
   } else {
     eig_solver_.Solve(op, dim, rank, options_.power_iterations, rng, &eig);
   }
@@ -173,15 +176,19 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
     u_new_.col(k) = eig.vectors.col(k) * T(std::sqrt(eig.values[k]));
   }
 
-  // Diagonal correction (eq. 10), clamped at 0 against noise (§3.3 (b)).
-  grads_.SquaredSum(&sq_);
-  delta_ = w_g * sq_;
-  if (u_.cols() > 0) delta_ += w_u * u_.rowwise().squaredNorm();
-  if (prior_u_.cols() > 0) delta_ += w_p * prior_u_.rowwise().squaredNorm();
-  if (kept > 0) delta_ -= u_new_.rowwise().squaredNorm();
-  delta_ = delta_.cwiseMax(T(0));
-  d_ = T(1.0 - beta) * d_ + T(beta) * prior_ + delta_;
-  u_.swap(u_new_);
+  if (online_eig_) {
+    OnlineEigUpdate(beta, c, kept);
+  } else {
+    // Diagonal correction (eq. 10), clamped at 0 against noise (§3.3 (b)).
+    grads_.SquaredSum(&sq_);
+    delta_ = w_g * sq_;
+    if (u_.cols() > 0) delta_ += w_u * u_.rowwise().squaredNorm();
+    if (prior_u_.cols() > 0) delta_ += w_p * prior_u_.rowwise().squaredNorm();
+    if (kept > 0) delta_ -= u_new_.rowwise().squaredNorm();
+    delta_ = delta_.cwiseMax(T(0));
+    d_ = T(1.0 - beta) * d_ + T(beta) * prior_ + delta_;
+    u_.swap(u_new_);
+  }
 
   // Mean step with bias-corrected momentum on the likelihood gradient.
   const double gamma = options_.momentum;
@@ -250,6 +257,31 @@ void Slang<T>::ExactEig(const MatrixX<T>& dense, double w_g, int rank,
                       &result.vectors, /*accumulate=*/true);
   }
   result.values = vals;
+}
+
+template <typename T>
+void Slang<T>::OnlineEigUpdate(double beta, double c, int kept) {
+  // u_new_ = Q Lambda^1/2 of c J J^T. Eigenvectors have arbitrary signs, so
+  // each is flipped to agree with the column of U it is averaged into (the
+  // matching the paper notes OnlineEig depends on, §7 B.2) [note].
+  if (u_.cols() < kept) {
+    const int64_t old = u_.cols();
+    u_.conservativeResize(Eigen::NoChange, kept);
+    u_.rightCols(kept - old).setZero();
+  }
+  for (int k = 0; k < kept; ++k) {
+    if (u_.col(k).dot(u_new_.col(k)) < T(0)) u_new_.col(k) *= T(-1);
+  }
+  // Eq. 18: U <- (1 - b) U + b Q Lambda^1/2.
+  u_ *= T(1.0 - beta);
+  u_.leftCols(kept) += T(beta) * u_new_;
+  // Eq. 19 (read as in the digest): d <- (1 - b) d
+  //   + b [diag(G) - diag(Q Lambda Q^T) + lambda], the bracket clamped >= 0.
+  grads_.SquaredSum(&sq_);
+  delta_ = T(c) * sq_;
+  if (kept > 0) delta_ -= u_new_.rowwise().squaredNorm();
+  delta_ = delta_.cwiseMax(T(0));
+  d_ = T(1.0 - beta) * d_ + T(beta) * (delta_ + prior_);
 }
 
 template <typename T>
@@ -335,14 +367,14 @@ const OptionsSchema<SlangOptions>& SlangOptionsSchema() {
 }
 
 absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateSlang(
-    const SlangOptions& options) {
+    const SlangOptions& options, bool online_eig) {
   BNN_RETURN_IF_ERROR(options.Validate());
   if (options.precision == "float32") {
     return std::unique_ptr<VariationalMethod>(
-        new internal::Slang<float>(options));
+        new internal::Slang<float>(options, online_eig));
   }
   return std::unique_ptr<VariationalMethod>(
-      new internal::Slang<double>(options));
+      new internal::Slang<double>(options, online_eig));
 }
 
 }  // namespace bnn

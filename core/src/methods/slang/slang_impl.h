@@ -20,9 +20,13 @@ namespace bnn::internal {
 template <typename T>
 class Slang final : public VariationalMethod {
  public:
-  explicit Slang(const SlangOptions& options) : options_(options) {}
+  // online_eig: SLANG-OnlineEig (reference/slang.md §7, eqs. 17-21).
+  explicit Slang(const SlangOptions& options, bool online_eig = false)
+      : options_(options), online_eig_(online_eig) {}
 
-  absl::string_view name() const override { return "slang"; }
+  absl::string_view name() const override {
+    return online_eig_ ? "slang_online_eig" : "slang";
+  }
   int batch_size() const override { return options_.batch_size; }
   double noise_precision() const override { return options_.noise_precision; }
   ParamMap Params() const override;
@@ -58,7 +62,11 @@ class Slang final : public VariationalMethod {
   void ExactEig(const MatrixX<T>& dense, double w_g, int rank,
                 typename RandomizedEigSolver<T>::Result* result);
 
+  // SLANG-OnlineEig's update of U and d from the top eigenpairs of G alone.
+  void OnlineEigUpdate(double beta, double c, int kept);
+
   SlangOptions options_;
+  bool online_eig_;
   std::unique_ptr<Network<T>> network_;
   const Dataset* train_ = nullptr;  // not owned; outlives training
 

@@ -1,0 +1,184 @@
+// -ELBO = -E_q[log p(D | theta)] + KL(q || p), theta = mu + sigma .* eps:
+//   d/dmu    = (N/(M S)) sum_s g_s + lambda mu
+//   d/dsigma = (N/(M S)) sum_s g_s .* eps_s + lambda sigma - 1/sigma
+//   d/drho   = d/dsigma .* sigmoid(rho)           (sigma = softplus(rho))
+// with g_s the minibatch gradient of -log p at sample s; Adam on (mu, rho).
+#include "bnn/methods/bbb.h"
+
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+#include "bnn/check.h"
+#include "bnn/model/likelihood.h"
+#include "bnn/model/network.h"
+#include "bnn/posterior/gaussian_families.h"
+#include "bnn/status.h"
+
+namespace bnn {
+namespace {
+
+class Bbb final : public VariationalMethod {
+ public:
+  explicit Bbb(const BbbOptions& options) : options_(options) {}
+
+  absl::string_view name() const override { return "bbb"; }
+  int batch_size() const override { return options_.batch_size; }
+  double noise_precision() const override { return options_.noise_precision; }
+  ParamMap Params() const override {
+    return BbbOptionsSchema().ToParams(options_);
+  }
+
+  absl::Status Initialize(const ModelSpec& spec, const Dataset& train,
+                          Rng& rng) override {
+    BNN_RETURN_IF_ERROR(spec.Validate());
+    if (train.num_rows() < 1) {
+      return absl::InvalidArgumentError("training set is empty");
+    }
+    network_ = std::make_unique<Network<double>>(spec);
+    train_ = &train;
+    const int64_t dim = spec.NumParameters();
+    mu_ = network_->InitialWeights(rng);
+    // softplus^-1(s) = log(exp(s) - 1).
+    rho_.setConstant(dim, std::log(std::expm1(options_.init_std)));
+    lambda_.resize(dim);
+    const std::vector<bool> bias = spec.BiasMask();
+    for (int64_t j = 0; j < dim; ++j) {
+      lambda_[j] =
+          bias[j] ? options_.bias_prior_precision : options_.prior_precision;
+    }
+    m_mu_.setZero(dim);
+    v_mu_.setZero(dim);
+    m_rho_.setZero(dim);
+    v_rho_.setZero(dim);
+    t_ = 0;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<StepStats> Step(const std::vector<int64_t>& batch,
+                                 Rng& rng) override {
+    ++t_;
+    const int m = static_cast<int>(batch.size());
+    const int s_count = options_.mc_samples;
+    const int64_t dim = mu_.size();
+    const double c = static_cast<double>(train_->num_rows()) / (m * s_count);
+
+    sigma_ = rho_.unaryExpr([](double r) { return Softplus(r); });
+    eps_.resize(dim, s_count);
+    for (int s = 0; s < s_count; ++s)
+      for (int64_t j = 0; j < dim; ++j) eps_(j, s) = rng.Normal();
+    theta_ = (sigma_.asDiagonal() * eps_).colwise() + mu_;
+
+    x_.resize(m, train_->num_features);
+    y_.resize(m);
+    for (int i = 0; i < m; ++i) {
+      for (int64_t f = 0; f < train_->num_features; ++f) {
+        x_(i, f) = train_->row(batch[i])[f];
+      }
+      y_[i] = train_->targets[batch[i]];
+    }
+    network_->Forward(x_, theta_, &pass_);
+    network_->Backward(y_, options_.noise_precision, theta_, pass_, &grads_,
+                       &nll_);
+    grads_.SumPerSample(s_count, &per_sample_);
+
+    grad_mu_ = c * per_sample_.rowwise().sum() + lambda_.cwiseProduct(mu_);
+    grad_rho_ =
+        (c * per_sample_.cwiseProduct(eps_).rowwise().sum() +
+         lambda_.cwiseProduct(sigma_) - sigma_.cwiseInverse())
+            .cwiseProduct(rho_.unaryExpr([](double r) { return Sigmoid(r); }));
+    Adam(grad_mu_, &m_mu_, &v_mu_, &mu_);
+    Adam(grad_rho_, &m_rho_, &v_rho_, &rho_);
+    if (!mu_.allFinite() || !rho_.allFinite()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "bbb diverged at step ", t_,
+          ": parameters became non-finite; try a smaller learning_rate"));
+    }
+    StepStats stats;
+    stats.loss = nll_.mean();
+    return stats;
+  }
+
+  std::unique_ptr<Posterior> ExportPosterior() const override {
+    const Eigen::VectorXd sigma =
+        rho_.unaryExpr([](double r) { return Softplus(r); });
+    auto p = DiagonalGaussianPosterior::Create(mu_, sigma.cwiseAbs2());
+    BNN_CHECK_OK(p.status());  // softplus > 0 and the state is finite
+    return std::move(p).value();
+  }
+
+ private:
+  void Adam(const Eigen::VectorXd& grad, Eigen::VectorXd* m, Eigen::VectorXd* v,
+            Eigen::VectorXd* param) const {
+    const double b1 = options_.adam_beta1, b2 = options_.adam_beta2;
+    *m = b1 * *m + (1 - b1) * grad;
+    *v = b2 * *v + (1 - b2) * grad.cwiseAbs2();
+    const double c1 = 1 - std::pow(b1, static_cast<double>(t_));
+    const double c2 = 1 - std::pow(b2, static_cast<double>(t_));
+    *param -= (options_.learning_rate * (*m / c1).array() /
+               ((*v / c2).array().sqrt() + options_.adam_epsilon))
+                  .matrix();
+  }
+
+  BbbOptions options_;
+  std::unique_ptr<Network<double>> network_;
+  const Dataset* train_ = nullptr;  // not owned; outlives training
+
+  Eigen::VectorXd mu_, rho_, lambda_, m_mu_, v_mu_, m_rho_, v_rho_;
+  int64_t t_ = 0;
+
+  // Per-step workspaces.
+  Eigen::MatrixXd x_, eps_, theta_, per_sample_;
+  Eigen::VectorXd y_, nll_, sigma_, grad_mu_, grad_rho_;
+  ForwardPass<double> pass_;
+  PerExampleGrads<double> grads_;
+};
+
+}  // namespace
+
+absl::Status BbbOptions::Validate() const {
+  BNN_RETURN_IF_ERROR(CheckIntRange("mc_samples", mc_samples, 1, 10000));
+  BNN_RETURN_IF_ERROR(CheckIntRange("batch_size", batch_size, 1, 1 << 20));
+  BNN_RETURN_IF_ERROR(CheckRange("learning_rate", learning_rate, 0, 10));
+  BNN_RETURN_IF_ERROR(CheckRange("adam_beta1", adam_beta1, 0, 0.999999, true));
+  BNN_RETURN_IF_ERROR(CheckRange("adam_beta2", adam_beta2, 0, 0.999999, true));
+  BNN_RETURN_IF_ERROR(CheckPositive("adam_epsilon", adam_epsilon));
+  BNN_RETURN_IF_ERROR(CheckPositive("prior_precision", prior_precision));
+  BNN_RETURN_IF_ERROR(
+      CheckPositive("bias_prior_precision", bias_prior_precision));
+  BNN_RETURN_IF_ERROR(CheckPositive("noise_precision", noise_precision));
+  return CheckRange("init_std", init_std, 0, 100);
+}
+
+const OptionsSchema<BbbOptions>& BbbOptionsSchema() {
+  static const auto* schema = [] {
+    auto* s = new OptionsSchema<BbbOptions>();
+    s->Field("mc_samples", &BbbOptions::mc_samples,
+             "S, reparameterised samples per step")
+        .Field("batch_size", &BbbOptions::batch_size, "M, minibatch size")
+        .Field("learning_rate", &BbbOptions::learning_rate, "Adam step size")
+        .Field("adam_beta1", &BbbOptions::adam_beta1, "Adam first-moment decay")
+        .Field("adam_beta2", &BbbOptions::adam_beta2,
+               "Adam second-moment decay")
+        .Field("adam_epsilon", &BbbOptions::adam_epsilon, "Adam epsilon")
+        .Field("prior_precision", &BbbOptions::prior_precision,
+               "lambda for weights")
+        .Field("bias_prior_precision", &BbbOptions::bias_prior_precision,
+               "lambda for biases")
+        .Field("noise_precision", &BbbOptions::noise_precision,
+               "tau, Gaussian noise precision (standardised units)")
+        .Field("init_std", &BbbOptions::init_std,
+               "initial posterior standard deviation");
+    return s;
+  }();
+  return *schema;
+}
+
+absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateBbb(
+    const BbbOptions& options) {
+  BNN_RETURN_IF_ERROR(options.Validate());
+  return std::unique_ptr<VariationalMethod>(new Bbb(options));
+}
+
+}  // namespace bnn
