@@ -5,9 +5,10 @@
 #include "absl/strings/string_view.h"
 
 #include "bnn/check.h"
-#include "bnn/methods/method.h"
 #include "bnn/methods/bbb.h"
 #include "bnn/methods/exact.h"
+#include "bnn/methods/method.h"
+#include "bnn/methods/nng.h"
 #include "bnn/methods/slang.h"
 #include "bnn/methods/vogn.h"
 #include "bnn/status.h"
@@ -124,9 +125,40 @@ void RegisterBuiltinMethods(MethodRegistry* registry) {
        [](const ParamMap& params, const std::vector<std::string>& ignored)
            -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
          BbbOptions options;
-         BNN_RETURN_IF_ERROR(BbbOptionsSchema().Apply(params, &options, ignored));
+         BNN_RETURN_IF_ERROR(
+             BbbOptionsSchema().Apply(params, &options, ignored));
          return CreateBbb(options);
        }}));
+  struct NngEntry {
+    const char* name;
+    const char* description;
+    NngVariant variant;
+  };
+  const NngEntry nng[] = {
+      {"noisy_adam",
+       "noisy Adam (NNG-FFG): factorised Gaussian by noisy natural gradient "
+       "(Zhang et al. 2018, Alg. 1)",
+       NngVariant::kNoisyAdam},
+      {"noisy_kfac",
+       "noisy K-FAC (NNG-MVG): per-layer matrix-variate Gaussian by noisy "
+       "natural gradient (Zhang et al. 2018, Alg. 2)",
+       NngVariant::kNoisyKfac},
+      {"nng_full",
+       "noisy natural gradient with a full covariance (Zhang et al. 2018, eqs. "
+       "9-10; D <= 4096)",
+       NngVariant::kFull},
+  };
+  for (const NngEntry& e : nng) {
+    BNN_CHECK_OK(registry->Register(
+        {e.name, e.description, NngOptionsSchema().Describe(),
+         [e](const ParamMap& params, const std::vector<std::string>& ignored)
+             -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+           NngOptions options;
+           BNN_RETURN_IF_ERROR(
+               NngOptionsSchema().Apply(params, &options, ignored));
+           return CreateNng(options, e.variant);
+         }}));
+  }
   for (const bool full : {true, false}) {
     BNN_CHECK_OK(registry->Register(
         {full ? "exact_full" : "exact_diag",
@@ -135,8 +167,7 @@ void RegisterBuiltinMethods(MethodRegistry* registry) {
               : "optimal mean-field VI of Bayesian logistic regression "
                 "(SLANG's 'MF Exact')",
          ExactOptionsSchema().Describe(),
-         [full](const ParamMap& params,
-                const std::vector<std::string>& ignored)
+         [full](const ParamMap& params, const std::vector<std::string>& ignored)
              -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
            ExactOptions options;
            BNN_RETURN_IF_ERROR(

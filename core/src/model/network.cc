@@ -166,7 +166,9 @@ void Network<T>::Backward(const Eigen::Ref<const VectorX<T>>& targets,
                           VectorX<T>* nll) const {
   const int m = pass.num_rows;
   const int rows = m * pass.num_samples;
-  BNN_CHECK_EQ(targets.size(), m);
+  // One target per example (shared by the S samples) or one per row.
+  const bool per_row = targets.size() == rows;
+  BNN_CHECK(per_row || targets.size() == m);
   MatrixX<T>& top = PrepareGrads(pass, grads);
 
   // Output layer: delta = d(-log p)/dz per row.
@@ -176,9 +178,9 @@ void Network<T>::Backward(const Eigen::Ref<const VectorX<T>>& targets,
   VectorX<T> f(k), g(k);
   for (int r = 0; r < rows; ++r) {
     f = out.row(r).transpose();
-    const T value =
-        NegLogLikelihood<T>(spec_.likelihood, f.data(), k, targets[r % m],
-                            noise_precision, g.data());
+    const T value = NegLogLikelihood<T>(spec_.likelihood, f.data(), k,
+                                        targets[per_row ? r : r % m],
+                                        noise_precision, g.data());
     top.row(r) = g.transpose();
     if (nll != nullptr) (*nll)[r] = value;
   }

@@ -160,6 +160,7 @@ absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
   const int64_t steps_per_epoch = (n + m - 1) / m;
   TrainProgress state;
   state.total_steps = steps_per_epoch * options.epochs;
+  method->SetSchedule(steps_per_epoch, state.total_steps);
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::vector<int64_t> batch;

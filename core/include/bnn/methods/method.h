@@ -44,6 +44,11 @@ class VariationalMethod {
   // for a posterior family the method cannot start from.
   virtual absl::Status WarmStart(const Posterior& posterior, bool as_prior);
 
+  // Called by the trainer after Initialize()/WarmStart(), before the first
+  // Step(): the run's length, for schedules that depend on it (e.g. NNG's
+  // step-size drop in the second half of training). Default: ignored.
+  virtual void SetSchedule(int64_t steps_per_epoch, int64_t total_steps) {}
+
   // Rows of `train` per step (the trainer draws minibatches of this size).
   virtual int batch_size() const = 0;
 

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "bnn/model/model_spec.h"
+#include "bnn/random.h"
 
 namespace bnn {
 
@@ -56,6 +57,32 @@ T NegLogLikelihood(Likelihood likelihood, const T* f, int output_dim, T y,
         grad[label] -= T(1);
       }
       return log_z - f[label];
+    }
+  }
+  return T(0);
+}
+
+// A target drawn from the model's predictive p(y | f): N(f, 1/tau), a
+// Bernoulli(sigmoid(f)) label or a class from softmax(f). Gradients at such
+// targets give the true Fisher (NNG footnote 1; K-FAC).
+template <typename T>
+T SampleTarget(Likelihood likelihood, const T* f, int output_dim,
+               T noise_precision, Rng& rng) {
+  switch (likelihood) {
+    case Likelihood::kGaussian:
+      return f[0] + T(rng.Normal()) / std::sqrt(noise_precision);
+    case Likelihood::kBernoulli:
+      return rng.Uniform() < Sigmoid(f[0]) ? T(1) : T(0);
+    case Likelihood::kCategorical: {
+      const T m = *std::max_element(f, f + output_dim);
+      T z = 0;
+      for (int c = 0; c < output_dim; ++c) z += std::exp(f[c] - m);
+      T u = T(rng.Uniform()) * z;
+      for (int c = 0; c < output_dim; ++c) {
+        u -= std::exp(f[c] - m);
+        if (u <= 0) return T(c);
+      }
+      return T(output_dim - 1);
     }
   }
   return T(0);

@@ -48,10 +48,11 @@ class Network {
                ForwardPass<T>* pass) const;
 
   // Back-propagates the per-example negative log-likelihoods of `pass`.
-  // `targets` has M entries (regression value or class index) and is shared
-  // by all S samples. Fills `grads` (which borrows pass->inputs, so `pass`
-  // must outlive its use) and, if non-null, `nll` with the M*S per-row
-  // negative log-likelihoods.
+  // `targets` has M entries (regression value or class index) shared by all
+  // S samples, or M*S entries, one per row (targets sampled per weight
+  // sample, as for the true Fisher). Fills `grads` (which borrows
+  // pass->inputs, so `pass` must outlive its use) and, if non-null, `nll`
+  // with the M*S per-row negative log-likelihoods.
   void Backward(const Eigen::Ref<const VectorX<T>>& targets, T noise_precision,
                 const Eigen::Ref<const MatrixX<T>>& weights,
                 const ForwardPass<T>& pass, PerExampleGrads<T>* grads,

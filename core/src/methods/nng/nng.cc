@@ -1,0 +1,542 @@
+// Noisy natural gradient (reference/nng.md §2): the mean takes noisy
+// point-estimate natural-gradient steps preconditioned by an EMA of the true
+// Fisher (targets sampled from the model, footnote 1), and the posterior
+// covariance is (lambda/N)(F + gamma_in)^-1 with gamma_in = lambda/(N eta),
+// sampled around the mean each step:
+//
+//   w ~ q;  v = grad log p(y | x, w) - gamma_in w   (w: the sampled weights)
+//   F <- (1 - beta~) F + beta~ E[g g^T]             (g at sampled targets)
+//   mu <- mu + alpha~ (F + gamma)^-1 v~,   gamma = gamma_in + gamma_ex
+//
+// with v~ the bias-corrected momentum of v, in three structures of F.
+#include "bnn/methods/nng.h"
+
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include <Eigen/Cholesky>
+#include <Eigen/Eigenvalues>
+
+#include "bnn/check.h"
+#include "bnn/model/likelihood.h"
+#include "bnn/model/network.h"
+#include "bnn/posterior/gaussian_families.h"
+#include "bnn/status.h"
+
+namespace bnn {
+namespace {
+
+// The Gaussian likelihood's noise precision: fixed, or E_q[tau] of a Gamma
+// q(tau) (nng.md §4.1) updated by stochastic natural-gradient steps (for a
+// conjugate exponential family these move the natural parameters toward
+// the minibatch estimate of the optimum: a = a0 + N/2,
+// b = b0 + (1/2) sum_i E_q(w)[(y_i - yhat_i)^2]).
+class NoiseModel {
+ public:
+  explicit NoiseModel(const NngOptions& o)
+      : learn_(o.noise_model == "gamma"),
+        fixed_(o.noise_precision),
+        a0_(o.noise_shape),
+        b0_(o.noise_rate),
+        rho_(o.noise_learning_rate),
+        shape_(o.noise_shape),
+        rate_(o.noise_rate) {}
+
+  double precision() const { return learn_ ? shape_ / rate_ : fixed_; }
+
+  // mean_sq_residual: minibatch (and sample) mean of (y - yhat)^2.
+  void Update(double mean_sq_residual, int64_t n) {
+    if (!learn_) return;
+    const double target_shape = a0_ + 0.5 * static_cast<double>(n);
+    const double target_rate =
+        b0_ + 0.5 * static_cast<double>(n) * mean_sq_residual;
+    shape_ = (1 - rho_) * shape_ + rho_ * target_shape;
+    rate_ = (1 - rho_) * rate_ + rho_ * target_rate;
+  }
+
+ private:
+  bool learn_;
+  double fixed_, a0_, b0_, rho_;
+  double shape_, rate_;
+};
+
+class NngBase : public VariationalMethod {
+ public:
+  explicit NngBase(const NngOptions& options)
+      : options_(options), noise_(options) {}
+
+  int batch_size() const override { return options_.batch_size; }
+  double noise_precision() const override { return noise_.precision(); }
+  ParamMap Params() const override {
+    return NngOptionsSchema().ToParams(options_);
+  }
+  void SetSchedule(int64_t steps_per_epoch, int64_t total_steps) override {
+    steps_per_epoch_ = std::max<int64_t>(1, steps_per_epoch);
+    total_steps_ = total_steps;
+  }
+
+  absl::Status Initialize(const ModelSpec& spec, const Dataset& train,
+                          Rng& rng) override {
+    BNN_RETURN_IF_ERROR(spec.Validate());
+    if (train.num_rows() < 1) {
+      return absl::InvalidArgumentError("training set is empty");
+    }
+    network_ = std::make_unique<Network<double>>(spec);
+    train_ = &train;
+    n_ = static_cast<double>(train.num_rows());
+    scale_ = options_.kl_weight / n_;  // lambda / N
+    mu_ = network_->InitialWeights(rng);
+    const int64_t dim = mu_.size();
+    gamma_in_.resize(dim);
+    const std::vector<bool> bias = spec.BiasMask();
+    for (int64_t j = 0; j < dim; ++j) {
+      gamma_in_[j] = scale_ * (bias[j] && PerParameterPrior()
+                                   ? options_.bias_prior_precision
+                                   : options_.prior_precision);
+    }
+    momentum_.setZero(dim);
+    t_ = 0;
+    return InitializeFisher();
+  }
+
+  absl::StatusOr<StepStats> Step(const std::vector<int64_t>& batch,
+                                 Rng& rng) override {
+    ++t_;
+    const int m = static_cast<int>(batch.size());
+    const int s_count = options_.mc_samples;
+    x_.resize(m, train_->num_features);
+    y_.resize(m);
+    for (int i = 0; i < m; ++i) {
+      for (int64_t f = 0; f < train_->num_features; ++f) {
+        x_(i, f) = train_->row(batch[i])[f];
+      }
+      y_[i] = train_->targets[batch[i]];
+    }
+    SampleWeights(s_count, rng, &theta_);
+    const double tau = noise_.precision();
+    network_->Forward(x_, theta_, &pass_);
+    network_->Backward(y_, tau, theta_, pass_, &grads_, &nll_);
+    // v = mean gradient of log p minus the intrinsic decay at the sampled
+    // weights (Alg. 1-2; pitfall 2).
+    grads_.Sum(&v_);
+    v_ *= -1.0 / (m * s_count);
+    v_ -= gamma_in_.cwiseProduct(theta_.rowwise().mean());
+    if (network_->spec().likelihood == Likelihood::kGaussian) {
+      double sq = 0;
+      for (int r = 0; r < m * s_count; ++r) {
+        const double res = y_[r % m] - pass_.output()(r, 0);
+        sq += res * res;
+      }
+      noise_.Update(sq / (m * s_count), train_->num_rows());
+    }
+    if (t_ % options_.stats_interval == 0) {
+      // True Fisher: gradients at targets sampled from the model.
+      sampled_.resize(m * s_count);
+      const int k = network_->spec().output_dim;
+      for (int r = 0; r < m * s_count; ++r) {
+        const Eigen::VectorXd f = pass_.output().row(r).transpose();
+        sampled_[r] = SampleTarget<double>(network_->spec().likelihood,
+                                           f.data(), k, tau, rng);
+      }
+      network_->Backward(sampled_, tau, theta_, pass_, &fisher_grads_, nullptr);
+      UpdateFisher(fisher_grads_);
+    }
+    if (t_ % options_.inverse_interval == 0 || t_ == 1) {
+      BNN_RETURN_IF_ERROR(RefreshFactors());
+    }
+    const double gamma1 = options_.momentum;
+    momentum_ = gamma1 * momentum_ + (1 - gamma1) * v_;
+    v_ = momentum_ / (1 - std::pow(gamma1, static_cast<double>(t_)));
+    Precondition(v_, &update_);
+    mu_ += StepSize(v_.dot(update_)) * update_;
+    if (!mu_.allFinite()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          name(), " diverged at step ", t_,
+          ": the mean became non-finite; try a smaller learning_rate"));
+    }
+    StepStats stats;
+    stats.loss = nll_.mean();
+    return stats;
+  }
+
+ protected:
+  // True if biases get bias_prior_precision (false for noisy_kfac).
+  virtual bool PerParameterPrior() const { return true; }
+  virtual absl::Status InitializeFisher() = 0;
+  virtual void SampleWeights(int s, Rng& rng, Eigen::MatrixXd* out) = 0;
+  virtual void UpdateFisher(const PerExampleGrads<double>& g) = 0;
+  virtual absl::Status RefreshFactors() { return absl::OkStatus(); }
+  // out = (F + gamma)^-1 v.
+  virtual void Precondition(const Eigen::VectorXd& v, Eigen::VectorXd* out) = 0;
+
+  // alpha~ with the lr drop and, optionally, the KL trust region of C.2:
+  // min(alpha~, sqrt(c_k / v^T F~ v)) where v^T F~ v = g^T (F~^-1 g) is the
+  // squared damped-Fisher norm of the unit step.
+  double StepSize(double natural_norm_sq) const {
+    double alpha = options_.learning_rate;
+    if (options_.lr_decay_at > 0 &&
+        t_ > options_.lr_decay_at * static_cast<double>(total_steps_)) {
+      alpha *= options_.lr_decay_factor;
+    }
+    if (options_.trust_region > 0 && natural_norm_sq > 0) {
+      const double epoch = static_cast<double>((t_ - 1) / steps_per_epoch_);
+      const double c =
+          options_.trust_region * std::pow(options_.trust_region_decay, epoch);
+      alpha = std::min(alpha, std::sqrt(c / natural_norm_sq));
+    }
+    return alpha;
+  }
+
+  // Initial Fisher level giving every weight the standard deviation
+  // init_std: (lambda/N) / (f0 + gamma_in) = init_std^2.
+  double InitialFisher(double gamma_in) const {
+    return std::max(
+        0.0, scale_ / (options_.init_std * options_.init_std) - gamma_in);
+  }
+
+  NngOptions options_;
+  NoiseModel noise_;
+  std::unique_ptr<Network<double>> network_;
+  const Dataset* train_ = nullptr;  // not owned; outlives training
+  double n_ = 0, scale_ = 0;
+  Eigen::VectorXd mu_, gamma_in_, momentum_;
+  int64_t t_ = 0;
+  int64_t steps_per_epoch_ = 1, total_steps_ = 0;
+
+  Eigen::MatrixXd x_, theta_;
+  Eigen::VectorXd y_, nll_, v_, update_, sampled_;
+  ForwardPass<double> pass_;
+  PerExampleGrads<double> grads_, fisher_grads_;
+};
+
+// NNG-FFG (Algorithm 1): f is an EMA of squared sampled-target gradients;
+// w ~ N(mu, (lambda/N) / (f + gamma_in)); no square root in the
+// preconditioner (pitfall 10).
+class NoisyAdam final : public NngBase {
+ public:
+  using NngBase::NngBase;
+  absl::string_view name() const override { return "noisy_adam"; }
+
+  std::unique_ptr<Posterior> ExportPosterior() const override {
+    auto p = DiagonalGaussianPosterior::Create(
+        mu_, (scale_ / (f_ + gamma_in_).array()).matrix());
+    BNN_CHECK_OK(p.status());
+    return std::move(p).value();
+  }
+
+ private:
+  absl::Status InitializeFisher() override {
+    f_ = gamma_in_.unaryExpr([this](double g) { return InitialFisher(g); });
+    return absl::OkStatus();
+  }
+  void SampleWeights(int s, Rng& rng, Eigen::MatrixXd* out) override {
+    const Eigen::VectorXd sd = (scale_ / (f_ + gamma_in_).array()).sqrt();
+    out->resize(mu_.size(), s);
+    for (int c = 0; c < s; ++c)
+      for (int64_t j = 0; j < mu_.size(); ++j)
+        (*out)(j, c) = mu_[j] + sd[j] * rng.Normal();
+  }
+  void UpdateFisher(const PerExampleGrads<double>& g) override {
+    g.SquaredSum(&sq_);
+    const double b = options_.beta;
+    f_ = (1 - b) * f_ + (b / g.count()) * sq_;
+  }
+  void Precondition(const Eigen::VectorXd& v, Eigen::VectorXd* out) override {
+    *out = v.cwiseQuotient(
+        (f_ + gamma_in_).array().matrix() +
+        Eigen::VectorXd::Constant(v.size(), options_.extrinsic_damping));
+  }
+
+  Eigen::VectorXd f_, sq_;
+};
+
+// NNG-MVG (Algorithm 2): per layer, A = E[a a^T] (inputs, bias folded in)
+// and S = E[g g^T] (pre-activation gradients at sampled targets);
+// Cov(vec W~) = (lambda/N) [A^g_in]^-1 (x) [S^g_in]^-1 with the pi-split
+// damping A^x = A + pi sqrt(x) I, S^x = S + sqrt(x)/pi I and
+// pi = sqrt((tr A / n_A) / (tr S / n_S)) (nng.md §2.3, §11.1). In our
+// layout W~ is out x (in + 1), so W~ = M + sqrt(lambda/N) P_S E P_A^T.
+class NoisyKfac final : public NngBase {
+ public:
+  using NngBase::NngBase;
+  absl::string_view name() const override { return "noisy_kfac"; }
+
+  std::unique_ptr<Posterior> ExportPosterior() const override {
+    std::vector<KroneckerPosterior::Layer> layers;
+    const auto& shapes = network_->layers();
+    for (size_t l = 0; l < shapes.size(); ++l) {
+      const Factors& f = factors_[l];
+      const double root = std::sqrt(gamma_in_[0]);
+      const Eigen::MatrixXd c_in =
+          scale_ * f.qa *
+          (f.da.array() + f.pi * root).inverse().matrix().asDiagonal() *
+          f.qa.transpose();
+      const Eigen::MatrixXd c_out =
+          f.qs * (f.ds.array() + root / f.pi).inverse().matrix().asDiagonal() *
+          f.qs.transpose();
+      layers.push_back(
+          {Eigen::Map<const Eigen::MatrixXd>(mu_.data() + shapes[l].offset,
+                                             shapes[l].out, shapes[l].in + 1),
+           Eigen::LLT<Eigen::MatrixXd>(0.5 * (c_out + c_out.transpose()))
+               .matrixL(),
+           Eigen::LLT<Eigen::MatrixXd>(0.5 * (c_in + c_in.transpose()))
+               .matrixL()});
+    }
+    auto p = KroneckerPosterior::Create(network_->spec(), std::move(layers));
+    BNN_CHECK_OK(p.status());
+    return std::move(p).value();
+  }
+
+ private:
+  struct Factors {
+    Eigen::MatrixXd a, s;    // EMA second moments
+    Eigen::MatrixXd qa, qs;  // eigenvectors
+    Eigen::VectorXd da, ds;  // eigenvalues (clamped >= 0)
+    double pi = 1.0;
+  };
+
+  bool PerParameterPrior() const override { return false; }
+
+  absl::Status InitializeFisher() override {
+    factors_.clear();
+    // A0 = S0 = c I with (lambda/N) / (c + sqrt(g_in))^2 = init_std^2.
+    const double root = std::sqrt(gamma_in_[0]);
+    const double c =
+        std::max(0.0, std::sqrt(scale_) / options_.init_std - root);
+    for (const LayerShape& shape : network_->layers()) {
+      Factors f;
+      f.a = c * Eigen::MatrixXd::Identity(shape.in + 1, shape.in + 1);
+      f.s = c * Eigen::MatrixXd::Identity(shape.out, shape.out);
+      factors_.push_back(std::move(f));
+    }
+    return RefreshFactors();
+  }
+
+  absl::Status RefreshFactors() override {
+    for (Factors& f : factors_) {
+      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ea(f.a), es(f.s);
+      if (ea.info() != Eigen::Success || es.info() != Eigen::Success) {
+        return absl::InternalError("noisy_kfac: eigendecomposition failed");
+      }
+      f.qa = ea.eigenvectors();
+      f.da = ea.eigenvalues().cwiseMax(0.0);
+      f.qs = es.eigenvectors();
+      f.ds = es.eigenvalues().cwiseMax(0.0);
+      const double ta = f.a.trace() / f.a.rows(), ts = f.s.trace() / f.s.rows();
+      f.pi = ta > 0 && ts > 0 ? std::sqrt(ta / ts) : 1.0;
+    }
+    return absl::OkStatus();
+  }
+
+  void SampleWeights(int s, Rng& rng, Eigen::MatrixXd* out) override {
+    out->resize(mu_.size(), s);
+    const auto& shapes = network_->layers();
+    const double root = std::sqrt(gamma_in_[0]);
+    for (size_t l = 0; l < shapes.size(); ++l) {
+      const Factors& f = factors_[l];
+      const Eigen::MatrixXd pa =
+          f.qa * (f.da.array() + f.pi * root).rsqrt().matrix().asDiagonal();
+      const Eigen::MatrixXd ps =
+          f.qs * (f.ds.array() + root / f.pi).rsqrt().matrix().asDiagonal();
+      Eigen::MatrixXd e(shapes[l].out, shapes[l].in + 1);
+      for (int c = 0; c < s; ++c) {
+        for (Eigen::Index j = 0; j < e.cols(); ++j)
+          for (Eigen::Index i = 0; i < e.rows(); ++i) e(i, j) = rng.Normal();
+        Eigen::Map<Eigen::MatrixXd> w(out->col(c).data() + shapes[l].offset,
+                                      shapes[l].out, shapes[l].in + 1);
+        w = Eigen::Map<const Eigen::MatrixXd>(mu_.data() + shapes[l].offset,
+                                              shapes[l].out, shapes[l].in + 1) +
+            std::sqrt(scale_) * ps * e * pa.transpose();
+      }
+    }
+  }
+
+  void UpdateFisher(const PerExampleGrads<double>& g) override {
+    const double b = options_.beta;
+    const double inv = 1.0 / g.count();
+    for (size_t l = 0; l < factors_.size(); ++l) {
+      factors_[l].a = (1 - b) * factors_[l].a +
+                      (b * inv) * g.inputs(l).transpose() * g.inputs(l);
+      factors_[l].s = (1 - b) * factors_[l].s +
+                      (b * inv) * g.deltas(l).transpose() * g.deltas(l);
+    }
+  }
+
+  // U = [S^g]^-1 V [A^g]^-1 = Q_S [(Q_S^T V Q_A) ./ ((d_S + c_S)(d_A + c_A)^T)]
+  // Q_A^T per layer, c_A = pi sqrt(g), c_S = sqrt(g)/pi.
+  void Precondition(const Eigen::VectorXd& v, Eigen::VectorXd* out) override {
+    out->resize(v.size());
+    const auto& shapes = network_->layers();
+    const double root = std::sqrt(gamma_in_[0] + options_.extrinsic_damping);
+    for (size_t l = 0; l < shapes.size(); ++l) {
+      const Factors& f = factors_[l];
+      const LayerShape& s = shapes[l];
+      Eigen::Map<const Eigen::MatrixXd> vl(v.data() + s.offset, s.out,
+                                           s.in + 1);
+      Eigen::Map<Eigen::MatrixXd> ul(out->data() + s.offset, s.out, s.in + 1);
+      const Eigen::MatrixXd rotated = f.qs.transpose() * vl * f.qa;
+      const Eigen::MatrixXd denom =
+          (f.ds.array() + root / f.pi).matrix() *
+          (f.da.array() + f.pi * root).matrix().transpose();
+      ul = f.qs * rotated.cwiseQuotient(denom) * f.qa.transpose();
+    }
+  }
+
+  std::vector<Factors> factors_;
+};
+
+// NNG-full (eqs. 9-10): a dense Fisher EMA, Sigma = (lambda/N)(F + g_in)^-1.
+class NngFull final : public NngBase {
+ public:
+  using NngBase::NngBase;
+  absl::string_view name() const override { return "nng_full"; }
+
+  std::unique_ptr<Posterior> ExportPosterior() const override {
+    Eigen::MatrixXd precision = fisher_ / scale_;
+    precision.diagonal() += gamma_in_ / scale_;
+    auto p = FullGaussianPosterior::Create(mu_, precision);
+    BNN_CHECK_OK(p.status());
+    return std::move(p).value();
+  }
+
+ private:
+  absl::Status InitializeFisher() override {
+    const int64_t dim = mu_.size();
+    if (dim > FullGaussianPosterior::kMaxDim) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "nng_full keeps a dense Fisher; the model has ", dim,
+          " parameters and the limit is ", FullGaussianPosterior::kMaxDim,
+          " (use noisy_kfac or noisy_adam)"));
+    }
+    fisher_ = Eigen::MatrixXd::Zero(dim, dim);
+    fisher_.diagonal() =
+        gamma_in_.unaryExpr([this](double g) { return InitialFisher(g); });
+    return RefreshFactors();
+  }
+  absl::Status RefreshFactors() override {
+    Eigen::MatrixXd sampling = fisher_;
+    sampling.diagonal() += gamma_in_;
+    sample_llt_.compute(sampling);
+    Eigen::MatrixXd damped = sampling;
+    damped.diagonal().array() += options_.extrinsic_damping;
+    update_llt_.compute(damped);
+    if (sample_llt_.info() != Eigen::Success ||
+        update_llt_.info() != Eigen::Success) {
+      return absl::InternalError("nng_full: the damped Fisher is not SPD");
+    }
+    return absl::OkStatus();
+  }
+  void SampleWeights(int s, Rng& rng, Eigen::MatrixXd* out) override {
+    Eigen::MatrixXd eps(mu_.size(), s);
+    for (int c = 0; c < s; ++c)
+      for (int64_t j = 0; j < mu_.size(); ++j) eps(j, c) = rng.Normal();
+    // sqrt(lambda/N) L^-T eps has covariance (lambda/N)(F + g_in)^-1.
+    sample_llt_.matrixU().solveInPlace(eps);
+    *out = (std::sqrt(scale_) * eps).colwise() + mu_;
+  }
+  void UpdateFisher(const PerExampleGrads<double>& g) override {
+    const Eigen::MatrixXd j = g.Materialize();
+    const double b = options_.beta;
+    fisher_ = (1 - b) * fisher_ + (b / g.count()) * j * j.transpose();
+  }
+  void Precondition(const Eigen::VectorXd& v, Eigen::VectorXd* out) override {
+    *out = update_llt_.solve(v);
+  }
+
+  Eigen::MatrixXd fisher_;
+  Eigen::LLT<Eigen::MatrixXd> sample_llt_, update_llt_;
+};
+
+}  // namespace
+
+absl::Status NngOptions::Validate() const {
+  BNN_RETURN_IF_ERROR(CheckIntRange("mc_samples", mc_samples, 1, 10000));
+  BNN_RETURN_IF_ERROR(CheckIntRange("batch_size", batch_size, 1, 1 << 20));
+  BNN_RETURN_IF_ERROR(CheckRange("learning_rate", learning_rate, 0, 10));
+  BNN_RETURN_IF_ERROR(CheckRange("beta", beta, 0, 1));
+  BNN_RETURN_IF_ERROR(CheckRange("momentum", momentum, 0, 0.999999, true));
+  BNN_RETURN_IF_ERROR(CheckPositive("kl_weight", kl_weight));
+  BNN_RETURN_IF_ERROR(CheckPositive("prior_precision", prior_precision));
+  BNN_RETURN_IF_ERROR(
+      CheckPositive("bias_prior_precision", bias_prior_precision));
+  BNN_RETURN_IF_ERROR(
+      CheckRange("extrinsic_damping", extrinsic_damping, 0, 1e12, true));
+  BNN_RETURN_IF_ERROR(
+      CheckOneOf("noise_model", noise_model, {"fixed", "gamma"}));
+  BNN_RETURN_IF_ERROR(CheckPositive("noise_precision", noise_precision));
+  BNN_RETURN_IF_ERROR(CheckPositive("noise_shape", noise_shape));
+  BNN_RETURN_IF_ERROR(CheckPositive("noise_rate", noise_rate));
+  BNN_RETURN_IF_ERROR(
+      CheckRange("noise_learning_rate", noise_learning_rate, 0, 1));
+  BNN_RETURN_IF_ERROR(
+      CheckIntRange("stats_interval", stats_interval, 1, 1 << 20));
+  BNN_RETURN_IF_ERROR(
+      CheckIntRange("inverse_interval", inverse_interval, 1, 1 << 20));
+  BNN_RETURN_IF_ERROR(CheckRange("init_std", init_std, 0, 100));
+  BNN_RETURN_IF_ERROR(CheckRange("lr_decay_at", lr_decay_at, 0, 1, true));
+  BNN_RETURN_IF_ERROR(CheckRange("lr_decay_factor", lr_decay_factor, 0, 1));
+  BNN_RETURN_IF_ERROR(CheckRange("trust_region", trust_region, 0, 1e6, true));
+  return CheckRange("trust_region_decay", trust_region_decay, 0, 1);
+}
+
+const OptionsSchema<NngOptions>& NngOptionsSchema() {
+  static const auto* schema = [] {
+    auto* s = new OptionsSchema<NngOptions>();
+    s->Field("mc_samples", &NngOptions::mc_samples,
+             "S, weight samples per step")
+        .Field("batch_size", &NngOptions::batch_size, "M, minibatch size")
+        .Field("learning_rate", &NngOptions::learning_rate,
+               "alpha~, mean step size (eq. 10)")
+        .Field("beta", &NngOptions::beta, "beta~, Fisher EMA rate (eqs. 9, 12)")
+        .Field("momentum", &NngOptions::momentum,
+               "beta1, momentum on the mean's gradient")
+        .Field("kl_weight", &NngOptions::kl_weight, "lambda, KL weight (eq. 1)")
+        .Field("prior_precision", &NngOptions::prior_precision,
+               "1/eta, spherical prior precision")
+        .Field("bias_prior_precision", &NngOptions::bias_prior_precision,
+               "bias prior precision (noisy_adam, nng_full)")
+        .Field("extrinsic_damping", &NngOptions::extrinsic_damping,
+               "gamma_ex, mean preconditioner only")
+        .Field("noise_model", &NngOptions::noise_model,
+               "fixed or gamma (Gamma prior on tau, C.1)")
+        .Field("noise_precision", &NngOptions::noise_precision,
+               "tau when noise_model=fixed (standardised units)")
+        .Field("noise_shape", &NngOptions::noise_shape, "Gamma prior shape a0")
+        .Field("noise_rate", &NngOptions::noise_rate, "Gamma prior rate b0")
+        .Field("noise_learning_rate", &NngOptions::noise_learning_rate,
+               "SVI step size of q(tau)")
+        .Field("stats_interval", &NngOptions::stats_interval,
+               "T_stats, steps between Fisher statistics")
+        .Field("inverse_interval", &NngOptions::inverse_interval,
+               "T_inv, steps between factor refreshes")
+        .Field("init_std", &NngOptions::init_std,
+               "initial posterior standard deviation")
+        .Field("lr_decay_at", &NngOptions::lr_decay_at,
+               "fraction of the run after which the step size drops")
+        .Field("lr_decay_factor", &NngOptions::lr_decay_factor,
+               "step-size multiplier after lr_decay_at")
+        .Field("trust_region", &NngOptions::trust_region,
+               "c_0 of the KL trust region (C.2); 0 disables")
+        .Field("trust_region_decay", &NngOptions::trust_region_decay,
+               "zeta, per-epoch decay of the trust region");
+    return s;
+  }();
+  return *schema;
+}
+
+absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateNng(
+    const NngOptions& options, NngVariant variant) {
+  BNN_RETURN_IF_ERROR(options.Validate());
+  switch (variant) {
+    case NngVariant::kNoisyAdam:
+      return std::unique_ptr<VariationalMethod>(new NoisyAdam(options));
+    case NngVariant::kNoisyKfac:
+      return std::unique_ptr<VariationalMethod>(new NoisyKfac(options));
+    case NngVariant::kFull:
+      return std::unique_ptr<VariationalMethod>(new NngFull(options));
+  }
+  return absl::InternalError("unknown NNG variant");
+}
+
+}  // namespace bnn
