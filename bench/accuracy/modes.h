@@ -1,0 +1,36 @@
+// The modes of bnn-experiment. Each mode lives in its own file and only
+// declares its flags and runs its protocol on top of experiment.h; main.cc
+// dispatches on the first argument. A new mode adds one entry to Modes().
+#ifndef BNN_BENCH_ACCURACY_MODES_H_
+#define BNN_BENCH_ACCURACY_MODES_H_
+
+#include <vector>
+
+#include "absl/status/status.h"
+
+#include "bench/accuracy/experiment.h"
+#include "bench/accuracy/flags.h"
+
+namespace bnn::experiment {
+
+struct Mode {
+  const char* name;
+  const char* summary;
+  // Declares every flag the mode accepts (DeclareCommonFlags plus its own).
+  void (*declare_flags)(FlagSet* flags);
+  absl::Status (*run)(const FlagSet& flags, const RunInfo& info);
+};
+
+// UCI regression with the standard splits (SLANG §9.4, Table 2).
+void DeclareUciFlags(FlagSet* flags);
+absl::Status RunUci(const FlagSet& flags, const RunInfo& info);
+
+// Bayesian logistic regression on a labelled CSV (SLANG §9.1, Table 1).
+void DeclareLogregFlags(FlagSet* flags);
+absl::Status RunLogreg(const FlagSet& flags, const RunInfo& info);
+
+const std::vector<Mode>& Modes();
+
+}  // namespace bnn::experiment
+
+#endif  // BNN_BENCH_ACCURACY_MODES_H_

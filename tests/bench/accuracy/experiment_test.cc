@@ -1,0 +1,246 @@
+// bnn-experiment end to end on small datasets written by the test in the
+// supported layouts (UCI folder, labelled CSV), plus the shared aggregation.
+#include "bench/accuracy/experiment.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "bnn/random.h"
+
+#include "tests/test_util/test_util.h"
+
+namespace bnn::experiment {
+namespace {
+
+using ::bnn::testing::ScopedTempDir;
+using ::testing::HasSubstr;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+RunResult RunTool(const std::string& args, const std::string& log) {
+  const std::string command =
+      std::string(BNN_EXPERIMENT_BINARY) + " " + args + " > " + log + " 2>&1";
+  const int status = std::system(command.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  r.output = text.str();
+  return r;
+}
+
+nlohmann::json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+void Write(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+// 60 rows, y = 40 x0 - 20 x1 + 500 + noise: large, shifted target units so
+// that a missing conversion back to original units would show.
+void WriteUciDataset(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  Rng rng(1);
+  std::string data;
+  for (int i = 0; i < 60; ++i) {
+    const double a = rng.Normal(), b = rng.Normal(), c = rng.Normal();
+    const double y = 40 * a - 20 * b + 500 + 5 * rng.Normal();
+    data += absl::StrCat(a, " ", b, " ", c, " ", y, "\n");
+  }
+  Write(dir + "/data.txt", data);
+  Write(dir + "/index_features.txt", "0\n1\n2\n");
+  Write(dir + "/index_target.txt", "3\n");
+  Write(dir + "/n_splits.txt", "2\n");
+  Write(dir + "/n_hidden.txt", "8\n");
+  for (int k = 0; k < 2; ++k) {
+    std::string train, test;
+    for (int i = 0; i < 60; ++i) {
+      absl::StrAppend((i % 5 == k) ? &test : &train, i, "\n");
+    }
+    Write(absl::StrCat(dir, "/index_train_", k, ".txt"), train);
+    Write(absl::StrCat(dir, "/index_test_", k, ".txt"), test);
+  }
+}
+
+// Labels 2/4 as in LIBSVM's breast-cancer file.
+void WriteLogregCsv(const std::string& path) {
+  Rng rng(2);
+  std::string csv = "label,f1,f2,f3\n";
+  for (int i = 0; i < 60; ++i) {
+    const double a = rng.Uniform(-1, 1), b = rng.Uniform(-1, 1),
+                 c = rng.Uniform(-1, 1);
+    const bool positive = rng.Uniform() < 1 / (1 + std::exp(-(3 * a - 2 * b)));
+    csv += absl::StrCat(positive ? 4 : 2, ",", a, ",", b, ",", c, "\n");
+  }
+  Write(path, csv);
+}
+
+// Every metric {"mean", "se", "per_split"} with finite numbers.
+void ExpectMetrics(const nlohmann::json& json,
+                   const std::vector<std::string>& names, size_t splits) {
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(json["metrics"].contains(name));
+    const auto& m = json["metrics"][name];
+    ASSERT_TRUE(m["mean"].is_number());
+    EXPECT_TRUE(std::isfinite(m["mean"].get<double>()));
+    ASSERT_TRUE(m["se"].is_number());
+    EXPECT_TRUE(std::isfinite(m["se"].get<double>()));
+    ASSERT_EQ(m["per_split"].size(), splits);
+    for (const auto& v : m["per_split"]) {
+      ASSERT_TRUE(v.is_number());
+      EXPECT_TRUE(std::isfinite(v.get<double>()));
+    }
+  }
+}
+
+void ExpectProvenance(const nlohmann::json& json, const std::string& mode) {
+  EXPECT_EQ(json["mode"], mode);
+  EXPECT_FALSE(json["git_commit"].get<std::string>().empty());
+  EXPECT_THAT(json["command_line"].get<std::string>(),
+              HasSubstr("bnn-experiment " + mode));
+  EXPECT_TRUE(json["seed"].is_number());
+  EXPECT_GT(json["wall_seconds"].get<double>(), 0.0);
+}
+
+class ExperimentToolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(tmp_.path().empty());
+    WriteUciDataset(tmp_.File("uci/toy"));
+    WriteLogregCsv(tmp_.File("toy.csv"));
+  }
+  std::string UciArgs(int threads, const std::string& json) const {
+    return absl::StrCat(
+        "uci --data-dir ", tmp_.File("uci"),
+        " --dataset toy --method slang --param epochs=4 --param batch_size=10"
+        " --tune noise_precision=1,10 --folds 2 --test-samples 20 --seed 3",
+        " --threads ", threads, " --json-out ", json);
+  }
+  ScopedTempDir tmp_{"bnn_experiment"};
+};
+
+TEST_F(ExperimentToolTest, UciRunsEndToEndReproducibly) {
+  const std::string json_path = tmp_.File("uci.json");
+  const RunResult run = RunTool(UciArgs(2, json_path), tmp_.File("uci.log"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("| rmse |"));
+  const nlohmann::json json = ReadJson(json_path);
+  ASSERT_FALSE(json.is_discarded());
+  ExpectProvenance(json, "uci");
+  ExpectMetrics(json, {"rmse", "test_ll"}, 2);
+  EXPECT_EQ(json["config"]["hidden_sizes"], nlohmann::json::array({8}));
+  ASSERT_EQ(json["splits"].size(), 2u);
+  for (const auto& split : json["splits"]) {
+    ASSERT_TRUE(split.contains("chosen"));
+    EXPECT_TRUE(split["chosen"].contains("noise_precision"));
+    EXPECT_EQ(split["tuning"]["points"].size(), 2u);
+  }
+  // Original units: the target's std is ~45, so an RMSE in standardised
+  // units (< 2) would mean the conversion is missing.
+  EXPECT_GT(json["metrics"]["rmse"]["mean"].get<double>(), 2.0);
+
+  // The same seed on one thread gives the same numbers.
+  const std::string again = tmp_.File("uci1.json");
+  ASSERT_EQ(RunTool(UciArgs(1, again), tmp_.File("uci1.log")).exit_code, 0);
+  EXPECT_EQ(ReadJson(again)["metrics"], json["metrics"]);
+}
+
+TEST_F(ExperimentToolTest, LogregRunsEndToEnd) {
+  const std::string json_path = tmp_.File("logreg.json");
+  const RunResult run = RunTool(
+      absl::StrCat("logreg --csv ", tmp_.File("toy.csv"),
+                   " --method slang --param rank=1 --param epochs=5"
+                   " --param prior_precision=1 --splits 2 --test-samples 50"
+                   " --elbo-samples 50 --json-out ",
+                   json_path),
+      tmp_.File("logreg.log"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json json = ReadJson(json_path);
+  ASSERT_FALSE(json.is_discarded());
+  ExpectProvenance(json, "logreg");
+  ExpectMetrics(json,
+                {"neg_elbo", "nll", "accuracy", "ece", "auroc", "sym_kl",
+                 "var_spearman", "var_log_ratio"},
+                2);
+  EXPECT_EQ(json["config"]["class_values"], nlohmann::json::array({2, 4}));
+  EXPECT_EQ(json["config"]["params"]["standardize"], "false");
+  EXPECT_EQ(json["splits"][0]["neg_elbo_estimator"], "gauss_hermite_96");
+  EXPECT_GT(json["metrics"]["sym_kl"]["mean"].get<double>(), 0.0);
+}
+
+TEST_F(ExperimentToolTest, LogregWithATestFileHasOneSplit) {
+  const std::string json_path = tmp_.File("fixed.json");
+  const RunResult run = RunTool(
+      absl::StrCat("logreg --csv ", tmp_.File("toy.csv"), " --test-csv ",
+                   tmp_.File("toy.csv"),
+                   " --method exact_full --param epochs=50 --test-samples 20"
+                   " --json-out ",
+                   json_path),
+      tmp_.File("fixed.log"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json json = ReadJson(json_path);
+  ExpectMetrics(json, {"neg_elbo", "nll", "sym_kl"}, 1);
+  // The reference is exact_full itself.
+  EXPECT_LT(json["metrics"]["sym_kl"]["mean"].get<double>(), 1e-6);
+}
+
+TEST_F(ExperimentToolTest, BadArgumentsFailBeforeTraining) {
+  const std::string log = tmp_.File("bad.log");
+  RunResult r =
+      RunTool("uci --data-dir x --dataset y --method slang --bogus 1", log);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("unknown flag '--bogus'"));
+  r = RunTool(absl::StrCat("logreg --csv ", tmp_.File("toy.csv"),
+                           " --method slang --param rnak=2"),
+              log);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("unknown parameter 'rnak'"));
+  r = RunTool(absl::StrCat("logreg --csv ", tmp_.File("toy.csv"),
+                           " --method slang --param seed=2"),
+              log);
+  EXPECT_THAT(r.output, HasSubstr("--seed"));
+  r = RunTool("nosuchmode", log);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("logreg"));
+}
+
+TEST(SummarizeTest, MeanAndStandardErrorSkipNaN) {
+  const MetricSummary s = Summarize({1.0, 2.0, std::nan(""), 6.0});
+  EXPECT_DOUBLE_EQ(s.mean, 3.0);
+  // Sample sd of {1, 2, 6} is sqrt(7); s.e. = sqrt(7 / 3).
+  EXPECT_NEAR(s.se, std::sqrt(7.0 / 3.0), 1e-12);
+  EXPECT_EQ(s.per_split.size(), 4u);
+  EXPECT_EQ(Summarize({5.0}).se, 0.0);
+  EXPECT_TRUE(std::isnan(Summarize({std::nan("")}).mean));
+}
+
+TEST(StreamSeedTest, StreamsAndSplitsAreDistinct) {
+  std::set<uint64_t> seeds;
+  for (int split = 0; split < 20; ++split) {
+    for (Stream s : {Stream::kTuning, Stream::kTraining, Stream::kPrediction,
+                     Stream::kElbo, Stream::kReference}) {
+      seeds.insert(StreamSeed(0, split, s));
+    }
+  }
+  EXPECT_EQ(seeds.size(), 100u);
+  EXPECT_EQ(StreamSeed(7, 3, Stream::kTraining),
+            StreamSeed(7, 3, Stream::kTraining));
+}
+
+}  // namespace
+}  // namespace bnn::experiment
