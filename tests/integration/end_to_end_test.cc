@@ -4,22 +4,17 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <iostream>
 #include <map>
-#include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <absl/status/statusor.h>
-#include <absl/strings/str_cat.h>
 #include <absl/strings/str_format.h>
-#include <absl/strings/str_join.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/integration/cubic_data.h"
-#include "tests/integration/subprocess.h"
+#include "tests/integration/server_fixture.h"
 
 namespace bnn::integration {
 namespace {
@@ -44,58 +39,10 @@ const std::vector<std::string>& TrainFlags() {
   return *kFlags;
 }
 
-class EndToEndTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
-    ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = *std::move(dir);
-    absl::StatusOr<std::unique_ptr<ServerProcess>> server =
-        ServerProcess::Start(BNN_SERVER_PATH, dir_->path() + "/data",
-                             dir_->path() + "/server.log");
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-  }
-
-  void TearDown() override {
-    if (HasFailure() && server_ != nullptr) {
-      std::cerr << "--- bnn-server log ---\n" << server_->Log();
-    }
-    server_.reset();
-  }
-
-  // Runs bnnctl against the server with `args`.
-  absl::StatusOr<CommandResult> Bnnctl(std::vector<std::string> args) {
-    args.insert(args.begin(), {BNNCTL_PATH, "--server", server_->address()});
-    return RunCommand(args, dir_->path(), absl::Seconds(120));
-  }
-
-  // Runs `bnnctl --json args...`, which must succeed, and parses its stdout.
-  absl::StatusOr<nlohmann::json> BnnctlJson(std::vector<std::string> args) {
-    args.insert(args.begin(), "--json");
-    const std::string command = absl::StrJoin(args, " ");
-    absl::StatusOr<CommandResult> result = Bnnctl(std::move(args));
-    if (!result.ok()) return result.status();
-    if (result->exit_code != 0) {
-      return absl::InternalError(absl::StrCat("bnnctl ", command, " exited ",
-                                              result->exit_code, ": ",
-                                              result->err));
-    }
-    nlohmann::json parsed = nlohmann::json::parse(result->out, nullptr,
-                                                  /*allow_exceptions=*/false);
-    if (parsed.is_discarded()) {
-      return absl::InternalError(absl::StrCat(
-          "bnnctl ", command, " printed invalid JSON: ", result->out));
-    }
-    return parsed;
-  }
-
-  std::unique_ptr<TempDir> dir_;
-  std::unique_ptr<ServerProcess> server_;
-};
+using EndToEndTest = ServerTest;
 
 TEST_F(EndToEndTest, SlangOnTheCubicSetIsMoreUncertainAwayFromTheData) {
-  const std::string data_csv = dir_->path() + "/cubic.csv";
+  const std::string data_csv = Path("cubic.csv");
   ASSERT_TRUE(WriteCubicCsv(MakeCubicData(30, /*seed=*/20180524), data_csv));
 
   absl::StatusOr<nlohmann::json> dataset =
@@ -141,7 +88,7 @@ TEST_F(EndToEndTest, SlangOnTheCubicSetIsMoreUncertainAwayFromTheData) {
   ASSERT_FALSE(snapshot_id.empty());
 
   // A grid from -8 to 8 in steps of 0.5: twice as wide as the data.
-  const std::string grid_csv = dir_->path() + "/grid.csv";
+  const std::string grid_csv = Path("grid.csv");
   {
     std::ofstream grid(grid_csv);
     grid << "x\n";
