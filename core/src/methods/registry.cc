@@ -7,6 +7,7 @@
 #include "bnn/check.h"
 #include "bnn/methods/bbb.h"
 #include "bnn/methods/exact.h"
+#include "bnn/methods/hmc.h"
 #include "bnn/methods/method.h"
 #include "bnn/methods/nng.h"
 #include "bnn/methods/slang.h"
@@ -128,6 +129,18 @@ void RegisterBuiltinMethods(MethodRegistry* registry) {
          BNN_RETURN_IF_ERROR(
              BbbOptionsSchema().Apply(params, &options, ignored));
          return CreateBbb(options);
+       }}));
+  BNN_CHECK_OK(registry->Register(
+      {"hmc",
+       "Hamiltonian Monte Carlo (multiple chains, dual-averaging step size, "
+       "thinning): a sample-set posterior, the evaluation reference",
+       HmcOptionsSchema().Describe(),
+       [](const ParamMap& params, const std::vector<std::string>& ignored)
+           -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+         HmcOptions options;
+         BNN_RETURN_IF_ERROR(
+             HmcOptionsSchema().Apply(params, &options, ignored));
+         return CreateHmc(options);
        }}));
   struct NngEntry {
     const char* name;

@@ -16,13 +16,14 @@
 
 #include "absl/strings/str_cat.h"
 #include <Eigen/Cholesky>
-#include <Eigen/Eigenvalues>
 
 #include "bnn/check.h"
 #include "bnn/model/likelihood.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/gaussian_families.h"
 #include "bnn/status.h"
+
+#include "methods/nng/kfac.h"
 
 namespace bnn {
 namespace {
@@ -254,9 +255,7 @@ class NoisyAdam final : public NngBase {
 // NNG-MVG (Algorithm 2): per layer, A = E[a a^T] (inputs, bias folded in)
 // and S = E[g g^T] (pre-activation gradients at sampled targets);
 // Cov(vec W~) = (lambda/N) [A^g_in]^-1 (x) [S^g_in]^-1 with the pi-split
-// damping A^x = A + pi sqrt(x) I, S^x = S + sqrt(x)/pi I and
-// pi = sqrt((tr A / n_A) / (tr S / n_S)) (nng.md §2.3, §11.1). In our
-// layout W~ is out x (in + 1), so W~ = M + sqrt(lambda/N) P_S E P_A^T.
+// damping (kfac.h).
 class NoisyKfac final : public NngBase {
  public:
   using NngBase::NngBase;
@@ -266,22 +265,17 @@ class NoisyKfac final : public NngBase {
     std::vector<KroneckerPosterior::Layer> layers;
     const auto& shapes = network_->layers();
     for (size_t l = 0; l < shapes.size(); ++l) {
-      const Factors& f = factors_[l];
-      const double root = std::sqrt(gamma_in_[0]);
-      const Eigen::MatrixXd c_in =
-          scale_ * f.qa *
-          (f.da.array() + f.pi * root).inverse().matrix().asDiagonal() *
-          f.qa.transpose();
-      const Eigen::MatrixXd c_out =
-          f.qs * (f.ds.array() + root / f.pi).inverse().matrix().asDiagonal() *
-          f.qs.transpose();
+      // C_in = (lambda/N) P_A P_A^T, C_out = P_S P_S^T.
+      const Eigen::MatrixXd pa =
+          std::sqrt(scale_) * factors_[l].InputRoot(gamma_in_[0]);
+      const Eigen::MatrixXd ps = factors_[l].OutputRoot(gamma_in_[0]);
+      const Eigen::MatrixXd c_in = pa * pa.transpose();
+      const Eigen::MatrixXd c_out = ps * ps.transpose();
       layers.push_back(
           {Eigen::Map<const Eigen::MatrixXd>(mu_.data() + shapes[l].offset,
                                              shapes[l].out, shapes[l].in + 1),
-           Eigen::LLT<Eigen::MatrixXd>(0.5 * (c_out + c_out.transpose()))
-               .matrixL(),
-           Eigen::LLT<Eigen::MatrixXd>(0.5 * (c_in + c_in.transpose()))
-               .matrixL()});
+           Eigen::LLT<Eigen::MatrixXd>(c_out).matrixL(),
+           Eigen::LLT<Eigen::MatrixXd>(c_in).matrixL()});
     }
     auto p = KroneckerPosterior::Create(network_->spec(), std::move(layers));
     BNN_CHECK_OK(p.status());
@@ -289,101 +283,32 @@ class NoisyKfac final : public NngBase {
   }
 
  private:
-  struct Factors {
-    Eigen::MatrixXd a, s;    // EMA second moments
-    Eigen::MatrixXd qa, qs;  // eigenvectors
-    Eigen::VectorXd da, ds;  // eigenvalues (clamped >= 0)
-    double pi = 1.0;
-  };
-
   bool PerParameterPrior() const override { return false; }
 
   absl::Status InitializeFisher() override {
-    factors_.clear();
     // A0 = S0 = c I with (lambda/N) / (c + sqrt(g_in))^2 = init_std^2.
-    const double root = std::sqrt(gamma_in_[0]);
-    const double c =
-        std::max(0.0, std::sqrt(scale_) / options_.init_std - root);
-    for (const LayerShape& shape : network_->layers()) {
-      Factors f;
-      f.a = c * Eigen::MatrixXd::Identity(shape.in + 1, shape.in + 1);
-      f.s = c * Eigen::MatrixXd::Identity(shape.out, shape.out);
-      factors_.push_back(std::move(f));
-    }
-    return RefreshFactors();
+    const double c = std::max(
+        0.0, std::sqrt(scale_) / options_.init_std - std::sqrt(gamma_in_[0]));
+    factors_ = internal::InitialKfacFactors(network_->layers(), c);
+    return internal::RefreshKfacFactors(&factors_);
   }
-
   absl::Status RefreshFactors() override {
-    for (Factors& f : factors_) {
-      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ea(f.a), es(f.s);
-      if (ea.info() != Eigen::Success || es.info() != Eigen::Success) {
-        return absl::InternalError("noisy_kfac: eigendecomposition failed");
-      }
-      f.qa = ea.eigenvectors();
-      f.da = ea.eigenvalues().cwiseMax(0.0);
-      f.qs = es.eigenvectors();
-      f.ds = es.eigenvalues().cwiseMax(0.0);
-      const double ta = f.a.trace() / f.a.rows(), ts = f.s.trace() / f.s.rows();
-      f.pi = ta > 0 && ts > 0 ? std::sqrt(ta / ts) : 1.0;
-    }
-    return absl::OkStatus();
+    return internal::RefreshKfacFactors(&factors_);
   }
-
   void SampleWeights(int s, Rng& rng, Eigen::MatrixXd* out) override {
-    out->resize(mu_.size(), s);
-    const auto& shapes = network_->layers();
-    const double root = std::sqrt(gamma_in_[0]);
-    for (size_t l = 0; l < shapes.size(); ++l) {
-      const Factors& f = factors_[l];
-      const Eigen::MatrixXd pa =
-          f.qa * (f.da.array() + f.pi * root).rsqrt().matrix().asDiagonal();
-      const Eigen::MatrixXd ps =
-          f.qs * (f.ds.array() + root / f.pi).rsqrt().matrix().asDiagonal();
-      Eigen::MatrixXd e(shapes[l].out, shapes[l].in + 1);
-      for (int c = 0; c < s; ++c) {
-        for (Eigen::Index j = 0; j < e.cols(); ++j)
-          for (Eigen::Index i = 0; i < e.rows(); ++i) e(i, j) = rng.Normal();
-        Eigen::Map<Eigen::MatrixXd> w(out->col(c).data() + shapes[l].offset,
-                                      shapes[l].out, shapes[l].in + 1);
-        w = Eigen::Map<const Eigen::MatrixXd>(mu_.data() + shapes[l].offset,
-                                              shapes[l].out, shapes[l].in + 1) +
-            std::sqrt(scale_) * ps * e * pa.transpose();
-      }
-    }
+    internal::SampleKfac(network_->layers(), factors_, mu_, scale_,
+                         gamma_in_[0], s, rng, out);
   }
-
   void UpdateFisher(const PerExampleGrads<double>& g) override {
-    const double b = options_.beta;
-    const double inv = 1.0 / g.count();
-    for (size_t l = 0; l < factors_.size(); ++l) {
-      factors_[l].a = (1 - b) * factors_[l].a +
-                      (b * inv) * g.inputs(l).transpose() * g.inputs(l);
-      factors_[l].s = (1 - b) * factors_[l].s +
-                      (b * inv) * g.deltas(l).transpose() * g.deltas(l);
-    }
+    internal::UpdateKfacStatistics(g, options_.beta, &factors_);
   }
-
-  // U = [S^g]^-1 V [A^g]^-1 = Q_S [(Q_S^T V Q_A) ./ ((d_S + c_S)(d_A + c_A)^T)]
-  // Q_A^T per layer, c_A = pi sqrt(g), c_S = sqrt(g)/pi.
   void Precondition(const Eigen::VectorXd& v, Eigen::VectorXd* out) override {
-    out->resize(v.size());
-    const auto& shapes = network_->layers();
-    const double root = std::sqrt(gamma_in_[0] + options_.extrinsic_damping);
-    for (size_t l = 0; l < shapes.size(); ++l) {
-      const Factors& f = factors_[l];
-      const LayerShape& s = shapes[l];
-      Eigen::Map<const Eigen::MatrixXd> vl(v.data() + s.offset, s.out,
-                                           s.in + 1);
-      Eigen::Map<Eigen::MatrixXd> ul(out->data() + s.offset, s.out, s.in + 1);
-      const Eigen::MatrixXd rotated = f.qs.transpose() * vl * f.qa;
-      const Eigen::MatrixXd denom =
-          (f.ds.array() + root / f.pi).matrix() *
-          (f.da.array() + f.pi * root).matrix().transpose();
-      ul = f.qs * rotated.cwiseQuotient(denom) * f.qa.transpose();
-    }
+    internal::PreconditionKfac(network_->layers(), factors_,
+                               gamma_in_[0] + options_.extrinsic_damping, v,
+                               out);
   }
 
-  std::vector<Factors> factors_;
+  std::vector<internal::KfacFactors> factors_;
 };
 
 // NNG-full (eqs. 9-10): a dense Fisher EMA, Sigma = (lambda/N)(F + g_in)^-1.

@@ -1,0 +1,237 @@
+#include "bnn/methods/hmc.h"
+
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+#include "bnn/check.h"
+#include "bnn/model/network.h"
+#include "bnn/posterior/sample_families.h"
+#include "bnn/status.h"
+
+namespace bnn {
+namespace {
+
+// Dual averaging of log(step size) toward a target acceptance rate
+// (Hoffman & Gelman 2014, Alg. 5, with their constants).
+class DualAveraging {
+ public:
+  explicit DualAveraging(double step, double target)
+      : mu_(std::log(10 * step)), target_(target), log_step_(std::log(step)) {}
+
+  double step() const { return std::exp(log_step_); }
+  double final_step() const { return std::exp(log_avg_); }
+
+  void Update(double accept) {
+    ++m_;
+    const double eta = 1.0 / (m_ + kT0);
+    h_ = (1 - eta) * h_ + eta * (target_ - accept);
+    log_step_ = mu_ - std::sqrt(static_cast<double>(m_)) / kGamma * h_;
+    const double w = std::pow(static_cast<double>(m_), -kKappa);
+    log_avg_ = w * log_step_ + (1 - w) * log_avg_;
+  }
+
+ private:
+  static constexpr double kGamma = 0.05, kT0 = 10, kKappa = 0.75;
+  double mu_, target_, log_step_, log_avg_ = 0, h_ = 0;
+  int64_t m_ = 0;
+};
+
+class Hmc final : public VariationalMethod {
+ public:
+  explicit Hmc(const HmcOptions& options) : options_(options) {}
+
+  absl::string_view name() const override { return "hmc"; }
+  int batch_size() const override { return static_cast<int>(x_.rows()); }
+  double noise_precision() const override { return options_.noise_precision; }
+  ParamMap Params() const override {
+    return HmcOptionsSchema().ToParams(options_);
+  }
+
+  absl::Status Initialize(const ModelSpec& spec, const Dataset& train,
+                          Rng& rng) override {
+    BNN_RETURN_IF_ERROR(spec.Validate());
+    const int64_t n = train.num_rows();
+    if (n < 1) return absl::InvalidArgumentError("training set is empty");
+    network_ = std::make_unique<Network<double>>(spec);
+    const int64_t dim = network_->num_parameters();
+    x_.resize(n, train.num_features);
+    y_.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t f = 0; f < train.num_features; ++f)
+        x_(i, f) = train.row(i)[f];
+      y_[i] = train.targets[i];
+    }
+    lambda_.resize(dim);
+    const std::vector<bool> bias = spec.BiasMask();
+    for (int64_t j = 0; j < dim; ++j) {
+      lambda_[j] =
+          bias[j] ? options_.bias_prior_precision : options_.prior_precision;
+    }
+    theta_.resize(dim, options_.chains);
+    for (int c = 0; c < options_.chains; ++c) {
+      Rng chain = rng.Fork(c);
+      theta_.col(c) = network_->InitialWeights(chain);
+    }
+    adapt_.assign(options_.chains,
+                  DualAveraging(options_.step_size, options_.target_accept));
+    step_.assign(options_.chains, options_.step_size);
+    kept_.clear();
+    t_ = 0;
+    Potential(theta_, &energy_, &grad_);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<StepStats> Step(const std::vector<int64_t>&,
+                                 Rng& rng) override {
+    ++t_;
+    const int chains = options_.chains;
+    const int64_t dim = theta_.rows();
+    Eigen::MatrixXd p(dim, chains);
+    for (int c = 0; c < chains; ++c)
+      for (int64_t j = 0; j < dim; ++j) p(j, c) = rng.Normal();
+    const Eigen::VectorXd kinetic0 =
+        0.5 * p.colwise().squaredNorm().transpose();
+    // Step sizes jittered uniformly by +-20% each iteration: with a fixed
+    // trajectory length a Gaussian direction whose period divides it is
+    // explored badly (Neal 2011, §5.4.2.2).
+    Eigen::ArrayXd eps(chains);
+    for (int c = 0; c < chains; ++c) eps[c] = step_[c] * rng.Uniform(0.8, 1.2);
+    Eigen::MatrixXd q = theta_;
+    Eigen::VectorXd energy = energy_;
+    Eigen::MatrixXd grad = grad_;
+    // Leapfrog: half momentum step, L position/momentum steps, half step.
+    p -= 0.5 * grad * eps.matrix().asDiagonal();
+    for (int l = 0; l < options_.leapfrog_steps; ++l) {
+      q += p * eps.matrix().asDiagonal();
+      Potential(q, &energy, &grad);
+      const double scale = l + 1 < options_.leapfrog_steps ? 1.0 : 0.5;
+      p -= scale * grad * eps.matrix().asDiagonal();
+    }
+    const Eigen::VectorXd kinetic1 =
+        0.5 * p.colwise().squaredNorm().transpose();
+    for (int c = 0; c < chains; ++c) {
+      const double log_ratio =
+          (energy_[c] + kinetic0[c]) - (energy[c] + kinetic1[c]);
+      const double accept =
+          std::isfinite(log_ratio) ? std::min(1.0, std::exp(log_ratio)) : 0.0;
+      if (rng.Uniform() < accept) {
+        theta_.col(c) = q.col(c);
+        energy_[c] = energy[c];
+        grad_.col(c) = grad.col(c);
+      }
+      if (t_ <= options_.warmup) {
+        adapt_[c].Update(accept);
+        step_[c] =
+            t_ == options_.warmup ? adapt_[c].final_step() : adapt_[c].step();
+      }
+    }
+    if (t_ > options_.warmup && (t_ - options_.warmup) % options_.thin == 0 &&
+        static_cast<int>(kept_.size()) < options_.max_samples * chains) {
+      for (int c = 0; c < chains; ++c) kept_.push_back(theta_.col(c));
+    }
+    StepStats stats;
+    stats.loss = nll_mean_;
+    return stats;
+  }
+
+  std::unique_ptr<Posterior> ExportPosterior() const override {
+    // Before any post-warm-up state exists, the chains' current states.
+    Eigen::MatrixXd samples;
+    if (kept_.empty()) {
+      samples = theta_;
+    } else {
+      samples.resize(theta_.rows(), static_cast<Eigen::Index>(kept_.size()));
+      for (size_t k = 0; k < kept_.size(); ++k) samples.col(k) = kept_[k];
+    }
+    auto p = SampleSetPosterior::Create(std::move(samples));
+    BNN_CHECK_OK(p.status());
+    return std::move(p).value();
+  }
+
+ private:
+  // U(w) = -log p(D | w) - log p(w) (up to a constant) and its gradient for
+  // every column of `theta` (one forward/backward for all chains).
+  void Potential(const Eigen::MatrixXd& theta, Eigen::VectorXd* energy,
+                 Eigen::MatrixXd* grad) {
+    network_->Forward(x_, theta, &pass_);
+    network_->Backward(y_, options_.noise_precision, theta, pass_, &grads_,
+                       &nll_);
+    grads_.SumPerSample(static_cast<int>(theta.cols()), grad);
+    *grad += lambda_.asDiagonal() * theta;
+    const int64_t n = x_.rows();
+    energy->resize(theta.cols());
+    for (Eigen::Index c = 0; c < theta.cols(); ++c) {
+      (*energy)[c] = nll_.segment(c * n, n).sum() +
+                     0.5 * theta.col(c).dot(lambda_.cwiseProduct(theta.col(c)));
+    }
+    nll_mean_ = nll_.mean();
+  }
+
+  HmcOptions options_;
+  std::unique_ptr<Network<double>> network_;
+  Eigen::MatrixXd x_;
+  Eigen::VectorXd y_, lambda_;
+  Eigen::MatrixXd theta_, grad_;  // current state per chain (columns)
+  Eigen::VectorXd energy_;
+  std::vector<DualAveraging> adapt_;
+  std::vector<double> step_;
+  std::vector<Eigen::VectorXd> kept_;
+  int64_t t_ = 0;
+  double nll_mean_ = 0;
+  ForwardPass<double> pass_;
+  PerExampleGrads<double> grads_;
+  Eigen::VectorXd nll_;
+};
+
+}  // namespace
+
+absl::Status HmcOptions::Validate() const {
+  BNN_RETURN_IF_ERROR(CheckIntRange("chains", chains, 1, 256));
+  BNN_RETURN_IF_ERROR(CheckIntRange("warmup", warmup, 0, 10000000));
+  BNN_RETURN_IF_ERROR(CheckIntRange("thin", thin, 1, 1000000));
+  BNN_RETURN_IF_ERROR(
+      CheckIntRange("leapfrog_steps", leapfrog_steps, 1, 10000));
+  BNN_RETURN_IF_ERROR(CheckRange("step_size", step_size, 0, 10));
+  BNN_RETURN_IF_ERROR(CheckRange("target_accept", target_accept, 0, 0.999));
+  BNN_RETURN_IF_ERROR(CheckPositive("prior_precision", prior_precision));
+  BNN_RETURN_IF_ERROR(
+      CheckPositive("bias_prior_precision", bias_prior_precision));
+  BNN_RETURN_IF_ERROR(CheckPositive("noise_precision", noise_precision));
+  return CheckIntRange("max_samples", max_samples, 1, 10000000);
+}
+
+const OptionsSchema<HmcOptions>& HmcOptionsSchema() {
+  static const auto* schema = [] {
+    auto* s = new OptionsSchema<HmcOptions>();
+    s->Field("chains", &HmcOptions::chains, "independent chains")
+        .Field("warmup", &HmcOptions::warmup,
+               "adaptation iterations per chain (discarded)")
+        .Field("thin", &HmcOptions::thin, "keep every thin-th state")
+        .Field("leapfrog_steps", &HmcOptions::leapfrog_steps,
+               "leapfrog steps per iteration")
+        .Field("step_size", &HmcOptions::step_size,
+               "initial leapfrog step size")
+        .Field("target_accept", &HmcOptions::target_accept,
+               "target acceptance rate of the adaptation")
+        .Field("prior_precision", &HmcOptions::prior_precision,
+               "lambda for weights")
+        .Field("bias_prior_precision", &HmcOptions::bias_prior_precision,
+               "lambda for biases")
+        .Field("noise_precision", &HmcOptions::noise_precision,
+               "tau, Gaussian noise precision (standardised units)")
+        .Field("max_samples", &HmcOptions::max_samples,
+               "kept samples per chain, at most");
+    return s;
+  }();
+  return *schema;
+}
+
+absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateHmc(
+    const HmcOptions& options) {
+  BNN_RETURN_IF_ERROR(options.Validate());
+  return std::unique_ptr<VariationalMethod>(new Hmc(options));
+}
+
+}  // namespace bnn
