@@ -47,13 +47,12 @@ class BnnServiceImpl::StreamReader : public grpc::ServerReadReactor<Request> {
  private:
   void OnReadDone(bool ok) final {
     if (!ok) {
-      // End of stream: the client half-closed, or the call is gone.
-      if (context_->IsCancelled()) {
-        Complete(absl::CancelledError(
-            absl::StrCat(rpc_, " was cancelled by the client")));
-        return;
-      }
-      commit_pool_->Schedule([this] { Complete(Commit()); });
+      // The client half-closed, or the call failed: cancelled by the client,
+      // or a message over the size limit, which gRPC reports here like a
+      // half-close while the cancellation reaches the context only later.
+      // Sending the initial metadata tells them apart: the send fails on a
+      // stream that is already closed.
+      this->StartSendInitialMetadata();
       return;
     }
     if (absl::Status status = Consume(message_); !status.ok()) {
@@ -61,6 +60,15 @@ class BnnServiceImpl::StreamReader : public grpc::ServerReadReactor<Request> {
       return;
     }
     this->StartRead(&message_);
+  }
+
+  void OnSendInitialMetadataDone(bool ok) final {
+    if (!ok || context_->IsCancelled()) {
+      Complete(absl::CancelledError(absl::StrCat(
+          rpc_, " failed before the end of the stream; nothing was stored")));
+      return;
+    }
+    commit_pool_->Schedule([this] { Complete(Commit()); });
   }
 
   void OnDone() final { delete this; }

@@ -1,7 +1,8 @@
-// The service through a real gRPC server on loopback, with the real stores,
-// job runner and core.
+// The unary RPCs through a real gRPC server on loopback, with the real
+// stores, job runner and core.
 #include "server/bnn_service.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -16,165 +17,27 @@
 
 #include "bnn/methods/registry.h"
 
-#include "tests/server/server_test_util.h"
+#include "tests/server/service_fixture.h"
 
 namespace bnn::server {
 namespace {
 
+using ::bnn::server::testutil::AppendMessages;
 using ::bnn::server::testutil::CubicDataset;
-using ::bnn::server::testutil::TempDir;
+using ::bnn::server::testutil::ExpectRejections;
+using ::bnn::server::testutil::FeatureRows;
+using ::bnn::server::testutil::GrpcStatusIs;
+using ::bnn::server::testutil::ServiceTest;
+using ::bnn::server::testutil::TwoClasses;
+using ::bnn::server::testutil::UploadMessages;
+using ::testing::Each;
 using ::testing::ElementsAre;
+using ::testing::Gt;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
-MATCHER_P2(GrpcStatusIs, code, substring, "") {
-  *result_listener << "status is " << arg.error_code() << ": "
-                   << arg.error_message();
-  return arg.error_code() == code &&
-         arg.error_message().find(substring) != std::string::npos;
-}
-
-v1::UploadDatasetRequest HeaderMessage(v1::Task task, int num_features) {
-  v1::UploadDatasetRequest message;
-  v1::DatasetHeader* header = message.mutable_header();
-  header->set_name("test data");
-  header->set_task(task);
-  header->set_num_features(num_features);
-  return message;
-}
-
-// A header, then `data`'s rows in chunks of `chunk_rows`.
-std::vector<v1::UploadDatasetRequest> UploadMessages(const Dataset& data,
-                                                     v1::Task task,
-                                                     int chunk_rows = 7) {
-  std::vector<v1::UploadDatasetRequest> messages = {
-      HeaderMessage(task, static_cast<int>(data.num_features))};
-  for (int64_t i = 0; i < data.num_rows(); ++i) {
-    if (i % chunk_rows == 0) messages.emplace_back().mutable_chunk();
-    v1::Example* example = messages.back().mutable_chunk()->add_rows();
-    example->mutable_x()->Add(data.row(i), data.row(i) + data.num_features);
-    example->set_y(data.targets[i]);
-  }
-  return messages;
-}
-
-// Labels 2 and 4, separable by the sign of the first feature.
-Dataset TwoClasses() {
-  Dataset data;
-  data.num_features = 2;
-  for (int i = 0; i < 40; ++i) {
-    const double x = (i % 2 == 0 ? 1.0 : -1.0) * (1 + i % 5);
-    data.features.push_back(x);
-    data.features.push_back(0.1 * i);
-    data.targets.push_back(x > 0 ? 4 : 2);
-  }
-  return data;
-}
-
-class BnnServiceTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    datasets_ = *DatasetStore::Open(dir_.path() + "/datasets");
-    snapshots_ = *SnapshotStore::Open(dir_.path() + "/snapshots", {});
-    jobs_ = *JobStore::Open(dir_.path() + "/jobs");
-    runner_ =
-        *JobRunner::Create({}, jobs_.get(), datasets_.get(), snapshots_.get(),
-                           &MethodRegistry::Builtin(), &metrics_);
-    BnnServiceImpl::Options options;
-    options.limits.max_upload_rows = 1000;
-    options.limits.max_predict_samples = 256;
-    service_ = std::make_unique<BnnServiceImpl>(
-        options, datasets_.get(), snapshots_.get(), runner_.get(),
-        &MethodRegistry::Builtin(), &metrics_);
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port);
-    builder.RegisterService(service_.get());
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    stub_ = v1::BnnService::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
-  }
-
-  void TearDown() override {
-    server_->Shutdown();
-    runner_->Shutdown();
-  }
-
-  grpc::Status Upload(const std::vector<v1::UploadDatasetRequest>& messages,
-                      v1::UploadDatasetResponse* response) {
-    grpc::ClientContext context;
-    std::unique_ptr<grpc::ClientWriter<v1::UploadDatasetRequest>> writer =
-        stub_->UploadDataset(&context, response);
-    for (const auto& message : messages) {
-      if (!writer->Write(message)) break;  // the server already answered
-    }
-    writer->WritesDone();
-    return writer->Finish();
-  }
-
-  std::string UploadOrDie(const Dataset& data, v1::Task task) {
-    v1::UploadDatasetResponse response;
-    const grpc::Status status = Upload(UploadMessages(data, task), &response);
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    return response.dataset().dataset_id();
-  }
-
-  v1::StartTrainingRequest Training(const std::string& dataset_id, int epochs) {
-    v1::StartTrainingRequest request;
-    request.set_dataset_id(dataset_id);
-    request.set_method("slang");
-    request.mutable_model()->add_hidden_sizes(8);
-    request.mutable_slang()->set_batch_size(10);
-    request.set_epochs(epochs);
-    request.set_seed(1);
-    return request;
-  }
-
-  v1::Job WaitForJob(const std::string& job_id, v1::JobState state) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    v1::Job job;
-    while (absl::Now() < deadline) {
-      grpc::ClientContext context;
-      v1::GetJobRequest request;
-      request.set_job_id(job_id);
-      EXPECT_TRUE(stub_->GetJob(&context, request, &job).ok());
-      if (job.state() == state) return job;
-      absl::SleepFor(absl::Milliseconds(10));
-    }
-    ADD_FAILURE() << "job " << job_id << " is " << JobState_Name(job.state())
-                  << ": " << job.error();
-    return job;
-  }
-
-  // Uploads, trains and returns the snapshot id.
-  std::string TrainedSnapshot(const Dataset& data, v1::Task task) {
-    const std::string dataset_id = UploadOrDie(data, task);
-    grpc::ClientContext context;
-    v1::StartTrainingResponse started;
-    const grpc::Status status =
-        stub_->StartTraining(&context, Training(dataset_id, 20), &started);
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    return WaitForJob(started.job_id(), v1::JOB_STATE_SUCCEEDED).snapshot_id();
-  }
-
-  grpc::Status Predict(const v1::PredictRequest& request,
-                       v1::PredictResponse* response) {
-    grpc::ClientContext context;
-    return stub_->Predict(&context, request, response);
-  }
-
-  TempDir dir_;
-  ServerMetrics metrics_;
-  std::unique_ptr<DatasetStore> datasets_;
-  std::unique_ptr<SnapshotStore> snapshots_;
-  std::unique_ptr<JobStore> jobs_;
-  std::unique_ptr<JobRunner> runner_;
-  std::unique_ptr<BnnServiceImpl> service_;
-  std::unique_ptr<grpc::Server> server_;  // after the service: stops first
-  std::unique_ptr<v1::BnnService::Stub> stub_;
-};
+using BnnServiceTest = ServiceTest;
 
 TEST_F(BnnServiceTest, RegressionEndToEnd) {
   const Dataset data = CubicDataset(30);
@@ -270,60 +133,6 @@ TEST_F(BnnServiceTest, ClassificationLabelsAreEncoded) {
   EXPECT_GE(p.entropy(), 0.0);
 }
 
-TEST_F(BnnServiceTest, BadUploadsStoreNothing) {
-  const Dataset data = CubicDataset(10);
-  std::vector<v1::UploadDatasetRequest> ragged =
-      UploadMessages(data, v1::TASK_REGRESSION, /*chunk_rows=*/2);
-  ragged[2].mutable_chunk()->mutable_rows(1)->add_x(1.0);  // row 3
-  std::vector<v1::UploadDatasetRequest> with_nan =
-      UploadMessages(data, v1::TASK_REGRESSION);
-  with_nan[1].mutable_chunk()->mutable_rows(4)->set_x(
-      0, std::numeric_limits<double>::quiet_NaN());
-  std::vector<v1::UploadDatasetRequest> chunk_first =
-      UploadMessages(data, v1::TASK_REGRESSION);
-  std::swap(chunk_first[0], chunk_first[1]);
-  std::vector<v1::UploadDatasetRequest> two_headers =
-      UploadMessages(data, v1::TASK_REGRESSION);
-  two_headers.push_back(two_headers[0]);
-  Dataset one_label = CubicDataset(10);
-  for (double& y : one_label.targets) y = 1.0;
-  Dataset too_long = CubicDataset(1001);
-
-  const struct {
-    std::vector<v1::UploadDatasetRequest> messages;
-    grpc::StatusCode code;
-    std::string message;
-  } cases[] = {
-      {{}, grpc::StatusCode::INVALID_ARGUMENT, "upload has no header"},
-      {{HeaderMessage(v1::TASK_REGRESSION, 1)},
-       grpc::StatusCode::INVALID_ARGUMENT,
-       "upload has no rows"},
-      {ragged, grpc::StatusCode::INVALID_ARGUMENT,
-       "rows[3].x has 2 values; the dataset has 1 features"},
-      {with_nan, grpc::StatusCode::INVALID_ARGUMENT, "rows[4].x[0] is NaN"},
-      {chunk_first, grpc::StatusCode::INVALID_ARGUMENT,
-       "upload message 0 is a row chunk before the header"},
-      {two_headers, grpc::StatusCode::INVALID_ARGUMENT, "second header"},
-      {{HeaderMessage(v1::TASK_UNSPECIFIED, 1)},
-       grpc::StatusCode::INVALID_ARGUMENT,
-       "header.task must be"},
-      {UploadMessages(one_label, v1::TASK_CLASSIFICATION),
-       grpc::StatusCode::INVALID_ARGUMENT, "at least 2 distinct labels"},
-      {UploadMessages(too_long, v1::TASK_REGRESSION, 100),
-       grpc::StatusCode::RESOURCE_EXHAUSTED, "--max-upload-rows"},
-  };
-  for (const auto& c : cases) {
-    v1::UploadDatasetResponse response;
-    EXPECT_THAT(Upload(c.messages, &response), GrpcStatusIs(c.code, c.message));
-  }
-  grpc::ClientContext context;
-  v1::ListDatasetsResponse list;
-  ASSERT_TRUE(stub_->ListDatasets(&context, {}, &list).ok());
-  EXPECT_THAT(list.datasets(), SizeIs(0));
-  // Still serving.
-  EXPECT_FALSE(UploadOrDie(data, v1::TASK_REGRESSION).empty());
-}
-
 TEST_F(BnnServiceTest, UnknownIdsAreNotFoundAndMissingOnesInvalid) {
   const std::string ds = "ds-0123456789abcdef";
   grpc::ClientContext c1, c2, c3, c4, c5, c6;
@@ -365,7 +174,7 @@ TEST_F(BnnServiceTest, BadTrainingRequestsFailTheRpc) {
   const std::string dataset_id =
       UploadOrDie(CubicDataset(20), v1::TASK_REGRESSION);
   v1::StartTrainingRequest unknown_method = Training(dataset_id, 1);
-  unknown_method.set_method("hmc");
+  unknown_method.set_method("gibbs");
   unknown_method.clear_slang();
   v1::StartTrainingRequest unknown_param = Training(dataset_id, 1);
   (*unknown_param.mutable_params())["rnak"] = "2";
@@ -458,6 +267,425 @@ TEST_F(BnnServiceTest, ListMethodsDescribesSlang) {
   EXPECT_EQ(rank->type(), "int");
   EXPECT_FALSE(rank->default_value().empty());
   EXPECT_FALSE(rank->help().empty());
+}
+
+v1::PredictRequest PredictAt(const std::string& snapshot_id,
+                             const std::vector<std::vector<double>>& rows) {
+  v1::PredictRequest request;
+  request.set_snapshot_id(snapshot_id);
+  for (const auto& x : rows) {
+    request.add_rows()->mutable_x()->Add(x.begin(), x.end());
+  }
+  request.set_seed(3);
+  return request;
+}
+
+TEST_F(BnnServiceTest, PredictFillsEveryRegressionField) {
+  const std::string snapshot_id =
+      TrainedSnapshot(CubicDataset(20), v1::TASK_REGRESSION);
+  v1::PredictRequest request = PredictAt(snapshot_id, {{-1.0}, {2.0}});
+  request.set_num_samples(8);
+  for (const double level : {0.1, 0.5, 0.9}) request.add_quantiles(level);
+  request.set_per_sample(true);
+  v1::PredictResponse response;
+  const grpc::Status status = Predict(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.num_samples(), 8);
+  ASSERT_THAT(response.predictions(), SizeIs(2));
+  for (const v1::RowPrediction& p : response.predictions()) {
+    ASSERT_THAT(p.quantiles(), SizeIs(3));
+    EXPECT_LT(p.quantiles(0), p.quantiles(1));
+    EXPECT_LT(p.quantiles(1), p.quantiles(2));
+    ASSERT_THAT(p.sample_outputs(), SizeIs(8));
+    double sum = 0;
+    for (const double v : p.sample_outputs()) sum += v;
+    EXPECT_NEAR(sum / 8, p.mean(), 1e-9 * (1 + std::abs(p.mean())));
+    EXPECT_GT(p.epistemic_variance(), 0.0);
+    EXPECT_GT(p.aleatoric_variance(), 0.0);
+  }
+
+  // Linearised: no samples, the same decomposition.
+  v1::PredictRequest linearized = PredictAt(snapshot_id, {{-1.0}, {2.0}});
+  linearized.set_linearized(true);
+  linearized.add_quantiles(0.5);
+  ASSERT_TRUE(Predict(linearized, &response).ok());
+  EXPECT_EQ(response.num_samples(), 0);
+  for (const v1::RowPrediction& p : response.predictions()) {
+    EXPECT_NEAR(p.variance(), p.epistemic_variance() + p.aleatoric_variance(),
+                1e-9 * p.variance());
+    EXPECT_NEAR(p.quantiles(0), p.mean(), 1e-6 * (1 + std::abs(p.mean())));
+    EXPECT_THAT(p.sample_outputs(), IsEmpty());
+  }
+}
+
+TEST_F(BnnServiceTest, PredictFillsEveryClassificationField) {
+  const std::string snapshot_id =
+      TrainedSnapshot(TwoClasses(), v1::TASK_CLASSIFICATION);
+  v1::PredictRequest request = PredictAt(snapshot_id, {{0.5, 1.0}, {-3, 2}});
+  request.set_num_samples(16);
+  request.set_per_sample(true);
+  v1::PredictResponse response;
+  ASSERT_TRUE(Predict(request, &response).ok());
+  for (const v1::RowPrediction& p : response.predictions()) {
+    ASSERT_THAT(p.probabilities(), SizeIs(2));
+    EXPECT_GE(p.entropy(), p.expected_entropy());
+    EXPECT_NEAR(p.mutual_information(), p.entropy() - p.expected_entropy(),
+                1e-9);
+    EXPECT_GE(p.variation_ratio(), 0.0);
+    EXPECT_LE(p.variation_ratio(), 0.5);
+    EXPECT_THAT(p.sample_outputs(), SizeIs(16 * 2));
+  }
+}
+
+TEST_F(BnnServiceTest, BadPredictOptions) {
+  const std::string regression =
+      TrainedSnapshot(CubicDataset(20), v1::TASK_REGRESSION);
+  const std::string classifier =
+      TrainedSnapshot(TwoClasses(), v1::TASK_CLASSIFICATION);
+  v1::PredictRequest linearized_classifier = PredictAt(classifier, {{1, 1}});
+  linearized_classifier.set_linearized(true);
+  v1::PredictRequest classifier_quantiles = PredictAt(classifier, {{1, 1}});
+  classifier_quantiles.add_quantiles(0.5);
+  v1::PredictRequest bad_level = PredictAt(regression, {{1}});
+  bad_level.add_quantiles(0.5);
+  bad_level.add_quantiles(1.5);
+  v1::PredictRequest linearized_samples = PredictAt(regression, {{1}});
+  linearized_samples.set_linearized(true);
+  linearized_samples.set_per_sample(true);
+  // 1000 rows x 256 samples of 8 bytes: 2 MB, above the fixture's 1 MiB.
+  v1::PredictRequest huge = PredictAt(regression, {});
+  for (int i = 0; i < 1000; ++i) huge.add_rows()->add_x(i * 0.001);
+  huge.set_num_samples(256);
+  huge.set_per_sample(true);
+  ExpectRejections<v1::PredictRequest>(
+      {
+          {linearized_classifier, grpc::StatusCode::INVALID_ARGUMENT,
+           "linearized predictive is for regression"},
+          {classifier_quantiles, grpc::StatusCode::INVALID_ARGUMENT,
+           "quantiles are for regression"},
+          {bad_level, grpc::StatusCode::INVALID_ARGUMENT,
+           "quantiles[1] = 1.5 must be in (0, 1)"},
+          {linearized_samples, grpc::StatusCode::INVALID_ARGUMENT,
+           "per_sample outputs need Monte Carlo prediction"},
+          {huge, grpc::StatusCode::RESOURCE_EXHAUSTED, "--max-message-bytes"},
+      },
+      [&](const v1::PredictRequest& request) {
+        v1::PredictResponse response;
+        return Predict(request, &response);
+      });
+}
+
+TEST_F(BnnServiceTest, PredictorCacheIsSharedAcrossRequests) {
+  const std::string snapshot_id =
+      TrainedSnapshot(CubicDataset(20), v1::TASK_REGRESSION);
+  v1::PredictResponse response;
+  ASSERT_TRUE(Predict(PredictAt(snapshot_id, {{1.0}}), &response).ok());
+  EXPECT_EQ(metrics_.predictor_cache_misses().value(), 1);
+  EXPECT_EQ(metrics_.predictor_cache_hits().value(), 0);
+  // Another request with the same samples and seed reuses the draw.
+  ASSERT_TRUE(Predict(PredictAt(snapshot_id, {{2.0}}), &response).ok());
+  EXPECT_EQ(metrics_.predictor_cache_hits().value(), 1);
+  EXPECT_EQ(metrics_.predictor_cache_misses().value(), 1);
+}
+
+// A regression snapshot and a 40-row pool dataset of the same schema.
+class AcquireTest : public ServiceTest {
+ protected:
+  void SetUp() override {
+    ServiceTest::SetUp();
+    snapshot_id_ = TrainedSnapshot(CubicDataset(20), v1::TASK_REGRESSION);
+    pool_ = CubicDataset(40, 7);
+    for (double& x : pool_.features) x *= 2;  // partly beyond the data
+    pool_id_ = UploadOrDie(pool_, v1::TASK_REGRESSION);
+  }
+
+  v1::AcquireRequest FromDataset() const {
+    v1::AcquireRequest request;
+    request.set_snapshot_id(snapshot_id_);
+    request.set_dataset_id(pool_id_);
+    request.set_k(5);
+    request.set_heuristic("max_variance");
+    request.set_num_samples(16);
+    request.set_seed(4);
+    return request;
+  }
+
+  v1::AcquireRequest FromRows() const {
+    v1::AcquireRequest request = FromDataset();
+    *request.mutable_rows()->mutable_rows() = FeatureRows(pool_);
+    return request;
+  }
+
+  std::string snapshot_id_;
+  Dataset pool_;
+  std::string pool_id_;
+};
+
+TEST_F(AcquireTest, StoredPoolEqualsRowsInTheRequest) {
+  for (const double diversity : {0.0, 1.0}) {
+    v1::AcquireRequest stored = FromDataset();
+    v1::AcquireRequest sent = FromRows();
+    stored.set_diversity_power(diversity);
+    sent.set_diversity_power(diversity);
+    v1::AcquireResponse a, b;
+    grpc::Status status = Acquire(stored, &a);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_TRUE(Acquire(sent, &b).ok());
+    EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString()) << diversity;
+    EXPECT_EQ(a.pool_rows(), 40);
+    EXPECT_EQ(a.seed(), 4u);
+    ASSERT_THAT(a.indices(), SizeIs(5));
+    ASSERT_THAT(a.scores(), SizeIs(5));
+    EXPECT_THAT(a.scores(), Each(Gt(0.0)));
+  }
+  // Deterministic top-k: best first, and the largest epistemic variances.
+  v1::AcquireResponse top;
+  ASSERT_TRUE(Acquire(FromDataset(), &top).ok());
+  EXPECT_TRUE(std::is_sorted(top.scores().rbegin(), top.scores().rend()));
+  EXPECT_EQ(metrics_.acquire_rows_scored().value(), 5 * 40);
+  EXPECT_GT(metrics_.predictor_cache_hits().value(), 0);
+}
+
+TEST_F(AcquireTest, PoolVersionAndRandomSeed) {
+  v1::DatasetInfo appended;
+  ASSERT_TRUE(
+      Append(AppendMessages(pool_id_, CubicDataset(10, 8)), &appended).ok());
+  v1::AcquireRequest latest = FromDataset();
+  latest.clear_seed();
+  v1::AcquireRequest first = FromDataset();
+  first.set_dataset_version(1);
+  v1::AcquireResponse a, b, c;
+  ASSERT_TRUE(Acquire(latest, &a).ok());
+  ASSERT_TRUE(Acquire(latest, &b).ok());
+  ASSERT_TRUE(Acquire(first, &c).ok());
+  EXPECT_EQ(a.pool_rows(), 50);
+  EXPECT_EQ(c.pool_rows(), 40);
+  EXPECT_NE(a.seed(), b.seed());  // drawn, and returned
+}
+
+TEST_F(AcquireTest, BadAcquireRequests) {
+  const std::string wide = UploadOrDie(TwoClasses(), v1::TASK_CLASSIFICATION);
+  v1::AcquireRequest no_pool = FromDataset();
+  no_pool.clear_pool();
+  v1::AcquireRequest unknown = FromDataset();
+  unknown.set_dataset_id("ds-0123456789abcdef");
+  v1::AcquireRequest two_features = FromDataset();
+  two_features.set_dataset_id(wide);
+  v1::AcquireRequest ragged = FromRows();
+  ragged.mutable_rows()->mutable_rows(3)->add_x(1.0);
+  v1::AcquireRequest version_of_rows = FromRows();
+  version_of_rows.set_dataset_version(1);
+  v1::AcquireRequest missing_version = FromDataset();
+  missing_version.set_dataset_version(7);
+  v1::AcquireRequest zero_version = FromDataset();
+  zero_version.set_dataset_version(0);
+  v1::AcquireRequest zero_k = FromDataset();
+  zero_k.set_k(0);
+  v1::AcquireRequest big_k = FromRows();
+  big_k.set_k(41);
+  v1::AcquireRequest classifier_heuristic = FromDataset();
+  classifier_heuristic.set_heuristic("bald");
+  v1::AcquireRequest unknown_heuristic = FromDataset();
+  unknown_heuristic.set_heuristic("");
+  v1::AcquireRequest many_samples = FromDataset();
+  many_samples.set_num_samples(1000);
+  v1::AcquireRequest no_snapshot = FromDataset();
+  no_snapshot.clear_snapshot_id();
+  ExpectRejections<v1::AcquireRequest>(
+      {
+          {no_pool, grpc::StatusCode::INVALID_ARGUMENT, "the pool is required"},
+          {unknown, grpc::StatusCode::NOT_FOUND,
+           "dataset_id 'ds-0123456789abcdef' not found"},
+          {two_features, grpc::StatusCode::INVALID_ARGUMENT,
+           "dataset_id '" + wide + "' has 2 features; the snapshot has 1"},
+          {ragged, grpc::StatusCode::INVALID_ARGUMENT,
+           "rows.rows[3].x has 2 values; the snapshot has 1 features"},
+          {version_of_rows, grpc::StatusCode::INVALID_ARGUMENT,
+           "dataset_version is set but the pool is rows in the request"},
+          {missing_version, grpc::StatusCode::NOT_FOUND,
+           "has no version 7 (its latest is 1)"},
+          {zero_version, grpc::StatusCode::INVALID_ARGUMENT,
+           "dataset_version = 0 must be >= 1"},
+          {zero_k, grpc::StatusCode::INVALID_ARGUMENT,
+           "k = 0 must be in [1, 40], the pool's rows"},
+          {big_k, grpc::StatusCode::INVALID_ARGUMENT,
+           "k = 41 must be in [1, 40]"},
+          {classifier_heuristic, grpc::StatusCode::INVALID_ARGUMENT,
+           "heuristic bald needs a classifier"},
+          {unknown_heuristic, grpc::StatusCode::INVALID_ARGUMENT,
+           "unknown heuristic ''"},
+          {many_samples, grpc::StatusCode::RESOURCE_EXHAUSTED,
+           "--max-predict-samples"},
+          {no_snapshot, grpc::StatusCode::INVALID_ARGUMENT,
+           "snapshot_id is required"},
+      },
+      [&](const v1::AcquireRequest& request) {
+        v1::AcquireResponse response;
+        return Acquire(request, &response);
+      });
+  EXPECT_EQ(metrics_.acquire_rows_scored().value(), 0);
+}
+
+TEST_F(BnnServiceTest, SnapshotsAreListedDescribedAndDeleted) {
+  const std::string dataset_id =
+      UploadOrDie(CubicDataset(20), v1::TASK_REGRESSION);
+  const std::string first = TrainOrDie(Training(dataset_id, 2));
+  const std::string other =
+      TrainedSnapshot(CubicDataset(20, 2), v1::TASK_REGRESSION);
+
+  v1::SnapshotInfo info;
+  ASSERT_TRUE(GetSnapshot(first, &info).ok());
+  EXPECT_EQ(info.snapshot_id(), first);
+  EXPECT_EQ(info.method(), "slang");
+  EXPECT_EQ(info.params().at("batch_size"), "10");
+  EXPECT_EQ(info.dataset_id(), dataset_id);
+  EXPECT_EQ(info.dataset_version(), 1);
+  EXPECT_THAT(info.dataset_hash(), SizeIs(64));
+  EXPECT_EQ(info.task(), v1::TASK_REGRESSION);
+  EXPECT_THAT(info.model().hidden_sizes(), ElementsAre(8));
+  EXPECT_THAT(info.model().activations(), ElementsAre("relu"));
+  EXPECT_EQ(info.num_features(), 1);
+  EXPECT_EQ(info.num_parameters(), 2 * 8 + 9);
+  EXPECT_EQ(info.posterior_family(), "low_rank");
+  EXPECT_EQ(info.steps(), 4);
+  EXPECT_EQ(info.epochs(), 2);
+  EXPECT_EQ(info.seed(), 1u);
+  EXPECT_GT(info.size_bytes(), 0);
+  EXPECT_EQ(info.format_version(), 1u);
+  EXPECT_FALSE(info.library_version().empty());
+  EXPECT_EQ(info.parent_snapshot_id(), "");
+
+  const auto list = [&](const std::string& dataset) {
+    grpc::ClientContext context;
+    v1::ListSnapshotsRequest request;
+    request.set_dataset_id(dataset);
+    v1::ListSnapshotsResponse response;
+    EXPECT_TRUE(stub_->ListSnapshots(&context, request, &response).ok());
+    std::vector<std::string> ids;
+    for (const auto& s : response.snapshots()) ids.push_back(s.snapshot_id());
+    return ids;
+  };
+  EXPECT_THAT(list(""), ::testing::UnorderedElementsAre(first, other));
+  EXPECT_THAT(list(dataset_id), ElementsAre(first));
+
+  ASSERT_TRUE(DeleteSnapshot(first).ok());
+  EXPECT_THAT(list(""), ElementsAre(other));
+  EXPECT_EQ(metrics_.snapshots().value(), 1);
+  v1::PredictResponse predicted;
+  EXPECT_THAT(Predict(PredictAt(first, {{1.0}}), &predicted),
+              GrpcStatusIs(grpc::StatusCode::NOT_FOUND,
+                           "snapshot_id '" + first + "' not found"));
+  EXPECT_THAT(GetSnapshot(first, &info),
+              GrpcStatusIs(grpc::StatusCode::NOT_FOUND, "not found"));
+  EXPECT_THAT(DeleteSnapshot(first),
+              GrpcStatusIs(grpc::StatusCode::NOT_FOUND, "not found"));
+  EXPECT_THAT(DeleteSnapshot(""),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "snapshot_id is required"));
+  EXPECT_THAT(GetSnapshot("", &info),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "snapshot_id is required"));
+}
+
+TEST_F(BnnServiceTest, TrainsOnTheRequestedDatasetVersion) {
+  const std::string dataset_id =
+      UploadOrDie(CubicDataset(20), v1::TASK_REGRESSION);
+  v1::DatasetInfo v2;
+  ASSERT_TRUE(
+      Append(AppendMessages(dataset_id, CubicDataset(10, 5)), &v2).ok());
+  v1::DatasetInfo v1_info;
+  ASSERT_TRUE(GetDataset(dataset_id, 1, &v1_info).ok());
+
+  v1::StartTrainingRequest on_first = Training(dataset_id, 1);
+  on_first.set_dataset_version(1);
+  v1::SnapshotInfo info;
+  ASSERT_TRUE(GetSnapshot(TrainOrDie(on_first), &info).ok());
+  EXPECT_EQ(info.dataset_version(), 1);
+  EXPECT_EQ(info.dataset_hash(), v1_info.hash());
+  EXPECT_EQ(info.steps(), 2);  // 20 rows, batches of 10
+  ASSERT_TRUE(GetSnapshot(TrainOrDie(Training(dataset_id, 1)), &info).ok());
+  EXPECT_EQ(info.dataset_version(), 2);
+  EXPECT_EQ(info.dataset_hash(), v2.hash());
+  EXPECT_EQ(info.steps(), 3);
+
+  v1::StartTrainingRequest missing = Training(dataset_id, 1);
+  missing.set_dataset_version(3);
+  v1::StartTrainingRequest zero = Training(dataset_id, 1);
+  zero.set_dataset_version(0);
+  std::string job_id;
+  EXPECT_THAT(StartTraining(missing, &job_id),
+              GrpcStatusIs(grpc::StatusCode::NOT_FOUND,
+                           "dataset_id '" + dataset_id +
+                               "' has no version 3 (its latest is 2)"));
+  EXPECT_THAT(StartTraining(zero, &job_id),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "dataset_version = 0 must be >= 1"));
+}
+
+TEST_F(BnnServiceTest, WarmStartFromAParentSnapshot) {
+  const std::string dataset_id =
+      UploadOrDie(CubicDataset(20), v1::TASK_REGRESSION);
+  const std::string parent = TrainOrDie(Training(dataset_id, 5));
+  v1::DatasetInfo appended;
+  ASSERT_TRUE(
+      Append(AppendMessages(dataset_id, CubicDataset(10, 5)), &appended).ok());
+  v1::StartTrainingRequest warm = Training(dataset_id, 2);
+  warm.clear_model();
+  warm.set_parent_snapshot_id(parent);
+  warm.set_prior_from_parent(true);
+  v1::SnapshotInfo info;
+  ASSERT_TRUE(GetSnapshot(TrainOrDie(warm), &info).ok());
+  EXPECT_EQ(info.parent_snapshot_id(), parent);
+  EXPECT_TRUE(info.prior_from_parent());
+  EXPECT_EQ(info.dataset_version(), 2);
+  EXPECT_THAT(info.model().hidden_sizes(), ElementsAre(8));
+
+  const std::string wide = UploadOrDie(TwoClasses(), v1::TASK_CLASSIFICATION);
+  v1::StartTrainingRequest unknown = warm;
+  unknown.set_parent_snapshot_id("snap-0123456789abcdef");
+  v1::StartTrainingRequest other_dataset = warm;
+  other_dataset.set_dataset_id(wide);
+  v1::StartTrainingRequest other_model = warm;
+  other_model.mutable_model()->add_hidden_sizes(16);
+  v1::StartTrainingRequest no_parent = Training(dataset_id, 1);
+  no_parent.set_prior_from_parent(true);
+  ExpectRejections<v1::StartTrainingRequest>(
+      {
+          {unknown, grpc::StatusCode::NOT_FOUND,
+           "snapshot_id 'snap-0123456789abcdef' not found"},
+          {other_dataset, grpc::StatusCode::INVALID_ARGUMENT,
+           "parent_snapshot_id '" + parent + "' takes 1 features"},
+          {other_model, grpc::StatusCode::INVALID_ARGUMENT,
+           "model.hidden_sizes [16] differ from the parent snapshot's [8]"},
+          {no_parent, grpc::StatusCode::INVALID_ARGUMENT,
+           "prior_from_parent is set without parent_snapshot_id"},
+      },
+      [&](const v1::StartTrainingRequest& request) {
+        std::string job_id;
+        return StartTraining(request, &job_id);
+      });
+}
+
+TEST_F(BnnServiceTest, DeletedParentFailsTheQueuedJob) {
+  const std::string dataset_id =
+      UploadOrDie(CubicDataset(20), v1::TASK_REGRESSION);
+  const std::string parent = TrainOrDie(Training(dataset_id, 1));
+  // Occupies the only job worker so that the warm start stays queued.
+  std::string blocker;
+  ASSERT_TRUE(StartTraining(Training(dataset_id, 1000000), &blocker).ok());
+  WaitForJob(blocker, v1::JOB_STATE_RUNNING);
+  v1::StartTrainingRequest warm = Training(dataset_id, 1);
+  warm.set_parent_snapshot_id(parent);
+  std::string job_id;
+  ASSERT_TRUE(StartTraining(warm, &job_id).ok());
+  ASSERT_TRUE(DeleteSnapshot(parent).ok());
+  grpc::ClientContext context;
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(blocker);
+  v1::Job job;
+  ASSERT_TRUE(stub_->CancelJob(&context, cancel, &job).ok());
+  job = WaitForJob(job_id, v1::JOB_STATE_FAILED);
+  EXPECT_THAT(job.error(), HasSubstr("snapshot_id '" + parent + "' not found"));
 }
 
 }  // namespace

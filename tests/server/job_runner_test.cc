@@ -9,6 +9,7 @@
 
 #include "bnn/methods/registry.h"
 
+#include "server/store/dataset_file.h"
 #include "tests/server/server_test_util.h"
 
 namespace bnn::server {
@@ -157,6 +158,46 @@ TEST_F(JobRunnerTest, ShutdownFailsUnfinishedJobs) {
   }
   EXPECT_THAT(runner_->Submit(Job(1)).status(),
               StatusIs(absl::StatusCode::kUnavailable, "shutting down"));
+}
+
+TEST_F(JobRunnerTest, TrainsTheRecordedDatasetVersion) {
+  const store::DatasetMeta v1 = *datasets_->Get(dataset_id_);
+  Dataset more = *DatasetSchema(v1);
+  more.features = CubicDataset(10, 2).features;
+  more.targets = CubicDataset(10, 2).targets;
+  ASSERT_TRUE(datasets_->Append(dataset_id_, more, 1).ok());
+  const std::string id = runner_->Submit(Job(1))->job_id();  // version 1
+  const store::JobRecord job = WaitForState(id, store::JobRecord::SUCCEEDED);
+  const Snapshot& snapshot =
+      (*snapshots_->GetPredictor(job.snapshot_id()))->snapshot();
+  EXPECT_EQ(snapshot.training.dataset_version, 1);
+  EXPECT_EQ(snapshot.training.num_train, 30);
+  EXPECT_EQ(snapshot.training.dataset_hash, v1.hash());
+}
+
+TEST_F(JobRunnerTest, WarmStartsFromTheParent) {
+  const std::string first = runner_->Submit(Job(1))->job_id();
+  const std::string parent =
+      WaitForState(first, store::JobRecord::SUCCEEDED).snapshot_id();
+  store::JobRecord warm = Job(1);
+  warm.set_parent_snapshot_id(parent);
+  warm.set_prior_from_parent(true);
+  const std::string id = runner_->Submit(warm)->job_id();
+  const store::JobRecord job = WaitForState(id, store::JobRecord::SUCCEEDED);
+  const Snapshot& snapshot =
+      (*snapshots_->GetPredictor(job.snapshot_id()))->snapshot();
+  EXPECT_EQ(snapshot.training.parent_snapshot_id, parent);
+  EXPECT_TRUE(snapshot.training.prior_from_parent);
+}
+
+TEST_F(JobRunnerTest, MissingParentFailsTheJob) {
+  store::JobRecord warm = Job(1);
+  warm.set_parent_snapshot_id("snap-0000000000000001");
+  const std::string id = runner_->Submit(warm)->job_id();
+  const store::JobRecord job = WaitForState(id, store::JobRecord::FAILED);
+  EXPECT_THAT(job.error(),
+              HasSubstr("NOT_FOUND: snapshot_id 'snap-0000000000000001' not "
+                        "found"));
 }
 
 TEST_F(JobRunnerTest, UnknownJobIsNotFound) {

@@ -225,7 +225,19 @@ TEST_F(BnnServerMainTest, BadFlagsExitWithAMessage) {
             "--max-predict-samples = 0 must be >= 1"},
            {{BNN_SERVER_PATH, "--data-dir", dir_.path(), "--listen",
              "nonsense"},
-            "'nonsense' is not host:port"}}) {
+            "'nonsense' is not host:port"},
+           {{BNN_SERVER_PATH, "--data-dir", dir_.path(), "--compute-workers=0"},
+            "--compute-workers = 0 must be >= 1"},
+           {{BNN_SERVER_PATH, "--data-dir", dir_.path(),
+             "--predict-precision=float16"},
+            "--predict-precision = 'float16' must be one of: float64, "
+            "float32"},
+           {{BNN_SERVER_PATH, "--data-dir", dir_.path(),
+             "--predict-cache-bytes=-1"},
+            "--predict-cache-bytes = -1 must be >= 0"},
+           {{BNN_SERVER_PATH, "--data-dir", dir_.path(),
+             "--max-snapshot-bytes=4294967296"},
+            "--max-snapshot-bytes = 4294967296 must be in [1, 2147483648]"}}) {
     auto child = ChildProcess::Start(argv, log_path());
     ASSERT_TRUE(child.ok()) << child.status();
     const absl::StatusOr<int> code = (*child)->Wait(absl::Seconds(15));

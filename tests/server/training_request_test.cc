@@ -187,5 +187,103 @@ TEST(BuildTrainingJobTest, RejectsBadModels) {
   EXPECT_EQ(Build(request).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(BuildTrainingJobTest, RecordsTheDatasetVersion) {
+  store::DatasetMeta dataset = RegressionDataset();
+  dataset.set_version(3);
+  const absl::StatusOr<store::JobRecord> job =
+      BuildTrainingJob(SlangRequest(), dataset, MethodRegistry::Builtin());
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->dataset_version(), 3);
+}
+
+// A stored regression snapshot of the RegressionDataset schema, 8-8 tanh.
+store::SnapshotMeta Parent() {
+  store::SnapshotMeta parent;
+  parent.set_snapshot_id("snap-00000000000000aa");
+  parent.set_task("regression");
+  parent.set_num_features(3);
+  parent.add_hidden_sizes(8);
+  parent.add_hidden_sizes(8);
+  parent.add_activations("tanh");
+  parent.add_activations("tanh");
+  return parent;
+}
+
+absl::StatusOr<store::JobRecord> BuildWarm(
+    const v1::StartTrainingRequest& request,
+    const store::SnapshotMeta& parent = Parent(),
+    const store::DatasetMeta& dataset = RegressionDataset()) {
+  return BuildTrainingJob(request, dataset, MethodRegistry::Builtin(), &parent);
+}
+
+TEST(BuildTrainingJobTest, WarmStartKeepsTheParentsArchitecture) {
+  v1::StartTrainingRequest request = SlangRequest();
+  request.mutable_model()->Clear();
+  request.set_parent_snapshot_id("snap-00000000000000aa");
+  request.set_prior_from_parent(true);
+  const absl::StatusOr<store::JobRecord> job = BuildWarm(request);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->parent_snapshot_id(), "snap-00000000000000aa");
+  EXPECT_TRUE(job->prior_from_parent());
+  EXPECT_THAT(job->hidden_sizes(), ElementsAre(8, 8));
+  EXPECT_THAT(job->activations(), ElementsAre("tanh", "tanh"));
+  // The parent's model, spelled out, is accepted too.
+  request.mutable_model()->add_hidden_sizes(8);
+  request.mutable_model()->add_hidden_sizes(8);
+  request.mutable_model()->add_activations("tanh");
+  EXPECT_TRUE(BuildWarm(request).ok());
+}
+
+TEST(BuildTrainingJobTest, WarmStartRejectsAnotherModel) {
+  v1::StartTrainingRequest request = SlangRequest();  // hidden_sizes [50]
+  EXPECT_THAT(BuildWarm(request).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "model.hidden_sizes [50] differ from the parent "
+                       "snapshot's [8, 8]; leave it empty to keep the "
+                       "parent's architecture"));
+  request.mutable_model()->Clear();
+  request.mutable_model()->add_activations("relu");
+  EXPECT_THAT(BuildWarm(request).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "model.activations [relu, relu] differ from the parent "
+                       "snapshot's [tanh, tanh]"));
+}
+
+TEST(BuildTrainingJobTest, WarmStartNeedsTheParentsInputsAndOutputs) {
+  v1::StartTrainingRequest request = SlangRequest();
+  request.mutable_model()->Clear();
+  store::SnapshotMeta wide = Parent();
+  wide.set_num_features(4);
+  EXPECT_THAT(BuildWarm(request, wide).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "parent_snapshot_id 'snap-00000000000000aa' takes 4 "
+                       "features; dataset_id 'ds-0123456789abcdef' has 3"));
+  store::SnapshotMeta classifier = Parent();
+  classifier.set_task("binary");
+  classifier.add_class_values(2);
+  classifier.add_class_values(4);
+  EXPECT_THAT(BuildWarm(request, classifier).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "parent_snapshot_id 'snap-00000000000000aa' is a "
+                       "binary model with classes 2, 4; dataset_id "
+                       "'ds-0123456789abcdef' is regression"));
+  store::DatasetMeta other_classes = RegressionDataset();
+  other_classes.set_task("binary");
+  other_classes.set_num_classes(2);
+  other_classes.add_class_values(0);
+  other_classes.add_class_values(1);
+  EXPECT_THAT(BuildWarm(request, classifier, other_classes).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "is binary with classes 0, 1"));
+}
+
+TEST(BuildTrainingJobTest, PriorFromParentNeedsAParent) {
+  v1::StartTrainingRequest request = SlangRequest();
+  request.set_prior_from_parent(true);
+  EXPECT_THAT(Build(request).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "prior_from_parent is set without parent_snapshot_id"));
+}
+
 }  // namespace
 }  // namespace bnn::server

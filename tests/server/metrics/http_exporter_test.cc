@@ -1,10 +1,10 @@
 #include "server/metrics/http_exporter.h"
 
+#include <httplib.h>
 #include <memory>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include "server/address.h"
 #include "server/metrics/registry.h"

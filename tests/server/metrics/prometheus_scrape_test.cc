@@ -1,6 +1,7 @@
 // A real Prometheus scrapes a real bnn-server: the exposition, the HTTP
 // endpoint and the flags work together as deployed.
 #include <fstream>
+#include <httplib.h>
 #include <memory>
 #include <string>
 
@@ -9,7 +10,6 @@
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
