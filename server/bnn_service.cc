@@ -27,11 +27,13 @@ namespace {
 // share them.
 constexpr int kIoThreads = 2;
 
-// Failures that point at the server rather than the request.
-bool IsServerError(const absl::Status& status) {
+// Failures of `rpc` that point at the server rather than the request.
+bool IsServerError(absl::string_view rpc, const absl::Status& status) {
   switch (status.code()) {
-    case absl::StatusCode::kInternal:
     case absl::StatusCode::kDataLoss:
+      // Corrupt bytes sent to ImportSnapshot are the client's.
+      return rpc != "ImportSnapshot";
+    case absl::StatusCode::kInternal:
     case absl::StatusCode::kUnknown:
     case absl::StatusCode::kUnavailable:
       return true;
@@ -64,7 +66,7 @@ void BnnServiceImpl::RecordOutcome(grpc::CallbackServerContext* context,
   metrics_->RecordRpc(rpc, status.code(), absl::Now() - start);
   if (status.ok()) return;
   const std::string_view name(rpc.data(), rpc.size());  // fmt-formattable
-  if (IsServerError(status)) {
+  if (IsServerError(rpc, status)) {
     spdlog::error("{} from {} failed: {}", name, context->peer(),
                   status.ToString());
   } else {

@@ -443,6 +443,9 @@ TEST_F(AcquireTest, StoredPoolEqualsRowsInTheRequest) {
   ASSERT_TRUE(Acquire(FromDataset(), &top).ok());
   EXPECT_TRUE(std::is_sorted(top.scores().rbegin(), top.scores().rend()));
   EXPECT_EQ(metrics_.acquire_rows_scored().value(), 5 * 40);
+  EXPECT_THAT(
+      metrics_.registry().Serialize(),
+      HasSubstr("bnn_rpc_requests_total{rpc=\"Acquire\",code=\"OK\"} 5"));
   EXPECT_GT(metrics_.predictor_cache_hits().value(), 0);
 }
 
@@ -585,6 +588,15 @@ TEST_F(BnnServiceTest, SnapshotsAreListedDescribedAndDeleted) {
   EXPECT_THAT(GetSnapshot("", &info),
               GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
                            "snapshot_id is required"));
+  const std::string metrics = metrics_.registry().Serialize();
+  for (const char* series :
+       {"bnn_rpc_requests_total{rpc=\"DeleteSnapshot\",code=\"OK\"} 1",
+        "bnn_rpc_requests_total{rpc=\"DeleteSnapshot\",code=\"NOT_FOUND\"} 1",
+        "bnn_rpc_requests_total{rpc=\"GetSnapshot\",code=\"OK\"} 1",
+        "bnn_rpc_requests_total{rpc=\"ListSnapshots\",code=\"OK\"} 3",
+        "bnn_rpc_latency_seconds_count{rpc=\"DeleteSnapshot\"} 3"}) {
+    EXPECT_THAT(metrics, HasSubstr(series));
+  }
 }
 
 TEST_F(BnnServiceTest, TrainsOnTheRequestedDatasetVersion) {

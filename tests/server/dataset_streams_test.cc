@@ -21,6 +21,7 @@ using ::bnn::server::testutil::ServiceTest;
 using ::bnn::server::testutil::TwoClasses;
 using ::bnn::server::testutil::UploadMessages;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
 using DatasetStreamsTest = ServiceTest;
@@ -128,6 +129,9 @@ TEST_F(DatasetStreamsTest, AppendRowsCreatesVersions) {
   ASSERT_TRUE(stub_->ListDatasets(&context, {}, &list).ok());
   ASSERT_THAT(list.datasets(), SizeIs(1));
   EXPECT_EQ(list.datasets(0).version(), 3);
+  EXPECT_THAT(
+      metrics_.registry().Serialize(),
+      HasSubstr("bnn_rpc_requests_total{rpc=\"AppendRows\",code=\"OK\"} 2"));
 }
 
 TEST_F(DatasetStreamsTest, AppendedLabelsMustBeKnownClasses) {

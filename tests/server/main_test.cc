@@ -1,5 +1,6 @@
 // The bnn-server binary: flags, the printed address, health and reflection
 // services, and clean shutdown on signals.
+#include <cmath>
 #include <memory>
 #include <signal.h>
 #include <stdlib.h>
@@ -65,6 +66,52 @@ class BnnServerMainTest : public ::testing::Test {
     const absl::StatusOr<int> code = server_->Wait(absl::Seconds(15));
     EXPECT_TRUE(code.ok()) << code.status() << "\n" << Log();
     return code.value_or(-1);
+  }
+  // Uploads 20 rows of the cubic data set; returns the dataset id.
+  std::string UploadCubic() {
+    const Dataset data = CubicDataset(20);
+    grpc::ClientContext context;
+    v1::UploadDatasetResponse uploaded;
+    auto writer = stub_->UploadDataset(&context, &uploaded);
+    v1::UploadDatasetRequest header;
+    header.mutable_header()->set_name("cubic");
+    header.mutable_header()->set_task(v1::TASK_REGRESSION);
+    header.mutable_header()->set_num_features(1);
+    EXPECT_TRUE(writer->Write(header));
+    v1::UploadDatasetRequest chunk;
+    for (int64_t i = 0; i < data.num_rows(); ++i) {
+      v1::Example* row = chunk.mutable_chunk()->add_rows();
+      row->add_x(data.features[i]);
+      row->set_y(data.targets[i]);
+    }
+    EXPECT_TRUE(writer->Write(chunk));
+    writer->WritesDone();
+    EXPECT_TRUE(writer->Finish().ok());
+    return uploaded.dataset().dataset_id();
+  }
+  // Starts a SLANG job; returns its id.
+  std::string StartTraining(const std::string& dataset_id, int epochs) {
+    v1::StartTrainingRequest train;
+    train.set_dataset_id(dataset_id);
+    train.set_method("slang");
+    train.set_epochs(epochs);
+    grpc::ClientContext context;
+    v1::StartTrainingResponse started;
+    EXPECT_TRUE(stub_->StartTraining(&context, train, &started).ok());
+    return started.job_id();
+  }
+  // Polls the job until `done` holds (at most 10 s) and returns it.
+  template <typename Predicate>
+  v1::Job WaitForJob(const std::string& job_id, Predicate done) {
+    v1::GetJobRequest request;
+    request.set_job_id(job_id);
+    v1::Job job;
+    for (int i = 0; i < 1000 && !done(job); ++i) {
+      grpc::ClientContext context;
+      EXPECT_TRUE(stub_->GetJob(&context, request, &job).ok());
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return job;
   }
   std::string log_path() const { return dir_.path() + "/server.log"; }
   std::string Log() const { return ReadFileOrEmpty(log_path()); }
@@ -159,41 +206,12 @@ TEST_F(BnnServerMainTest, RegistersReflection) {
 
 TEST_F(BnnServerMainTest, SigintDuringTrainingFailsTheJobAcrossRestart) {
   Start();
-  const Dataset data = CubicDataset(20);
-  grpc::ClientContext upload_context;
-  v1::UploadDatasetResponse uploaded;
-  {
-    auto writer = stub_->UploadDataset(&upload_context, &uploaded);
-    v1::UploadDatasetRequest header;
-    header.mutable_header()->set_name("cubic");
-    header.mutable_header()->set_task(v1::TASK_REGRESSION);
-    header.mutable_header()->set_num_features(1);
-    ASSERT_TRUE(writer->Write(header));
-    v1::UploadDatasetRequest chunk;
-    for (int64_t i = 0; i < data.num_rows(); ++i) {
-      v1::Example* row = chunk.mutable_chunk()->add_rows();
-      row->add_x(data.features[i]);
-      row->set_y(data.targets[i]);
-    }
-    ASSERT_TRUE(writer->Write(chunk));
-    writer->WritesDone();
-    ASSERT_TRUE(writer->Finish().ok());
-  }
-  v1::StartTrainingRequest train;
-  train.set_dataset_id(uploaded.dataset().dataset_id());
-  train.set_method("slang");
-  train.set_epochs(1000000);
-  grpc::ClientContext train_context;
-  v1::StartTrainingResponse started;
-  ASSERT_TRUE(stub_->StartTraining(&train_context, train, &started).ok());
+  const std::string dataset_id = UploadCubic();
+  const std::string job_id = StartTraining(dataset_id, 1000000);
   v1::GetJobRequest get_job;
-  get_job.set_job_id(started.job_id());
-  v1::Job job;
-  for (int i = 0; i < 1000 && job.step() == 0; ++i) {
-    grpc::ClientContext context;
-    ASSERT_TRUE(stub_->GetJob(&context, get_job, &job).ok());
-    absl::SleepFor(absl::Milliseconds(10));
-  }
+  get_job.set_job_id(job_id);
+  const v1::Job job =
+      WaitForJob(job_id, [](const v1::Job& job) { return job.step() > 0; });
   ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING);
 
   // The running job is cancelled, so the server exits promptly (well within
@@ -203,16 +221,36 @@ TEST_F(BnnServerMainTest, SigintDuringTrainingFailsTheJobAcrossRestart) {
   EXPECT_LT(absl::Now() - stopping, absl::Seconds(4));
   Start();
   grpc::ClientContext context;
-  ASSERT_TRUE(stub_->GetJob(&context, get_job, &job).ok());
-  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
-  EXPECT_EQ(job.error(), "server restarted while the job was running");
+  v1::Job restarted;
+  ASSERT_TRUE(stub_->GetJob(&context, get_job, &restarted).ok());
+  EXPECT_EQ(restarted.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(restarted.error(), "server restarted while the job was running");
   // The dataset survived the restart.
   grpc::ClientContext dataset_context;
   v1::GetDatasetRequest get_dataset;
-  get_dataset.set_dataset_id(uploaded.dataset().dataset_id());
+  get_dataset.set_dataset_id(dataset_id);
   v1::DatasetInfo info;
   ASSERT_TRUE(stub_->GetDataset(&dataset_context, get_dataset, &info).ok());
   EXPECT_EQ(info.num_rows(), 20);
+  EXPECT_EQ(Stop(SIGTERM), 0);
+}
+
+TEST_F(BnnServerMainTest, PredictsWithTheComputeFlags) {
+  Start({"--predict-precision=float32", "--compute-workers=1",
+         "--predict-cache-bytes=0"});
+  const std::string job_id = StartTraining(UploadCubic(), 2);
+  const v1::Job job = WaitForJob(job_id, [](const v1::Job& job) {
+    return job.state() == v1::JOB_STATE_SUCCEEDED;
+  });
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  v1::PredictRequest request;
+  request.set_snapshot_id(job.snapshot_id());
+  request.add_rows()->add_x(1.0);
+  v1::PredictResponse response;
+  grpc::ClientContext context;
+  const grpc::Status status = stub_->Predict(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(std::isfinite(response.predictions(0).mean()));
   EXPECT_EQ(Stop(SIGTERM), 0);
 }
 

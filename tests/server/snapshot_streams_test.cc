@@ -17,8 +17,10 @@ using ::bnn::server::testutil::ExpectRejections;
 using ::bnn::server::testutil::GrpcStatusIs;
 using ::bnn::server::testutil::ReadFileOrEmpty;
 using ::bnn::server::testutil::ServiceTest;
+using ::testing::AllOf;
 using ::testing::Each;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::Le;
 
 class SnapshotStreamsTest : public ServiceTest {
@@ -84,6 +86,11 @@ TEST_F(SnapshotStreamsTest, ExportThenImportPredictsIdentically) {
   original.set_snapshot_id(imported.snapshot_id());
   EXPECT_THAT(imported, EqualsProto(original));
   EXPECT_EQ(metrics_.snapshots_imported().value(), 1);
+  EXPECT_THAT(metrics_.registry().Serialize(),
+              AllOf(HasSubstr("bnn_rpc_requests_total{rpc=\"ImportSnapshot\","
+                              "code=\"OK\"} 1"),
+                    HasSubstr("bnn_rpc_requests_total{rpc=\"ExportSnapshot\","
+                              "code=\"OK\"} 1")));
   EXPECT_EQ(metrics_.snapshots().value(), 3);
 
   v1::PredictResponse from_original = PredictFrom(snapshot_id);
