@@ -5,7 +5,9 @@
 #include "absl/strings/string_view.h"
 
 #include "bnn/check.h"
+#include "bnn/methods/bali.h"
 #include "bnn/methods/bbb.h"
+#include "bnn/methods/dropout.h"
 #include "bnn/methods/exact.h"
 #include "bnn/methods/hmc.h"
 #include "bnn/methods/method.h"
@@ -118,6 +120,55 @@ void RegisterBuiltinMethods(MethodRegistry* registry) {
        "Table 1 'MF Hessian'; no hidden layers)",
        Curvature::kHessian, CovarianceStructure::kDiagonal},
   };
+  struct BaliEntry {
+    const char* name;
+    const char* reparameterization;  // nullptr: taken from the parameters
+    const char* description;
+  };
+  const BaliEntry bali[] = {
+      {"bali", nullptr,
+       "BALI: layerwise Bayesian linear regression with matrix-normal-inverse-"
+       "Wishart posteriors (Kurle et al.); reparameterization=weight|local"},
+      {"bali_w", "weight", "BALI with weight reparameterisation (BALI-W)"},
+      {"bali_l", "local", "BALI with local reparameterisation (BALI-L)"},
+  };
+  for (const BaliEntry& e : bali) {
+    BNN_CHECK_OK(registry->Register(
+        {e.name, e.description, BaliOptionsSchema().Describe(),
+         [e](const ParamMap& params, const std::vector<std::string>& ignored)
+             -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+           BaliOptions options;
+           BNN_RETURN_IF_ERROR(
+               BaliOptionsSchema().Apply(params, &options, ignored));
+           if (e.reparameterization != nullptr) {
+             if (params.count("reparameterization") > 0 &&
+                 options.reparameterization != e.reparameterization) {
+               return absl::InvalidArgumentError(absl::StrCat(
+                   "method ", e.name, " fixes reparameterization = ",
+                   e.reparameterization, "; use method 'bali' to choose"));
+             }
+             options.reparameterization = e.reparameterization;
+           }
+           return CreateBali(options);
+         }}));
+  }
+  for (const bool map : {false, true}) {
+    BNN_CHECK_OK(registry->Register(
+        {map ? "map" : "mc_dropout",
+         map ? "MAP point estimate by Adam with weight decay (the BALI paper's "
+               "baseline; served as a degenerate posterior)"
+             : "MC dropout (Gal & Ghahramani 2016): Adam with weight decay; "
+               "predictions average over dropout masks",
+         DropoutOptionsSchema().Describe(),
+         [map](const ParamMap& params, const std::vector<std::string>& ignored)
+             -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+           DropoutOptions options;
+           if (map) options.dropout = 0;
+           BNN_RETURN_IF_ERROR(
+               DropoutOptionsSchema().Apply(params, &options, ignored));
+           return CreateDropout(options, map);
+         }}));
+  }
   BNN_CHECK_OK(registry->Register(
       {"bbb",
        "Bayes by Backprop: mean-field Gaussian VI by reparameterisation "

@@ -7,6 +7,8 @@
 #include "bnn/check.h"
 #include "bnn/model/likelihood.h"
 
+#include "model/activation.h"
+
 namespace bnn {
 namespace {
 
@@ -16,45 +18,6 @@ Eigen::Map<const MatrixX<T>> LayerWeights(
     const Eigen::Ref<const MatrixX<T>>& weights, int s, const LayerShape& l) {
   return Eigen::Map<const MatrixX<T>>(
       weights.data() + s * weights.outerStride() + l.offset, l.out, l.in + 1);
-}
-
-template <typename In, typename Out>
-void Activate(Activation a, const In& z, Out&& out) {
-  using T = typename In::Scalar;
-  switch (a) {
-    case Activation::kRelu:
-      out = z.cwiseMax(T(0));
-      return;
-    case Activation::kTanh:
-      out = z.array().tanh().matrix();
-      return;
-    case Activation::kLeakyTanh:
-      out = (z.array().tanh() + T(0.1) * z.array()).matrix();
-      return;
-    case Activation::kIdentity:
-      out = z;
-      return;
-  }
-}
-
-// delta *= phi'(z), using the stored activation a = phi(z) where cheaper.
-template <typename Z, typename A, typename D>
-void MultiplyByDerivative(Activation act, const Z& z, const A& a, D&& delta) {
-  using T = typename Z::Scalar;
-  switch (act) {
-    case Activation::kRelu:
-      delta.array() *= (z.array() > T(0)).template cast<T>();
-      return;
-    case Activation::kTanh:
-      delta.array() *= T(1) - a.array().square();
-      return;
-    case Activation::kLeakyTanh:
-      // a = tanh z + 0.1 z  =>  phi' = 1 - (a - 0.1 z)^2 + 0.1.
-      delta.array() *= T(1.1) - (a.array() - T(0.1) * z.array()).square();
-      return;
-    case Activation::kIdentity:
-      return;
-  }
 }
 
 // Threads for a pass over S weight samples of 2 m D flops each: samples are

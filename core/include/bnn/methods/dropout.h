@@ -1,0 +1,44 @@
+// The baselines of the BALI paper (reference/bali.md §5.3, Table 6): MC
+// dropout (Gal & Ghahramani 2016), trained with Adam and weight decay, whose
+// predictive averages over dropout masks like a posterior; and MAP, the same
+// with dropout 0 (a point estimate served as a degenerate posterior).
+#ifndef BNN_METHODS_DROPOUT_H_
+#define BNN_METHODS_DROPOUT_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+
+#include "bnn/methods/method.h"
+#include "bnn/methods/options.h"
+
+namespace bnn {
+
+struct DropoutOptions {
+  // Adam on the mean minibatch negative log-likelihood (Table 6: 0.001-0.002).
+  double learning_rate = 0.001;
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_epsilon = 1e-8;
+  // L2 coefficient added to the gradient, as Adam's weight_decay (1e-4).
+  double weight_decay = 1e-4;
+  // Probability of dropping each input unit of every layer but the first
+  // (and of the first with drop_inputs); "map" forces 0.
+  double dropout = 0.1;
+  bool drop_inputs = false;
+  int batch_size = 32;
+  // tau of a Gaussian likelihood (standardised units).
+  double noise_precision = 1.0;
+
+  absl::Status Validate() const;
+};
+
+const OptionsSchema<DropoutOptions>& DropoutOptionsSchema();
+
+// map == true: dropout must be 0 (or unset).
+absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateDropout(
+    const DropoutOptions& options, bool map);
+
+}  // namespace bnn
+
+#endif  // BNN_METHODS_DROPOUT_H_

@@ -1,0 +1,316 @@
+// BALI (reference/bali.md §2.1, Algorithm 1 as corrected there). Per layer,
+// in the paper's orientation W (D_x x D_y), z = W' x with
+// x_1 = [x; 1] and x_l = [h(z_{l-1}); 1] / sqrt(D_{l-1} + 1) for l >= 2:
+//
+//   G_l   = d log p(y | z_L) / d Z_l          (regression: N(y; z_L, Sigma_L))
+//   Pgg   <- (1-b) Pgg + b mean_rows(G_l^2)
+//   Y_l   = Z_l + alpha G_l ./ sqrt(Pgg / b_t)  (regression, last layer: y)
+//   Pxx, Pxy, Pyy <- (1-b) P + b (N_eff/B) X'X, X'Y, Y'Y
+//   R^-1  = R_0^-1 + Pxx / b_t,  M = R Pxy / b_t   (M_0 = 0)
+//   U     = U_0 + Pyy / b_t - (Pxy / b_t)' M,  Sigma = U / (u_0 + N_eff + D_y +
+//   1) W     = M + L_R A L_Sigma'  (BALI-W)
+//
+// In the library's layout (model_spec.h) layer l's W~ = [W b] is s_l W',
+// s_l the feature scale, so the exported posterior is Kronecker with
+// C_in = s_l^2 R and C_out = Sigma.
+#include "bnn/methods/bali.h"
+
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include <Eigen/Cholesky>
+
+#include "bnn/check.h"
+#include "bnn/model/likelihood.h"
+#include "bnn/posterior/gaussian_families.h"
+#include "bnn/status.h"
+
+#include "methods/bali/mniw.h"
+#include "model/activation.h"
+
+namespace bnn {
+namespace {
+
+struct BaliLayer {
+  int dx = 0, dy = 0;  // inputs incl. bias, outputs
+  double scale = 1.0;  // s_l
+  Eigen::MatrixXd pxx, pxy, pyy;
+  Eigen::VectorXd pgg;
+  Eigen::LLT<Eigen::MatrixXd> r_inv;  // Cholesky of R^-1
+  Eigen::MatrixXd m, sigma, l_sigma, w;
+  // Forward/backward workspaces for the current batch.
+  Eigen::MatrixXd x, z, g;
+};
+
+class Bali final : public VariationalMethod {
+ public:
+  explicit Bali(const BaliOptions& options) : options_(options) {}
+
+  absl::string_view name() const override {
+    return options_.reparameterization == "local" ? "bali_l" : "bali_w";
+  }
+  int batch_size() const override { return options_.batch_size; }
+  double noise_precision() const override {
+    // The last layer's inferred noise variance is the observation noise.
+    return regression_ ? 1.0 / layers_.back().sigma(0, 0) : 1.0;
+  }
+  ParamMap Params() const override {
+    return BaliOptionsSchema().ToParams(options_);
+  }
+  void SetSchedule(int64_t, int64_t total_steps) override {
+    total_steps_ = total_steps;
+  }
+
+  absl::Status Initialize(const ModelSpec& spec, const Dataset& train,
+                          Rng& rng) override {
+    BNN_RETURN_IF_ERROR(spec.Validate());
+    if (train.num_rows() < 1) {
+      return absl::InvalidArgumentError("training set is empty");
+    }
+    spec_ = spec;
+    train_ = &train;
+    regression_ = spec.likelihood == Likelihood::kGaussian;
+    n_eff_ = std::max(1.0, options_.n_eff_fraction * train.num_rows());
+    layers_.clear();
+    bool first = true;
+    for (const LayerShape& shape : spec.Layers()) {
+      BaliLayer l;
+      l.dx = shape.in + 1;
+      l.dy = shape.out;
+      l.scale =
+          first ? 1.0 : 1.0 / std::sqrt(static_cast<double>(shape.in + 1));
+      first = false;
+      l.pxx.setZero(l.dx, l.dx);
+      l.pxy.setZero(l.dx, l.dy);
+      l.pyy.setZero(l.dy, l.dy);
+      l.pgg.setZero(l.dy);
+      // The prior's posterior-free state: M = M_0 = 0, R = R_0, Sigma at the
+      // prior IW mode.
+      l.r_inv.compute(Eigen::MatrixXd::Identity(l.dx, l.dx) /
+                      options_.prior_variance);
+      l.m.setZero(l.dx, l.dy);
+      l.sigma = Eigen::MatrixXd::Identity(l.dy, l.dy) *
+                (options_.noise_prior_scale * n_eff_ / Dof(l.dy));
+      l.l_sigma = l.sigma.llt().matrixL();
+      l.w.resize(l.dx, l.dy);
+      for (Eigen::Index j = 0; j < l.w.cols(); ++j)
+        for (Eigen::Index i = 0; i < l.w.rows(); ++i)
+          l.w(i, j) = options_.init_std * rng.Normal();
+      layers_.push_back(std::move(l));
+    }
+    t_ = 0;
+    decay_product_ = 1.0;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<StepStats> Step(const std::vector<int64_t>& batch,
+                                 Rng& rng) override {
+    ++t_;
+    double beta = options_.beta;
+    const double progress =
+        total_steps_ > 0 ? static_cast<double>(t_) / total_steps_ : 0.0;
+    if (progress > options_.beta_decay_at1) beta /= options_.beta_decay_factor;
+    if (progress > options_.beta_decay_at2) beta /= options_.beta_decay_factor;
+    // Bias correction of an EMA started at 0 with time-varying rates.
+    decay_product_ *= 1.0 - beta;
+    const double bias = 1.0 - decay_product_;
+    const int b = static_cast<int>(batch.size());
+
+    const double nll = ForwardBackward(batch, rng);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      BaliLayer& l = layers_[i];
+      const bool true_targets = regression_ && i + 1 == layers_.size();
+      l.pgg = (1 - beta) * l.pgg +
+              beta * l.g.array().square().colwise().mean().transpose().matrix();
+      Eigen::MatrixXd y;
+      if (true_targets) {
+        y.resize(b, 1);
+        for (int n = 0; n < b; ++n) y(n, 0) = train_->targets[batch[n]];
+      } else {
+        const Eigen::ArrayXd rms = (l.pgg.array() / bias).sqrt();
+        y = l.z +
+            options_.alpha *
+                (l.g.array().rowwise() / rms.max(1e-300).transpose()).matrix();
+      }
+      const double w = beta * n_eff_ / b;
+      l.pxx = (1 - beta) * l.pxx + w * l.x.transpose() * l.x;
+      l.pxy = (1 - beta) * l.pxy + w * l.x.transpose() * y;
+      l.pyy = (1 - beta) * l.pyy + w * y.transpose() * y;
+      BNN_RETURN_IF_ERROR(UpdatePosterior(static_cast<int>(i), bias, rng));
+    }
+    StepStats stats;
+    stats.loss = nll;
+    return stats;
+  }
+
+  std::unique_ptr<Posterior> ExportPosterior() const override {
+    std::vector<KroneckerPosterior::Layer> out;
+    for (const BaliLayer& l : layers_) {
+      // W~ = s W': mean s M', C_in = s^2 R, C_out = Sigma.
+      Eigen::MatrixXd r = l.r_inv.solve(Eigen::MatrixXd::Identity(l.dx, l.dx));
+      r = 0.5 * (r + r.transpose()).eval() * (l.scale * l.scale);
+      out.push_back({l.scale * l.m.transpose(), l.l_sigma,
+                     Eigen::LLT<Eigen::MatrixXd>(r).matrixL()});
+    }
+    auto p = KroneckerPosterior::Create(spec_, std::move(out));
+    BNN_CHECK_OK(p.status());  // factors are SPD after every successful step
+    return std::move(p).value();
+  }
+
+ private:
+  bool Local() const { return options_.reparameterization == "local"; }
+  double Dof(int dy) const {
+    // IW-mode denominator u + D_y + 1 with u = u_0 + N_eff.
+    return (dy + options_.prior_dof) + n_eff_ + dy + 1;
+  }
+
+  // Runs the batch through the layers (sampled W, or the mean with local
+  // output noise) and back-propagates d log p / dZ. Returns the mean NLL.
+  double ForwardBackward(const std::vector<int64_t>& batch, Rng& rng) {
+    const int b = static_cast<int>(batch.size());
+    const int num = static_cast<int>(layers_.size());
+    Eigen::MatrixXd h(b, spec_.input_dim);
+    for (int n = 0; n < b; ++n)
+      for (int f = 0; f < spec_.input_dim; ++f)
+        h(n, f) = train_->row(batch[n])[f];
+    for (int i = 0; i < num; ++i) {
+      BaliLayer& l = layers_[i];
+      l.x.resize(b, l.dx);
+      l.x.leftCols(l.dx - 1) = l.scale * h;
+      l.x.col(l.dx - 1).setConstant(l.scale);
+      if (Local()) {
+        // z_n = M' x_n + sqrt(x_n' R x_n) L_Sigma xi_n (eq. 68).
+        l.z = l.x * l.m;
+        const Eigen::MatrixXd rx = l.r_inv.solve(l.x.transpose());
+        Eigen::MatrixXd xi(b, l.dy);
+        for (Eigen::Index j = 0; j < xi.cols(); ++j)
+          for (Eigen::Index n = 0; n < b; ++n) xi(n, j) = rng.Normal();
+        const Eigen::VectorXd sd =
+            (l.x.array() * rx.transpose().array()).rowwise().sum().sqrt();
+        l.z += sd.asDiagonal() * (xi * l.l_sigma.transpose());
+      } else {
+        l.z = l.x * l.w;
+      }
+      if (i + 1 < num) {
+        h.resize(b, l.dy);
+        Activate(spec_.activations[i], l.z, h);
+      }
+    }
+    // Top: G = -d(-log p)/dz; regression uses N(y; z, Sigma_L).
+    BaliLayer& top = layers_.back();
+    const double tau = noise_precision();
+    top.g.resize(b, top.dy);
+    Eigen::VectorXd f(top.dy), grad(top.dy);
+    double nll = 0;
+    for (int n = 0; n < b; ++n) {
+      f = top.z.row(n).transpose();
+      nll +=
+          NegLogLikelihood<double>(spec_.likelihood, f.data(), top.dy,
+                                   train_->targets[batch[n]], tau, grad.data());
+      top.g.row(n) = -grad.transpose();
+    }
+    // G_{l-1} = s_l (G_l W_l[:D, :]') .* h'(Z_{l-1}) through the weights used
+    // in the forward pass (the mean for local reparameterisation).
+    for (int i = num - 1; i > 0; --i) {
+      BaliLayer& l = layers_[i];
+      BaliLayer& below = layers_[i - 1];
+      const Eigen::MatrixXd& w = Local() ? l.m : l.w;
+      below.g = l.scale * (l.g * w.topRows(l.dx - 1).transpose());
+      const Eigen::MatrixXd act = l.x.leftCols(l.dx - 1) / l.scale;
+      MultiplyByDerivative(spec_.activations[i - 1], below.z, act, below.g);
+    }
+    return nll / b;
+  }
+
+  // Eq. 16 from the bias-corrected EMAs, then a new weight sample.
+  absl::Status UpdatePosterior(int index, double bias, Rng& rng) {
+    BaliLayer& l = layers_[index];
+    auto post = internal::ConjugateUpdate(l.pxx / bias, l.pxy / bias,
+                                          l.pyy / bias, options_.prior_variance,
+                                          options_.noise_prior_scale * n_eff_);
+    if (!post.ok()) return Lost(index, "R^-1");
+    l.r_inv = std::move(post->r_inv);
+    l.m = std::move(post->m);
+    l.sigma = post->u / Dof(l.dy);  // the inverse-Wishart mode (eq. 21)
+    Eigen::LLT<Eigen::MatrixXd> llt(l.sigma);
+    if (llt.info() != Eigen::Success || !l.sigma.allFinite()) {
+      return Lost(index, "Sigma");
+    }
+    l.l_sigma = llt.matrixL();
+    if (!Local())
+      l.w = internal::SampleMatrixNormal(l.m, l.r_inv, l.l_sigma, rng);
+    return absl::OkStatus();
+  }
+
+  absl::Status Lost(int layer, absl::string_view factor) const {
+    return absl::FailedPreconditionError(absl::StrCat(
+        name(), " step ", t_, ": the ", factor, " factor of layer ", layer,
+        " lost positive-definiteness; try a smaller alpha or beta, or a "
+        "larger prior_variance"));
+  }
+
+  BaliOptions options_;
+  ModelSpec spec_;
+  const Dataset* train_ = nullptr;  // not owned; outlives training
+  bool regression_ = false;
+  double n_eff_ = 1;
+  std::vector<BaliLayer> layers_;
+  int64_t t_ = 0, total_steps_ = 0;
+  double decay_product_ = 1.0;
+};
+
+}  // namespace
+
+absl::Status BaliOptions::Validate() const {
+  BNN_RETURN_IF_ERROR(CheckRange("alpha", alpha, 0, 1e6));
+  BNN_RETURN_IF_ERROR(CheckRange("beta", beta, 0, 1));
+  BNN_RETURN_IF_ERROR(
+      CheckRange("beta_decay_factor", beta_decay_factor, 1, 1e6, true));
+  BNN_RETURN_IF_ERROR(CheckRange("beta_decay_at1", beta_decay_at1, 0, 1, true));
+  BNN_RETURN_IF_ERROR(CheckRange("beta_decay_at2", beta_decay_at2, 0, 1, true));
+  BNN_RETURN_IF_ERROR(CheckIntRange("batch_size", batch_size, 1, 1 << 20));
+  BNN_RETURN_IF_ERROR(CheckRange("n_eff_fraction", n_eff_fraction, 0, 1e6));
+  BNN_RETURN_IF_ERROR(CheckPositive("prior_variance", prior_variance));
+  BNN_RETURN_IF_ERROR(CheckPositive("noise_prior_scale", noise_prior_scale));
+  BNN_RETURN_IF_ERROR(CheckRange("prior_dof", prior_dof, 0, 1e9, true));
+  BNN_RETURN_IF_ERROR(CheckPositive("init_std", init_std));
+  return CheckOneOf("reparameterization", reparameterization,
+                    {"weight", "local"});
+}
+
+const OptionsSchema<BaliOptions>& BaliOptionsSchema() {
+  static const auto* schema = [] {
+    auto* s = new OptionsSchema<BaliOptions>();
+    s->Field("alpha", &BaliOptions::alpha, "pseudo-target step size (eq. 20)")
+        .Field("beta", &BaliOptions::beta, "initial EMA update rate (eq. 17)")
+        .Field("beta_decay_factor", &BaliOptions::beta_decay_factor,
+               "beta is divided by this at the two decay points")
+        .Field("beta_decay_at1", &BaliOptions::beta_decay_at1,
+               "first decay point, fraction of the run")
+        .Field("beta_decay_at2", &BaliOptions::beta_decay_at2,
+               "second decay point, fraction of the run")
+        .Field("batch_size", &BaliOptions::batch_size, "B, minibatch size")
+        .Field("n_eff_fraction", &BaliOptions::n_eff_fraction,
+               "N_eff / N, effective data-set size")
+        .Field("prior_variance", &BaliOptions::prior_variance,
+               "sigma_r^2, R_0 = sigma_r^2 I")
+        .Field("noise_prior_scale", &BaliOptions::noise_prior_scale,
+               "sigma_u^2 / N_eff, U_0 = sigma_u^2 I")
+        .Field("prior_dof", &BaliOptions::prior_dof, "u_0 - D_y")
+        .Field("init_std", &BaliOptions::init_std,
+               "sigma_init, initial weight standard deviation")
+        .Field("reparameterization", &BaliOptions::reparameterization,
+               "weight (BALI-W) or local (BALI-L)");
+    return s;
+  }();
+  return *schema;
+}
+
+absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateBali(
+    const BaliOptions& options) {
+  BNN_RETURN_IF_ERROR(options.Validate());
+  return std::unique_ptr<VariationalMethod>(new Bali(options));
+}
+
+}  // namespace bnn
