@@ -504,7 +504,12 @@ absl::StatusOr<Command> BuildPredict(const RawArgs& raw) {
   predict.linearized = raw.Has("linearized");
   predict.per_sample = raw.Has("per-sample");
   // The linearised predictive is computed in closed form, so only Monte
-  // Carlo predictions need a sample count.
+  // Carlo predictions need a sample count, or have samples to show.
+  if (predict.linearized && predict.per_sample) {
+    return absl::InvalidArgumentError(
+        "flag --per-sample needs Monte Carlo samples; it cannot be combined "
+        "with --linearized");
+  }
   if (!predict.linearized) {
     absl::StatusOr<std::string> samples = Required(raw, "samples");
     if (!samples.ok()) return samples.status();

@@ -120,8 +120,8 @@ void DeclareCommonFlags(int default_test_samples, FlagSet* flags) {
       .Flag("test-samples", "posterior samples of the test predictive",
             absl::StrCat(default_test_samples))
       .RepeatableFlag("tune",
-                      "key=v1,v2,...: grid searched by K-fold cross-validation "
-                      "on each training split")
+                      "key=v1,v2,... (a+b=... ties a and b): grid searched by "
+                      "K-fold cross-validation on each training split")
       .Flag("folds", "cross-validation folds for --tune", "5");
 }
 
@@ -373,7 +373,7 @@ absl::Status Report(const RunInfo& info, const CommonOptions& common,
   if (!common.grid.empty()) {
     Json grid = Json::object();
     for (size_t k = 0; k < common.grid.keys.size(); ++k) {
-      grid[common.grid.keys[k]] = common.grid.values[k];
+      grid[absl::StrJoin(common.grid.keys[k], "+")] = common.grid.values[k];
     }
     config["tune"] = std::move(grid);
     config["folds"] = common.folds;

@@ -23,7 +23,7 @@ ParamMap TuningGrid::Point(int64_t index) const {
   ParamMap point;
   for (size_t k = keys.size(); k-- > 0;) {
     const auto n = static_cast<int64_t>(values[k].size());
-    point[keys[k]] = values[k][index % n];
+    for (const std::string& key : keys[k]) point[key] = values[k][index % n];
     index /= n;
   }
   return point;
@@ -39,10 +39,17 @@ absl::StatusOr<TuningGrid> ParseTuningGrid(
       return absl::InvalidArgumentError(absl::StrCat(
           "--tune '", spec, "' must look like key=value1,value2,..."));
     }
-    std::string key = spec.substr(0, eq);
-    if (!seen.insert(key).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--tune names '", key, "' more than once"));
+    std::vector<std::string> tied =
+        absl::StrSplit(spec.substr(0, eq), '+', absl::AllowEmpty());
+    for (const std::string& key : tied) {
+      if (key.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--tune '", spec, "' has an empty parameter name"));
+      }
+      if (!seen.insert(key).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--tune names '", key, "' more than once"));
+      }
     }
     std::vector<std::string> values =
         absl::StrSplit(spec.substr(eq + 1), ',', absl::AllowEmpty());
@@ -52,7 +59,7 @@ absl::StatusOr<TuningGrid> ParseTuningGrid(
             absl::StrCat("--tune '", spec, "' has an empty value"));
       }
     }
-    grid.keys.push_back(std::move(key));
+    grid.keys.push_back(std::move(tied));
     grid.values.push_back(std::move(values));
   }
   return grid;

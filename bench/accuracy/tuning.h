@@ -18,10 +18,12 @@
 namespace bnn::experiment {
 
 // The cartesian product of per-parameter value lists, from flags
-// "--tune key=v1,v2,...". Points are enumerated with the last key varying
-// fastest.
+// "--tune key=v1,v2,...". "--tune a+b=v1,v2" ties parameters: both take the
+// same value (e.g. one isotropic prior precision for weights and biases, as
+// in SLANG eq. 30). Points are enumerated with the last axis varying fastest.
 struct TuningGrid {
-  std::vector<std::string> keys;
+  // One entry per axis: the parameter names it sets.
+  std::vector<std::vector<std::string>> keys;
   std::vector<std::vector<std::string>> values;
 
   bool empty() const { return keys.empty(); }
@@ -29,7 +31,7 @@ struct TuningGrid {
   ParamMap Point(int64_t index) const;
 };
 
-// Fails on a malformed spec, an empty value or a key given twice.
+// Fails on a malformed spec, an empty value or a parameter named twice.
 absl::StatusOr<TuningGrid> ParseTuningGrid(
     const std::vector<std::string>& specs);
 

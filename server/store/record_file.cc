@@ -71,6 +71,21 @@ class Fd {
   int fd_;
 };
 
+// The size of the file `fd` has open for reading, `path` naming it in
+// errors; NotFound if the open failed because `path` does not exist. Call
+// right after the open, which leaves its error in errno.
+absl::StatusOr<size_t> SizeOfOpened(const Fd& fd, const std::string& path) {
+  if (fd.get() < 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+    }
+    return ErrnoError("open", path);
+  }
+  struct stat info;
+  if (::fstat(fd.get(), &info) != 0) return ErrnoError("stat", path);
+  return static_cast<size_t>(info.st_size);
+}
+
 }  // namespace
 
 std::string EncodeRecord(const RecordFormat& format,
@@ -149,16 +164,9 @@ absl::Status SyncDirectory(const std::string& dir) {
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (errno == ENOENT) {
-      return absl::NotFoundError(absl::StrCat(path, " does not exist"));
-    }
-    return ErrnoError("open", path);
-  }
-  struct stat info;
-  if (::fstat(fd.get(), &info) != 0) return ErrnoError("stat", path);
-  std::string contents(static_cast<size_t>(info.st_size), '\0');
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  BNN_ASSIGN_OR_RETURN(const size_t size, SizeOfOpened(fd, path));
+  std::string contents(size, '\0');
   size_t done = 0;
   while (done < contents.size()) {
     const ssize_t got =
@@ -175,16 +183,8 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 }
 
 absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (errno == ENOENT) {
-      return absl::NotFoundError(absl::StrCat(path, " does not exist"));
-    }
-    return ErrnoError("open", path);
-  }
-  struct stat info;
-  if (::fstat(fd.get(), &info) != 0) return ErrnoError("stat", path);
-  const size_t size = static_cast<size_t>(info.st_size);
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  BNN_ASSIGN_OR_RETURN(const size_t size, SizeOfOpened(fd, path));
   if (size == 0) return MappedFile(nullptr, 0);
   void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
   if (data == MAP_FAILED) return ErrnoError("map", path);

@@ -197,13 +197,22 @@ TEST(BnnctlArgsTest, PredictLinearizedQuantilesAndPerSample) {
   // The linearised predictive draws no samples, so --samples is optional.
   absl::StatusOr<Invocation> parsed =
       Parse({"predict", "--snapshot", "s", "--csv", "x.csv", "--linearized",
-             "--quantiles", "0.05,0.5,0.95", "--per-sample"});
+             "--quantiles", "0.05,0.5,0.95"});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   const auto& predict = std::get<PredictCommand>(parsed->command);
   EXPECT_TRUE(predict.linearized);
   EXPECT_EQ(predict.num_samples, 0);
   EXPECT_THAT(predict.quantiles, ElementsAre(0.05, 0.5, 0.95));
-  EXPECT_TRUE(predict.per_sample);
+  EXPECT_FALSE(predict.per_sample);
+
+  absl::StatusOr<Invocation> sampled =
+      Parse({"predict", "--snapshot", "s", "--csv", "x.csv", "--samples", "8",
+             "--per-sample"});
+  ASSERT_TRUE(sampled.ok()) << sampled.status();
+  EXPECT_TRUE(std::get<PredictCommand>(sampled->command).per_sample);
+  EXPECT_THAT(UsageError({"predict", "--snapshot", "s", "--csv", "x.csv",
+                          "--linearized", "--per-sample"}),
+              HasSubstr("--per-sample needs Monte Carlo samples"));
 
   const std::vector<std::string> base = {"predict", "--snapshot", "s", "--csv",
                                          "x.csv",   "--samples",  "4"};

@@ -21,11 +21,11 @@ using ActiveLearningDemoTest = ServerTest;
 
 TEST_F(ActiveLearningDemoTest, TwoRoundsOfEachStrategy) {
   // Few epochs: this checks the plumbing, not the learning curves.
-  absl::StatusOr<CommandResult> result =
-      RunCommand({ACTIVE_LEARNING_DEMO_PATH, "--server", address(), "--rounds",
-                  "2", "--batch", "2", "--pool", "50", "--test", "20",
-                  "--epochs", "100", "--warm_epochs", "20", "--samples", "16"},
-                 Path(""), absl::Seconds(60));
+  absl::StatusOr<CommandResult> result = RunCommand(
+      {ACTIVE_LEARNING_DEMO_PATH, "--server", address(), "--repeats", "1",
+       "--rounds", "2", "--batch", "2", "--pool", "50", "--test", "20",
+       "--epochs", "100", "--warm_epochs", "20", "--samples", "16"},
+      Path(""), absl::Seconds(60));
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->exit_code, 0) << result->err;
   EXPECT_THAT(result->out,

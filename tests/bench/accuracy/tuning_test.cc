@@ -31,6 +31,17 @@ TEST(TuningGridTest, EnumeratesTheCartesianProduct) {
   EXPECT_EQ(grid->Point(5), (ParamMap{{"a", "3"}, {"b", "y"}}));
 }
 
+TEST(TuningGridTest, TiedParametersShareAValue) {
+  auto grid = ParseTuningGrid({"w+b=0.1,10", "tau=3"});
+  ASSERT_TRUE(grid.ok()) << grid.status();
+  ASSERT_EQ(grid->size(), 2);
+  EXPECT_EQ(grid->Point(1), (ParamMap{{"w", "10"}, {"b", "10"}, {"tau", "3"}}));
+  EXPECT_THAT(Msg(ParseTuningGrid({"w+=1"}).status()),
+              HasSubstr("empty parameter name"));
+  EXPECT_THAT(Msg(ParseTuningGrid({"w+b=1", "b=2"}).status()),
+              HasSubstr("'b' more than once"));
+}
+
 TEST(TuningGridTest, RejectsMalformedSpecs) {
   EXPECT_THAT(Msg(ParseTuningGrid({"a"}).status()), HasSubstr("key=value1"));
   EXPECT_THAT(Msg(ParseTuningGrid({"a=1,,2"}).status()),

@@ -19,10 +19,20 @@ namespace bnn {
 
 class Posterior;  // bnn/posterior/posterior.h (Eigen-heavy)
 
+// Wall-clock seconds of a step's phases, for methods that report them (the
+// benchmarks of BALI and noisy K-FAC); zero otherwise.
+struct PhaseSeconds {
+  double forward_backward = 0.0;  // passes through the network
+  double statistics = 0.0;        // EMA / curvature statistics
+  double factorization = 0.0;     // inverses, Cholesky / eigendecompositions
+  double sampling = 0.0;          // drawing the next weights
+};
+
 struct StepStats {
   // Mean negative log-likelihood per example of the minibatch, averaged over
   // the method's MC samples (standardised units).
   double loss = 0.0;
+  PhaseSeconds phases;
 };
 
 // Not thread-safe: one training job drives one method from one thread.

@@ -15,6 +15,7 @@
 // C_in = s_l^2 R and C_out = Sigma.
 #include "bnn/methods/bali.h"
 
+#include <chrono>
 #include <cmath>
 #include <vector>
 
@@ -117,7 +118,15 @@ class Bali final : public VariationalMethod {
     const double bias = 1.0 - decay_product_;
     const int b = static_cast<int>(batch.size());
 
+    StepStats stats;
+    using Clock = std::chrono::steady_clock;
+    auto lap = [last = Clock::now()](double* phase) mutable {
+      const auto now = Clock::now();
+      *phase += std::chrono::duration<double>(now - last).count();
+      last = now;
+    };
     const double nll = ForwardBackward(batch, rng);
+    lap(&stats.phases.forward_backward);
     for (size_t i = 0; i < layers_.size(); ++i) {
       BaliLayer& l = layers_[i];
       const bool true_targets = regression_ && i + 1 == layers_.size();
@@ -137,9 +146,10 @@ class Bali final : public VariationalMethod {
       l.pxx = (1 - beta) * l.pxx + w * l.x.transpose() * l.x;
       l.pxy = (1 - beta) * l.pxy + w * l.x.transpose() * y;
       l.pyy = (1 - beta) * l.pyy + w * y.transpose() * y;
-      BNN_RETURN_IF_ERROR(UpdatePosterior(static_cast<int>(i), bias, rng));
+      lap(&stats.phases.statistics);
+      BNN_RETURN_IF_ERROR(
+          UpdatePosterior(static_cast<int>(i), bias, rng, lap, &stats.phases));
     }
-    StepStats stats;
     stats.loss = nll;
     return stats;
   }
@@ -224,7 +234,9 @@ class Bali final : public VariationalMethod {
   }
 
   // Eq. 16 from the bias-corrected EMAs, then a new weight sample.
-  absl::Status UpdatePosterior(int index, double bias, Rng& rng) {
+  template <typename Lap>
+  absl::Status UpdatePosterior(int index, double bias, Rng& rng, Lap& lap,
+                               PhaseSeconds* phases) {
     BaliLayer& l = layers_[index];
     auto post = internal::ConjugateUpdate(l.pxx / bias, l.pxy / bias,
                                           l.pyy / bias, options_.prior_variance,
@@ -238,8 +250,11 @@ class Bali final : public VariationalMethod {
       return Lost(index, "Sigma");
     }
     l.l_sigma = llt.matrixL();
-    if (!Local())
+    lap(&phases->factorization);
+    if (!Local()) {
       l.w = internal::SampleMatrixNormal(l.m, l.r_inv, l.l_sigma, rng);
+    }
+    lap(&phases->sampling);
     return absl::OkStatus();
   }
 

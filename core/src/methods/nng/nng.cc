@@ -11,6 +11,7 @@
 // with v~ the bias-corrected momentum of v, in three structures of F.
 #include "bnn/methods/nng.h"
 
+#include <chrono>
 #include <cmath>
 #include <vector>
 
@@ -114,7 +115,15 @@ class NngBase : public VariationalMethod {
       }
       y_[i] = train_->targets[batch[i]];
     }
+    StepStats stats;
+    using Clock = std::chrono::steady_clock;
+    auto lap = [last = Clock::now()](double* phase) mutable {
+      const auto now = Clock::now();
+      *phase += std::chrono::duration<double>(now - last).count();
+      last = now;
+    };
     SampleWeights(s_count, rng, &theta_);
+    lap(&stats.phases.sampling);
     const double tau = noise_.precision();
     network_->Forward(x_, theta_, &pass_);
     network_->Backward(y_, tau, theta_, pass_, &grads_, &nll_);
@@ -131,6 +140,7 @@ class NngBase : public VariationalMethod {
       }
       noise_.Update(sq / (m * s_count), train_->num_rows());
     }
+    lap(&stats.phases.forward_backward);
     if (t_ % options_.stats_interval == 0) {
       // True Fisher: gradients at targets sampled from the model.
       sampled_.resize(m * s_count);
@@ -141,10 +151,13 @@ class NngBase : public VariationalMethod {
                                            f.data(), k, tau, rng);
       }
       network_->Backward(sampled_, tau, theta_, pass_, &fisher_grads_, nullptr);
+      lap(&stats.phases.forward_backward);
       UpdateFisher(fisher_grads_);
+      lap(&stats.phases.statistics);
     }
     if (t_ % options_.inverse_interval == 0 || t_ == 1) {
       BNN_RETURN_IF_ERROR(RefreshFactors());
+      lap(&stats.phases.factorization);
     }
     const double gamma1 = options_.momentum;
     momentum_ = gamma1 * momentum_ + (1 - gamma1) * v_;
@@ -156,7 +169,6 @@ class NngBase : public VariationalMethod {
           name(), " diverged at step ", t_,
           ": the mean became non-finite; try a smaller learning_rate"));
     }
-    StepStats stats;
     stats.loss = nll_.mean();
     return stats;
   }
