@@ -149,9 +149,17 @@ absl::StatusOr<std::unique_ptr<GrpcTarget>> GrpcTarget::Start(
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   const std::string data = t->dir_ + "/data";
-  std::vector<std::string> args = {
-      server_binary,      "--listen", "127.0.0.1:0", "--data-dir", data,
-      "--metrics-listen", ""};
+  // 4 GiB of sample cache (512 MiB per cached snapshot): 64 samples of the
+  // MNIST-size net are 245 MB, over the default 128 MiB share.
+  std::vector<std::string> args = {server_binary,
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--data-dir",
+                                   data,
+                                   "--metrics-listen",
+                                   "",
+                                   "--predict-cache-bytes",
+                                   "4294967296"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -25,6 +25,7 @@ for dataset in australian breast-cancer; do
   PRIOR="--param prior_precision=${LAMBDA[$dataset]} --param bias_prior_precision=1e-5"
   run() {  # label, method and its flags
     local label=$1; shift
+    [ -s "$OUT/${dataset}_${label}.json" ] && return 0  # rerun = resume
     echo "== $dataset $label" >&2
     "$BIN" logreg --csv "$DATA/$dataset.csv" --target label --seed 0 \
       --splits 20 --threads "$THREADS" --test-samples 1000 $PRIOR "$@" \

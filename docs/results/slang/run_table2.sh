@@ -3,6 +3,8 @@
 # of reference/slang.md §9.4 with a grid instead of Bayesian optimisation.
 # Usage:
 #   docs/results/slang/run_table2.sh BNN_EXPERIMENT UCI_DIR [OUT_DIR] [DATASET...]
+# SPLITS (default 20) and FOLDS (default 5) override the protocol's split
+# and fold counts, for runs that must fit a time budget.
 # Per dataset and method:
 #   1. pilot: on the training part of split 0 only, 5-fold CV over a coarse
 #      noise-precision grid tau in {1, 2, 4, ..., 1024} (standardised target
@@ -21,6 +23,8 @@ shift $(( $# < 3 ? $# : 3 ))
 DATASETS=("$@")
 [ ${#DATASETS[@]} -gt 0 ] || DATASETS=(boston concrete energy wine-red yacht kin8nm)
 THREADS=${THREADS:-2}
+SPLITS=${SPLITS:-20}
+FOLDS=${FOLDS:-5}
 mkdir -p "$OUT/pilot"
 
 for dataset in "${DATASETS[@]}"; do
@@ -39,17 +43,18 @@ for dataset in "${DATASETS[@]}"; do
     fi
     COMMON="--data-dir $UCI --dataset $dataset $METHOD --param epochs=120 $SIZE --seed 0"
     pilot="$OUT/pilot/${dataset}_${method}.json"
+    [ -s "$OUT/${dataset}_${method}.json" ] && continue  # rerun = resume
     echo "== $dataset $method pilot" >&2
     "$BIN" uci $COMMON --splits 1 --param prior_precision=1 \
       --param bias_prior_precision=1 \
-      --tune noise_precision=1,2,4,8,16,32,64,128,256,512,1024 \
+      --tune noise_precision=1,2,4,8,16,32,64,128,256,512,1024 --folds "$FOLDS" \
       --json-out "$pilot" > "${pilot%.json}.md"
     TAU=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['splits'][0]['chosen']['noise_precision'])" "$pilot")
     GRID=$(python3 -c "import sys; t=float(sys.argv[1]); print(','.join('%.4g' % (t * f) for f in (2 ** -0.5, 1, 2 ** 0.5)))" "$TAU")
     echo "== $dataset $method main (tau grid $GRID)" >&2
-    "$BIN" uci $COMMON --splits 20 --threads "$THREADS" \
+    "$BIN" uci $COMMON --splits "$SPLITS" --threads "$THREADS" \
       --tune prior_precision+bias_prior_precision=0.1,1,10 \
-      --tune noise_precision=$GRID --folds 5 --test-samples 100 \
+      --tune noise_precision=$GRID --folds "$FOLDS" --test-samples 100 \
       --json-out "$OUT/${dataset}_${method}.json" > "$OUT/${dataset}_${method}.md"
   done
 done
