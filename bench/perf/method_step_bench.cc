@@ -4,7 +4,8 @@
 // backward, summed gradient) at the same batch as the reference of BALI's
 // §3.4 claim that a step costs the same order as a gradient step.
 //
-//   build/bench/perf/bnn_perf_bench --benchmark_filter='NngStep|BaliStep|GradientStep'
+//   build/bench/perf/bnn_perf_bench
+//   --benchmark_filter='NngStep|BaliStep|GradientStep'
 #include <numeric>
 #include <string>
 #include <vector>
@@ -37,7 +38,8 @@ Dataset MakeData(const Net& net, int n, Rng& rng) {
     d.task = Task::kMulticlass;
     d.num_classes = net.classes;
     for (int c = 0; c < net.classes; ++c) d.class_values.push_back(c);
-    for (int i = 0; i < n; ++i) d.targets.push_back(rng.UniformInt(net.classes));
+    for (int i = 0; i < n; ++i)
+      d.targets.push_back(rng.UniformInt(net.classes));
   } else {
     for (int i = 0; i < n; ++i) d.targets.push_back(rng.Normal());
   }
@@ -48,8 +50,9 @@ ModelSpec SpecFor(const Net& net, const Dataset& d, Activation act) {
   return ModelSpec::ForTask(d.task, net.input, d.num_classes, net.hidden, act);
 }
 
-void RunSteps(benchmark::State& state, const Net& net, const std::string& method,
-              ParamMap params, int batch, Activation act) {
+void RunSteps(benchmark::State& state, const Net& net,
+              const std::string& method, ParamMap params, int batch,
+              Activation act) {
   Rng rng(1);
   const Dataset data = MakeData(net, 2 * batch, rng);
   const ModelSpec spec = SpecFor(net, data, act);
@@ -87,8 +90,8 @@ void BM_GradientStep(benchmark::State& state, const Net& net, int batch) {
   Eigen::MatrixXd x(batch, net.input);
   for (int i = 0; i < batch; ++i)
     for (int f = 0; f < net.input; ++f) x(i, f) = data.row(i)[f];
-  const Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(
-      data.targets.data(), batch);
+  const Eigen::VectorXd y =
+      Eigen::Map<const Eigen::VectorXd>(data.targets.data(), batch);
   ForwardPass<double> pass;
   PerExampleGrads<double> grads;
   Eigen::VectorXd g;
@@ -103,12 +106,15 @@ void BM_GradientStep(benchmark::State& state, const Net& net, int batch) {
 void Register() {
   for (const Net* net : {&kUci, &kMnist}) {
     const int m = net == &kUci ? 10 : 128;
-    const std::string suffix = std::string(net->name) + "/M" + std::to_string(m);
-    benchmark::RegisterBenchmark(
-        ("NngStep/noisy_adam/" + suffix).c_str(),
-        [net, m](benchmark::State& s) {
-          RunSteps(s, *net, "noisy_adam", {}, m, Activation::kRelu);
-        })->Unit(benchmark::kMillisecond)->UseRealTime();
+    const std::string suffix =
+        std::string(net->name) + "/M" + std::to_string(m);
+    benchmark::RegisterBenchmark(("NngStep/noisy_adam/" + suffix).c_str(),
+                                 [net, m](benchmark::State& s) {
+                                   RunSteps(s, *net, "noisy_adam", {}, m,
+                                            Activation::kRelu);
+                                 })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
     // The refresh (eigendecomposition of every factor) in every step, and
     // never after the first: the difference is its cost; at T_inv = 200
     // (the paper's) it is amortised 200-fold.
@@ -119,17 +125,37 @@ void Register() {
           [net, m, refresh](benchmark::State& s) {
             RunSteps(s, *net, "noisy_kfac", {{"inverse_interval", refresh}}, m,
                      Activation::kRelu);
-          })->Unit(benchmark::kMillisecond)->UseRealTime();
+          })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+    // SLANG on the same nets and minibatches, one weight sample as in the
+    // NNG steps (rank 1 on the UCI net, 32 on the MNIST-size one).
+    for (const char* solver : {"randomized", "exact"}) {
+      benchmark::RegisterBenchmark(
+          ("NngStep/slang_" + std::string(solver) + "/" + suffix).c_str(),
+          [net, m, solver](benchmark::State& s) {
+            RunSteps(s, *net, "slang",
+                     {{"mc_samples", "1"},
+                      {"rank", net == &kUci ? "1" : "32"},
+                      {"eig_solver", solver}},
+                     m, Activation::kRelu);
+          })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
     }
     const int b = 2048;
-    const std::string bsuffix = std::string(net->name) + "/B" + std::to_string(b);
+    const std::string bsuffix =
+        std::string(net->name) + "/B" + std::to_string(b);
     for (const char* reparam : {"weight", "local"}) {
       benchmark::RegisterBenchmark(
           ("BaliStep/" + std::string(reparam) + "/" + bsuffix).c_str(),
           [net, b, reparam](benchmark::State& s) {
             RunSteps(s, *net, "bali", {{"reparameterization", reparam}}, b,
                      Activation::kLeakyTanh);
-          })->Unit(benchmark::kMillisecond)->UseRealTime();
+          })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
     }
     benchmark::RegisterBenchmark(
         ("GradientStep/" + bsuffix).c_str(),
