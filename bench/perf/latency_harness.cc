@@ -134,7 +134,8 @@ struct GrpcTarget::Stub {
 };
 
 absl::StatusOr<std::unique_ptr<GrpcTarget>> GrpcTarget::Start(
-    const std::string& server_binary) {
+    const std::string& server_binary,
+    const std::vector<std::string>& extra_args) {
   std::unique_ptr<GrpcTarget> t(new GrpcTarget());
   std::string tmpl =
       (std::filesystem::temp_directory_path() / "bnn_latency_XXXXXX").string();
@@ -160,6 +161,7 @@ absl::StatusOr<std::unique_ptr<GrpcTarget>> GrpcTarget::Start(
                                    "",
                                    "--predict-cache-bytes",
                                    "4294967296"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

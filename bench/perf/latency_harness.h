@@ -53,7 +53,8 @@ struct Report {
 class GrpcTarget {
  public:
   static absl::StatusOr<std::unique_ptr<GrpcTarget>> Start(
-      const std::string& server_binary);
+      const std::string& server_binary,
+      const std::vector<std::string>& extra_args = {});
   ~GrpcTarget();
 
   // Imports `snapshot` (ImportSnapshot) and returns its id on the server.

@@ -28,6 +28,10 @@
 ABSL_FLAG(std::string, json_out, "", "Write the results as JSON here.");
 ABSL_FLAG(std::string, server, "",
           "Path of bnn-server: also measure Predict through gRPC on loopback.");
+ABSL_FLAG(std::vector<std::string>, server_args, {},
+          "Extra bnn-server flags, comma-separated (e.g. --threads=1).");
+ABSL_FLAG(std::string, only, "",
+          "Run only the cases whose net name contains this (e.g. uci).");
 ABSL_FLAG(double, seconds, 3.0, "Minimum measuring time per case.");
 
 namespace bnn::bench {
@@ -88,11 +92,14 @@ int Main() {
   report.gemm = MeasureGemm();
   std::unique_ptr<GrpcTarget> grpc;
   if (!absl::GetFlag(FLAGS_server).empty()) {
-    auto target = GrpcTarget::Start(absl::GetFlag(FLAGS_server));
+    auto target = GrpcTarget::Start(absl::GetFlag(FLAGS_server),
+                                    absl::GetFlag(FLAGS_server_args));
     BNN_CHECK_OK(target.status());
     grpc = std::move(target).value();
   }
+  const std::string only = absl::GetFlag(FLAGS_only);
   for (const Case& c : kCases) {
+    if (!only.empty() && c.name.find(only) == std::string::npos) continue;
     const auto snapshot = MakeSnapshot(c);
     const std::vector<double> rows = Rows(c);
     const double flops =
