@@ -17,6 +17,9 @@ BUILD_PACKAGES=(
   nlohmann-json3-dev
   # Integration tests and the demo: data generation, metrics scraping.
   python3 curl prometheus
+  # BALI classification experiments (docs/results/bali/): Fashion-MNIST, the
+  # OOD sets (bench/accuracy/make_ood_sets.py) and the plots.
+  dataset-fashion-mnist python3-sklearn python3-matplotlib
 )
 RUNTIME_PACKAGES=(
   libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libspdlog1.10

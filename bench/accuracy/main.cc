@@ -22,6 +22,15 @@ const std::vector<Mode>& Modes() {
        "Bayesian logistic regression on a CSV: -ELBO/N, log-loss, symmetric "
        "KL to Full-Gaussian Exact (SLANG Table 1)",
        DeclareLogregFlags, RunLogreg},
+      {"classify",
+       "one classifier on a train/test pair (IDX or CSV): accuracy, NLL, "
+       "ECE (15 bins), Brier, reliability diagram, learning curve (BALI "
+       "Table 2)",
+       DeclareClassifyFlags, RunClassify},
+      {"ood",
+       "OOD detection: AUROC and ROC curves of predictive entropy and "
+       "mutual information, in-distribution vs OOD set (BALI §5.5)",
+       DeclareOodFlags, RunOod},
   };
   return *modes;
 }

@@ -29,6 +29,16 @@ absl::Status RunUci(const FlagSet& flags, const RunInfo& info);
 void DeclareLogregFlags(FlagSet* flags);
 absl::Status RunLogreg(const FlagSet& flags, const RunInfo& info);
 
+// One classifier on a given train/test pair (IDX or CSV): accuracy, NLL,
+// ECE, Brier, reliability diagram, learning curve (BALI Table 2, Fig. 2).
+void DeclareClassifyFlags(FlagSet* flags);
+absl::Status RunClassify(const FlagSet& flags, const RunInfo& info);
+
+// OOD detection by predictive entropy and mutual information: AUROC and
+// ROC curves (BALI §5.5, Fig. 3).
+void DeclareOodFlags(FlagSet* flags);
+absl::Status RunOod(const FlagSet& flags, const RunInfo& info);
+
 const std::vector<Mode>& Modes();
 
 }  // namespace bnn::experiment

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "bnn/check.h"
 #include "bnn/linalg/optimize.h"
 #include "bnn/predict/evaluation.h"
 #include "bnn/predict/metrics.h"
@@ -122,25 +123,56 @@ absl::StatusOr<RegressionScores> ScoreRegression(const Snapshot& snapshot,
   return out;
 }
 
-absl::StatusOr<ClassificationScores> ScoreClassification(
-    const Snapshot& snapshot, const Dataset& test, int num_samples,
-    uint64_t seed) {
-  if (!IsClassification(snapshot.task)) {
-    return absl::InvalidArgumentError(
-        "ScoreClassification needs a classification model");
+std::vector<ReliabilityBin> ReliabilityDiagram(absl::Span<const double> probs,
+                                               int num_classes,
+                                               absl::Span<const double> labels,
+                                               int bins) {
+  BNN_CHECK(bins >= 1 && num_classes >= 1);
+  BNN_CHECK_EQ(probs.size(), labels.size() * num_classes);
+  std::vector<ReliabilityBin> out(bins);
+  for (int b = 0; b < bins; ++b) {
+    out[b].lower = static_cast<double>(b) / bins;
+    out[b].upper = static_cast<double>(b + 1) / bins;
   }
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const double* p = probs.data() + i * num_classes;
+    const int best = static_cast<int>(std::max_element(p, p + num_classes) - p);
+    // Same binning as bnn::ExpectedCalibrationError.
+    const int b = std::clamp(static_cast<int>(std::ceil(p[best] * bins)) - 1, 0,
+                             bins - 1);
+    out[b].confidence += p[best];
+    out[b].accuracy += best == static_cast<int>(std::lround(labels[i]));
+    ++out[b].count;
+  }
+  for (ReliabilityBin& bin : out) {
+    if (bin.count == 0) continue;
+    bin.confidence /= static_cast<double>(bin.count);
+    bin.accuracy /= static_cast<double>(bin.count);
+  }
+  return out;
+}
+
+absl::StatusOr<Prediction> PredictRows(const Snapshot& snapshot,
+                                       const Dataset& rows, int num_samples,
+                                       uint64_t seed) {
   BNN_ASSIGN_OR_RETURN(const auto predictor, MakePredictor(snapshot));
   PredictOptions options;
   options.num_samples = num_samples;
   options.seed = seed;
-  BNN_ASSIGN_OR_RETURN(
-      const Prediction p,
-      predictor->Predict(test.features, test.num_rows(), options));
+  return predictor->Predict(rows.features, rows.num_rows(), options);
+}
+
+ClassificationScores ScoreProbabilities(const Prediction& p,
+                                        const Dataset& test) {
   const int c = p.num_classes;
   ClassificationScores out;
   out.nll = LogLoss(p.probabilities, c, test.targets);
   out.accuracy = Accuracy(p.probabilities, c, test.targets);
-  out.ece = ExpectedCalibrationError(p.probabilities, c, test.targets);
+  out.ece =
+      ExpectedCalibrationError(p.probabilities, c, test.targets, kEceBins);
+  out.brier = Brier(p.probabilities, c, test.targets);
+  out.reliability =
+      ReliabilityDiagram(p.probabilities, c, test.targets, kEceBins);
   out.auroc = std::numeric_limits<double>::quiet_NaN();
   if (c == 2) {
     std::vector<double> scores(test.num_rows());
@@ -153,6 +185,57 @@ absl::StatusOr<ClassificationScores> ScoreClassification(
         Auroc(scores, absl::MakeConstSpan(positive.get(), test.num_rows()));
   }
   return out;
+}
+
+absl::StatusOr<ClassificationScores> ScoreClassification(
+    const Snapshot& snapshot, const Dataset& test, int num_samples,
+    uint64_t seed) {
+  if (!IsClassification(snapshot.task)) {
+    return absl::InvalidArgumentError(
+        "ScoreClassification needs a classification model");
+  }
+  BNN_ASSIGN_OR_RETURN(const Prediction p,
+                       PredictRows(snapshot, test, num_samples, seed));
+  return ScoreProbabilities(p, test);
+}
+
+std::vector<RocPoint> RocCurve(absl::Span<const double> scores,
+                               absl::Span<const bool> positive,
+                               int max_points) {
+  BNN_CHECK_EQ(scores.size(), positive.size());
+  BNN_CHECK(max_points >= 2);
+  const size_t n = scores.size();
+  int64_t pos = 0;
+  for (bool p : positive) pos += p;
+  const int64_t neg = static_cast<int64_t>(n) - pos;
+  if (pos == 0 || neg == 0) return {};
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  std::vector<RocPoint> curve;
+  curve.push_back({std::numeric_limits<double>::infinity(), 0.0, 0.0});
+  int64_t tp = 0, fp = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    // Rows tied on a score cross the threshold together.
+    while (j < n && scores[order[j]] == scores[order[i]]) {
+      (positive[order[j]] ? tp : fp) += 1;
+      ++j;
+    }
+    curve.push_back({scores[order[i]], static_cast<double>(fp) / neg,
+                     static_cast<double>(tp) / pos});
+    i = j;
+  }
+  if (static_cast<int>(curve.size()) <= max_points) return curve;
+  std::vector<RocPoint> thinned;
+  thinned.reserve(max_points);
+  const double stride =
+      static_cast<double>(curve.size() - 1) / (max_points - 1);
+  for (int k = 0; k < max_points; ++k) {
+    thinned.push_back(curve[static_cast<size_t>(std::lround(k * stride))]);
+  }
+  return thinned;
 }
 
 absl::StatusOr<NegativeElbo> NegativeElboPerExample(const Snapshot& snapshot,

@@ -7,13 +7,16 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include <Eigen/Core>
 
 #include "bnn/data/dataset.h"
 #include "bnn/io/snapshot.h"
 #include "bnn/posterior/posterior.h"
+#include "bnn/predict/predictor.h"
 
 namespace bnn::experiment {
 
@@ -29,16 +32,62 @@ absl::StatusOr<RegressionScores> ScoreRegression(const Snapshot& snapshot,
                                                  int num_samples,
                                                  uint64_t seed);
 
+// The equal-width confidence bins of ECE: bin b covers (b/B, (b+1)/B] of
+// the top-class probability (confidence 0 joins the first bin), as in
+// bnn::ExpectedCalibrationError, so sum_b count_b |accuracy_b -
+// confidence_b| / n is the ECE.
+struct ReliabilityBin {
+  double lower = 0;
+  double upper = 0;
+  int64_t count = 0;
+  double confidence = 0;  // mean top-class probability; 0 when empty
+  double accuracy = 0;    // share of correct top-class predictions
+};
+std::vector<ReliabilityBin> ReliabilityDiagram(absl::Span<const double> probs,
+                                               int num_classes,
+                                               absl::Span<const double> labels,
+                                               int bins = 15);
+
+inline constexpr int kEceBins = 15;
+
 struct ClassificationScores {
   double nll = 0;  // log-loss of the MC-averaged probabilities, nats
   double accuracy = 0;
-  double ece = 0;  // 15 equal-width bins
+  double ece = 0;    // kEceBins equal-width bins
+  double brier = 0;  // mean over rows of sum_c (p_c - 1[y = c])^2
   double auroc =
       0;  // binary tasks only (NaN otherwise or if a class is absent)
+  std::vector<ReliabilityBin> reliability;  // kEceBins bins
 };
 absl::StatusOr<ClassificationScores> ScoreClassification(
     const Snapshot& snapshot, const Dataset& test, int num_samples,
     uint64_t seed);
+// The same scores of MC-averaged probabilities already computed.
+ClassificationScores ScoreProbabilities(const Prediction& prediction,
+                                        const Dataset& test);
+
+// The Monte Carlo predictive of `snapshot` on every row of `rows` (raw
+// units) with `num_samples` posterior samples and a fresh, seeded set of
+// samples (no cache).
+absl::StatusOr<Prediction> PredictRows(const Snapshot& snapshot,
+                                       const Dataset& rows, int num_samples,
+                                       uint64_t seed);
+
+// One point of a ROC curve: the rates of calling a row positive when its
+// score is >= threshold.
+struct RocPoint {
+  double threshold = 0;
+  double fpr = 0;
+  double tpr = 0;
+};
+// The ROC curve of `scores` for binary `positive` labels, from (0, 0)
+// (threshold +inf) to (1, 1), one point per distinct score, then thinned to
+// at most `max_points` (>= 2) points evenly spaced along the curve, always
+// keeping both ends. Its trapezoidal area before thinning is bnn::Auroc.
+// Empty when either class is absent.
+std::vector<RocPoint> RocCurve(absl::Span<const double> scores,
+                               absl::Span<const bool> positive,
+                               int max_points = 200);
 
 struct NegativeElbo {
   double per_example = 0;  // -ELBO / N_train

@@ -19,13 +19,21 @@ namespace bnn {
 namespace {
 
 constexpr int kMaxEpochs = 1000000;
+// Keeps the pass count within an int even with one step per pass.
+constexpr int64_t kMaxSteps = int64_t{1} << 30;
 
-// Moves "epochs"/"seed" from `params` into `options`.
+// Moves "epochs"/"steps"/"seed"/"standardize" from `params` into `options`.
 absl::Status ApplyTrainerParams(const ParamMap& params, TrainOptions* options) {
   if (auto it = params.find("epochs"); it != params.end()) {
     if (!absl::SimpleAtoi(it->second, &options->epochs)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "parameter 'epochs': '", it->second, "' is not a valid int"));
+    }
+  }
+  if (auto it = params.find("steps"); it != params.end()) {
+    if (!absl::SimpleAtoi(it->second, &options->steps)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parameter 'steps': '", it->second, "' is not a valid int"));
     }
   }
   if (auto it = params.find("standardize"); it != params.end()) {
@@ -85,12 +93,13 @@ absl::StatusOr<TrainOptions> ResolveTrainOptions(const TrainRequest& request) {
 }
 
 absl::Status TrainOptions::Validate() const {
-  return CheckIntRange("epochs", epochs, 1, kMaxEpochs);
+  BNN_RETURN_IF_ERROR(CheckIntRange("epochs", epochs, 1, kMaxEpochs));
+  return CheckIntRange("steps", steps, 0, kMaxSteps);
 }
 
 const std::vector<std::string>& TrainerParamNames() {
   static const auto* names =
-      new std::vector<std::string>{"epochs", "seed", "standardize"};
+      new std::vector<std::string>{"epochs", "steps", "seed", "standardize"};
   return *names;
 }
 
@@ -118,6 +127,11 @@ absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
   }
   BNN_ASSIGN_OR_RETURN(const TrainOptions options,
                        ResolveTrainOptions(request));
+  if (request.snapshot_every < 0 ||
+      (request.snapshot_every > 0 && !request.on_snapshot)) {
+    return absl::InvalidArgumentError(
+        "snapshot_every must be >= 0 and needs on_snapshot");
+  }
   BNN_ASSIGN_OR_RETURN(
       std::unique_ptr<VariationalMethod> method,
       registry.Create(request.method, request.params, TrainerParamNames()));
@@ -159,18 +173,57 @@ absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
   const int64_t m = std::min<int64_t>(method->batch_size(), n);
   const int64_t steps_per_epoch = (n + m - 1) / m;
   TrainProgress state;
-  state.total_steps = steps_per_epoch * options.epochs;
+  state.total_steps =
+      options.steps > 0 ? options.steps : steps_per_epoch * options.epochs;
+  const int epochs = static_cast<int>(
+      (state.total_steps + steps_per_epoch - 1) / steps_per_epoch);
   method->SetSchedule(steps_per_epoch, state.total_steps);
+
+  // Seconds spent in on_snapshot, left out of the training time.
+  double observer_seconds = 0.0;
+  auto seconds_so_far = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+               .count() -
+           observer_seconds;
+  };
+  auto make_snapshot = [&](double final_loss) {
+    Snapshot snapshot;
+    snapshot.library_version = kLibraryVersion;
+    snapshot.method = std::string(method->name());
+    snapshot.params = method->Params();
+    snapshot.model = spec;
+    snapshot.task = data.task;
+    snapshot.class_values = data.class_values;
+    snapshot.standardization = standardization;
+    snapshot.noise_precision = method->noise_precision();
+    snapshot.training.dataset_id = request.dataset_id;
+    snapshot.training.dataset_version = request.dataset_version;
+    snapshot.training.num_train = n;
+    snapshot.training.steps = state.step;
+    snapshot.training.epochs = state.epoch;
+    snapshot.training.final_loss = final_loss;
+    snapshot.training.seconds = seconds_so_far();
+    snapshot.training.seed = options.seed;
+    snapshot.training.parent_snapshot_id = request.parent_snapshot_id;
+    snapshot.training.prior_from_parent =
+        request.parent != nullptr && request.prior_from_parent;
+    snapshot.posterior = method->ExportPosterior();
+    snapshot.created_unix_ms = NowUnixMs();
+    return snapshot;
+  };
+
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::vector<int64_t> batch;
   batch.reserve(m);
   double epoch_loss = 0.0;
-  for (int epoch = 0; epoch < options.epochs; ++epoch) {
+  for (int epoch = 0; epoch < epochs; ++epoch) {
     std::shuffle(order.begin(), order.end(), batch_rng.engine());
     epoch_loss = 0.0;
     int64_t epoch_rows = 0;
-    for (int64_t begin = 0; begin < n; begin += m) {
+    for (int64_t begin = 0; begin < n && state.step < state.total_steps;
+         begin += m) {
       if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
         return absl::CancelledError(
             absl::StrCat("training cancelled after ", state.step, " steps"));
@@ -183,37 +236,27 @@ absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
       ++state.step;
       state.loss = epoch_loss / epoch_rows;
       if (progress) progress(state);
+      if (request.snapshot_every > 0 &&
+          (state.step % request.snapshot_every == 0 ||
+           state.step == state.total_steps)) {
+        const auto observer_start = std::chrono::steady_clock::now();
+        const absl::Status observed =
+            request.on_snapshot(make_snapshot(state.loss));
+        observer_seconds +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                          observer_start)
+                .count();
+        BNN_RETURN_IF_ERROR(observed);
+      }
     }
     epoch_loss /= static_cast<double>(epoch_rows);
     state.epoch = epoch + 1;
     if (progress) progress(state);
   }
 
-  Snapshot snapshot;
-  snapshot.library_version = kLibraryVersion;
-  snapshot.method = std::string(method->name());
-  snapshot.params = method->Params();
-  snapshot.model = spec;
-  snapshot.task = data.task;
-  snapshot.class_values = data.class_values;
-  snapshot.standardization = standardization;
-  snapshot.noise_precision = method->noise_precision();
-  snapshot.training.dataset_id = request.dataset_id;
-  snapshot.training.dataset_version = request.dataset_version;
+  Snapshot snapshot = make_snapshot(epoch_loss);
   snapshot.training.dataset_hash = DatasetHash(data);
-  snapshot.training.num_train = n;
-  snapshot.training.steps = state.step;
-  snapshot.training.epochs = options.epochs;
-  snapshot.training.final_loss = epoch_loss;
-  snapshot.training.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  snapshot.training.seed = options.seed;
-  snapshot.training.parent_snapshot_id = request.parent_snapshot_id;
-  snapshot.training.prior_from_parent =
-      request.parent != nullptr && request.prior_from_parent;
-  snapshot.posterior = method->ExportPosterior();
-  snapshot.created_unix_ms = NowUnixMs();
+  snapshot.training.epochs = epochs;
   return snapshot;
 }
 

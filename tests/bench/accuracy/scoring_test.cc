@@ -1,14 +1,18 @@
 // The harness's metrics against independent computations: the quadrature
 // ELBO against the core's Monte Carlo estimator, the original-units
-// conversion of RMSE and test log-likelihood, and rank correlation.
+// conversion of RMSE and test log-likelihood, rank correlation, and the
+// reliability diagram and ROC curve against hand-computed fixtures.
 #include "bench/accuracy/scoring.h"
 
 #include <cmath>
+#include <memory>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "bnn/predict/evaluation.h"
+#include "bnn/predict/metrics.h"
 #include "bnn/random.h"
 
 #include "tests/test_util/logistic.h"
@@ -131,6 +135,86 @@ TEST(ScoringTest, MarginalVarianceAgreementDetectsShrinkage) {
   const VarianceAgreement mf =
       CompareMarginalVariances(*diag->posterior, *full->posterior);
   EXPECT_LT(mf.mean_log_ratio, 0.0);
+}
+
+// Hand-computed: 15 bins of width 1/15; 0.9 falls in bin 13
+// (0.8667, 0.9333], 0.95 in bin 14, 0.5 in bin 7 (0.4667, 0.5333] and 0.62
+// in bin 9 (0.6, 0.6667].
+TEST(ReliabilityDiagramTest, BinsMatchTheEce) {
+  const std::vector<double> probs = {0.9, 0.1, 0.95, 0.05, 0.5,  0.5,
+                                     0.1, 0.9, 0.9,  0.1,  0.38, 0.62};
+  const std::vector<double> labels = {0, 1, 0, 1, 1, 1};
+  const std::vector<ReliabilityBin> bins =
+      ReliabilityDiagram(probs, 2, labels, 15);
+  ASSERT_EQ(bins.size(), 15u);
+  EXPECT_DOUBLE_EQ(bins[0].lower, 0.0);
+  EXPECT_DOUBLE_EQ(bins[14].upper, 1.0);
+  // Rows 0, 3 (0.9, right) and 4 (0.9, wrong).
+  EXPECT_EQ(bins[13].count, 3);
+  EXPECT_NEAR(bins[13].confidence, 0.9, 1e-12);
+  EXPECT_NEAR(bins[13].accuracy, 2.0 / 3.0, 1e-12);
+  EXPECT_EQ(bins[14].count, 1);  // 0.95 on class 0, label 1
+  EXPECT_EQ(bins[14].accuracy, 0.0);
+  EXPECT_EQ(bins[7].count, 1);  // 0.5: the first class wins the tie
+  EXPECT_EQ(bins[7].accuracy, 1.0);
+  EXPECT_EQ(bins[9].count, 1);
+  EXPECT_EQ(bins[8].count + bins[10].count + bins[0].count, 0);
+  double ece = 0;
+  int64_t total = 0;
+  for (const ReliabilityBin& b : bins) {
+    ece += b.count * std::abs(b.accuracy - b.confidence);
+    total += b.count;
+  }
+  EXPECT_EQ(total, 6);
+  EXPECT_NEAR(ece / 6, ExpectedCalibrationError(probs, 2, labels, 15), 1e-12);
+}
+
+TEST(RocCurveTest, HandComputedCurveAndAreaWithTies) {
+  // Positives score 0.9, 0.5, 0.5; negatives 0.5, 0.1.
+  const std::vector<double> scores = {0.9, 0.5, 0.5, 0.5, 0.1};
+  const bool positive[] = {true, true, true, false, false};
+  const std::vector<RocPoint> curve = RocCurve(scores, positive, 200);
+  ASSERT_EQ(curve.size(), 4u);
+  EXPECT_TRUE(std::isinf(curve[0].threshold));
+  EXPECT_EQ(curve[0].fpr, 0.0);
+  EXPECT_EQ(curve[0].tpr, 0.0);
+  EXPECT_DOUBLE_EQ(curve[1].tpr, 1.0 / 3.0);
+  EXPECT_EQ(curve[1].fpr, 0.0);
+  EXPECT_EQ(curve[2].threshold, 0.5);
+  EXPECT_DOUBLE_EQ(curve[2].tpr, 1.0);
+  EXPECT_DOUBLE_EQ(curve[2].fpr, 0.5);
+  EXPECT_EQ(curve[3].fpr, 1.0);
+  EXPECT_EQ(curve[3].tpr, 1.0);
+  double area = 0;
+  for (size_t k = 1; k < curve.size(); ++k) {
+    area += (curve[k].fpr - curve[k - 1].fpr) *
+            (curve[k].tpr + curve[k - 1].tpr) / 2;
+  }
+  // Mann-Whitney with ties as one half: (2 + 1 + 0.5 + ... ) / 6 = 5/6.
+  EXPECT_NEAR(area, 5.0 / 6.0, 1e-12);
+  EXPECT_NEAR(area, Auroc(scores, positive), 1e-12);
+  EXPECT_TRUE(RocCurve(scores, {false, false, false, false, false}).empty());
+}
+
+TEST(RocCurveTest, ThinningKeepsBothEndsAndOrder) {
+  Rng rng(3);
+  std::vector<double> scores(1000);
+  std::unique_ptr<bool[]> positive(new bool[1000]);
+  for (int i = 0; i < 1000; ++i) {
+    positive[i] = i % 2 == 0;
+    scores[i] = rng.Normal() + (positive[i] ? 1.0 : 0.0);
+  }
+  const std::vector<RocPoint> curve =
+      RocCurve(scores, absl::MakeConstSpan(positive.get(), 1000), 200);
+  ASSERT_EQ(curve.size(), 200u);
+  EXPECT_EQ(curve.front().fpr, 0.0);
+  EXPECT_EQ(curve.front().tpr, 0.0);
+  EXPECT_EQ(curve.back().fpr, 1.0);
+  EXPECT_EQ(curve.back().tpr, 1.0);
+  for (size_t k = 1; k < curve.size(); ++k) {
+    EXPECT_GE(curve[k].fpr, curve[k - 1].fpr);
+    EXPECT_GE(curve[k].tpr, curve[k - 1].tpr);
+  }
 }
 
 }  // namespace

@@ -63,6 +63,45 @@ TEST(TrainerTest, ProducesACompleteSnapshot) {
   }
 }
 
+TEST(TrainerTest, StepsReplaceEpochsAndEndMidPass) {
+  TrainRequest r = SlangRequest();
+  r.params["steps"] = "5";  // 3 steps per pass: one full, one partial
+  std::vector<TrainProgress> seen;
+  auto snapshot = Train(r, Linear(40), MethodRegistry::Builtin(),
+                        [&](const TrainProgress& p) { seen.push_back(p); });
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_EQ(snapshot->training.steps, 5);
+  EXPECT_EQ(snapshot->training.epochs, 2);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().total_steps, 5);
+
+  r.params["steps"] = "-1";
+  EXPECT_EQ(Train(r, Linear(40), MethodRegistry::Builtin()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TrainerTest, SnapshotsEveryKStepsAndAtTheEnd) {
+  TrainRequest r = SlangRequest();  // 9 steps
+  r.snapshot_every = 4;
+  std::vector<int64_t> steps;
+  r.on_snapshot = [&](const Snapshot& s) {
+    steps.push_back(s.training.steps);
+    EXPECT_EQ(s.posterior->dim(), s.model.NumParameters());
+    return absl::OkStatus();
+  };
+  auto snapshot = Train(r, Linear(40), MethodRegistry::Builtin());
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_EQ(steps, (std::vector<int64_t>{4, 8, 9}));
+
+  // An observer's error ends training with it.
+  r.on_snapshot = [](const Snapshot&) { return absl::AbortedError("enough"); };
+  EXPECT_EQ(Train(r, Linear(40), MethodRegistry::Builtin()).status().code(),
+            absl::StatusCode::kAborted);
+  r.on_snapshot = nullptr;
+  EXPECT_EQ(Train(r, Linear(40), MethodRegistry::Builtin()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TrainerTest, CancelStopsBetweenSteps) {
   std::atomic<bool> cancel{false};
   int64_t last_step = 0;

@@ -26,6 +26,11 @@ namespace bnn {
 struct TrainOptions {
   // Passes over the training set.
   int epochs = 100;
+  // Minibatch steps of the run; 0: epochs x steps per epoch. When set it
+  // replaces `epochs` (the last pass may be partial), for protocols stated in
+  // iterations (BALI, reference/bali.md Tables 4-6); a method's schedule
+  // (SetSchedule) sees this total.
+  int64_t steps = 0;
   // Seed of the job's random stream (initial weights, minibatches, MC noise).
   uint64_t seed = 0;
   // Standardise features and regression targets on the training set. False
@@ -36,7 +41,8 @@ struct TrainOptions {
 
   absl::Status Validate() const;
 };
-// Parameter names consumed by the trainer ("epochs", "seed", "standardize").
+// Parameter names consumed by the trainer ("epochs", "steps", "seed",
+// "standardize").
 const std::vector<std::string>& TrainerParamNames();
 
 struct TrainRequest {
@@ -55,6 +61,13 @@ struct TrainRequest {
   std::shared_ptr<const Snapshot> parent;
   std::string parent_snapshot_id;  // recorded in the new snapshot
   bool prior_from_parent = false;
+  // Evaluation during training (learning curves): when snapshot_every > 0,
+  // on_snapshot receives a snapshot of the current posterior after every
+  // snapshot_every-th step and after the last step, on the training thread.
+  // Its time is not counted in TrainingInfo::seconds; a non-OK status ends
+  // training with that status.
+  int64_t snapshot_every = 0;
+  std::function<absl::Status(const Snapshot&)> on_snapshot;
 };
 
 // request.options with the trainer's entries of request.params applied,
