@@ -31,6 +31,11 @@ const std::vector<Mode>& Modes() {
        "OOD detection: AUROC and ROC curves of predictive entropy and "
        "mutual information, in-distribution vs OOD set (BALI §5.5)",
        DeclareOodFlags, RunOod},
+      {"active-learning",
+       "active learning on a UCI set: test RMSE after max-variance or random "
+       "acquisitions, retraining from scratch; Pearson correlation of "
+       "predictive variances with HMC (NNG Tables 3 and 4)",
+       DeclareActiveLearningFlags, RunActiveLearning},
   };
   return *modes;
 }

@@ -39,6 +39,12 @@ absl::Status RunClassify(const FlagSet& flags, const RunInfo& info);
 void DeclareOodFlags(FlagSet* flags);
 absl::Status RunOod(const FlagSet& flags, const RunInfo& info);
 
+// Active learning on a UCI set: max-variance vs random acquisition with
+// retraining from scratch, optionally Pearson correlation of predictive
+// variances with HMC (NNG §5.3, Tables 3 and 4).
+void DeclareActiveLearningFlags(FlagSet* flags);
+absl::Status RunActiveLearning(const FlagSet& flags, const RunInfo& info);
+
 const std::vector<Mode>& Modes();
 
 }  // namespace bnn::experiment
