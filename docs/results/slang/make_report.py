@@ -19,6 +19,8 @@ import os
 import sys
 
 HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)) + "/..")
+import uci_report  # noqa: E402  (the shared match/better/worse rule)
 
 # ---------------------------------------------------------------- Table 1/6/7
 # (label, our file suffix, paper column); paper values are (mean, se, decimals)
@@ -94,11 +96,7 @@ T2_PAPER = {  # (mean, se, decimals)
 T2_ROUNDING = 0.005  # two decimals printed
 
 
-def load(path):
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
+load = uci_report.load
 
 
 def fmt(x, digits):
@@ -117,11 +115,7 @@ def fmt_sci(x):
 def mark(ours, se_ours, paper, se_paper, higher_is_better=False):
     if ours is None:
         return "not run"
-    tolerance = 2 * max(se_ours, se_paper)
-    if abs(ours - paper) <= tolerance:
-        return "match"
-    better = ours > paper if higher_is_better else ours < paper
-    return "**better**" if better else "**worse**"
+    return uci_report.mark(ours, se_ours, paper, se_paper, higher_is_better)
 
 
 def table1(dataset):
@@ -161,28 +155,38 @@ def table1(dataset):
     return header + "\n" + "\n".join(rows)
 
 
+def t2_runs():
+    """Rows of Table 2: the budget run (table2/) and, where it exists, the
+    full-protocol run (table2_full/: 20 splits, 5-fold CV)."""
+    for folder, name in T2_DATASETS:
+        for method, label in (("slang", "SLANG L=1"), ("bbb", "BBB")):
+            yield (folder, name, method, label,
+                   load(os.path.join(HERE, "table2", f"{folder}_{method}.json")))
+            full = load(os.path.join(HERE, "table2_full", f"{folder}_{method}.json"))
+            if full is not None:
+                yield folder, name, method, label + " (20 splits, 5-fold)", full
+
+
 def table2():
     header = ("| dataset | method | RMSE ours | RMSE paper | mark | "
               "test LL ours | test LL paper | mark |\n"
               "|---|---|---|---|---|---|---|---|")
     rows = []
-    for folder, name in T2_DATASETS:
-        for method, label in (("slang", "SLANG L=1"), ("bbb", "BBB")):
-            run = load(os.path.join(HERE, "table2", f"{folder}_{method}.json"))
-            cells = [name, label]
-            for metric, higher in (("rmse", False), ("test_ll", True)):
-                paper, paper_se = T2_PAPER[folder][method][metric]
-                paper_text = f"{paper:.2f} ± {paper_se:.2f}"
-                if run is None:
-                    cells += ["not run", paper_text, ""]
-                    continue
-                m = run["metrics"][metric]
-                digits = 3 if folder == "kin8nm" else 2
-                cells += [f"{fmt(m['mean'], digits + 1)} ± {fmt(m['se'], digits + 1)}",
-                          paper_text,
-                          mark(m["mean"], m["se"], paper,
-                               max(paper_se, T2_ROUNDING), higher)]
-            rows.append("| " + " | ".join(cells) + " |")
+    for folder, name, method, label, run in t2_runs():
+        cells = [name, label]
+        for metric, higher in (("rmse", False), ("test_ll", True)):
+            paper, paper_se = T2_PAPER[folder][method][metric]
+            paper_text = f"{paper:.2f} ± {paper_se:.2f}"
+            if run is None:
+                cells += ["not run", paper_text, ""]
+                continue
+            m = run["metrics"][metric]
+            digits = 3 if folder == "kin8nm" else 2
+            cells += [f"{fmt(m['mean'], digits + 1)} ± {fmt(m['se'], digits + 1)}",
+                      paper_text,
+                      mark(m["mean"], m["se"], paper,
+                           max(paper_se, T2_ROUNDING), higher)]
+        rows.append("| " + " | ".join(cells) + " |")
     return header + "\n" + "\n".join(rows)
 
 
