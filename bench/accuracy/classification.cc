@@ -36,10 +36,27 @@ absl::StatusOr<IdxFiles> ParseIdxFiles(const std::string& flag,
       labels_required ? "" : " or IMAGES", " (IDX files, gzip'd or not)"));
 }
 
-absl::StatusOr<Dataset> ReadIdxSet(const IdxFiles& files) {
+std::string SetName(const std::string& source) {
+  const std::string first = source.substr(0, source.find(':'));
+  const size_t slash = first.find_last_of('/');
+  return slash == std::string::npos ? first : first.substr(slash + 1);
+}
+
+absl::StatusOr<Dataset> ReadIdxSet(const IdxFiles& files, double scale) {
   IdxOptions options;
-  options.scale = 1.0 / 255.0;
+  options.scale = scale;
   return ReadIdx(files.images, files.labels, options);
+}
+
+absl::StatusOr<double> ParseIdxScale(const FlagSet& flags) {
+  if (!flags.Has("idx-scale")) return 1.0 / 255.0;
+  double scale = 0;
+  if (!absl::SimpleAtod(flags.Get("idx-scale"), &scale) ||
+      !(scale > 0 && std::isfinite(scale))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--idx-scale = '", flags.Get("idx-scale"), "' must be > 0"));
+  }
+  return scale;
 }
 
 absl::StatusOr<CsvSet> ReadCsvSet(const std::string& path,
@@ -125,6 +142,9 @@ void DeclareClassifierFlags(FlagSet* flags) {
       .Flag("csv", "training set as CSV with a label column (instead of IDX)")
       .Flag("target", "label column of the CSV files (name or 0-based index)",
             "label")
+      .Flag("idx-scale",
+            "factor applied to IDX bytes (default 1/255: pixels in [0, 1]); "
+            "use the training value for every set of a model")
       .Flag("iterations",
             "minibatch steps of the run (trainer steps=N); 0 = --param epochs",
             "0")
@@ -136,6 +156,7 @@ absl::StatusOr<ClassifierSetup> ParseClassifierSetup(const FlagSet& flags) {
   BNN_ASSIGN_OR_RETURN(setup.iterations,
                        flags.GetInt("iterations", 0, int64_t{1} << 30));
   setup.save_snapshot = flags.Get("save-snapshot");
+  BNN_ASSIGN_OR_RETURN(setup.idx_scale, ParseIdxScale(flags));
   const bool idx = flags.Has("train-idx");
   if (idx == flags.Has("csv")) {
     return absl::InvalidArgumentError(
@@ -178,7 +199,7 @@ absl::StatusOr<ClassifierSetup> ParseClassifierSetup(const FlagSet& flags) {
   if (idx) {
     BNN_ASSIGN_OR_RETURN(const IdxFiles files,
                          ParseIdxFiles("train-idx", setup.train_source, true));
-    BNN_ASSIGN_OR_RETURN(setup.train, ReadIdxSet(files));
+    BNN_ASSIGN_OR_RETURN(setup.train, ReadIdxSet(files, setup.idx_scale));
   } else {
     BNN_ASSIGN_OR_RETURN(
         CsvSet csv, ReadCsvSet(setup.train_source, flags.Get("target"), false));
@@ -197,8 +218,10 @@ void DescribeClassifierSetup(const ClassifierSetup& setup, Json* config) {
   c["class_values"] = setup.train.class_values;
   c["hidden_sizes"] = setup.common.hidden_sizes;
   c["iterations"] = setup.iterations;
+  if (setup.from_idx) c["idx_scale"] = setup.idx_scale;
   c["input_scaling"] = setup.from_idx
-                           ? "IDX bytes / 255 in [0, 1], not standardised"
+                           ? "IDX bytes x idx_scale (1/255: [0, 1]), not "
+                             "standardised"
                            : "CSV features, standardised on the training set "
                              "unless standardize=false";
 }

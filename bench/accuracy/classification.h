@@ -38,9 +38,18 @@ absl::StatusOr<IdxFiles> ParseIdxFiles(const std::string& flag,
                                        const std::string& value,
                                        bool labels_required);
 
-// Reads an IDX set with pixels scaled by 1/255 (bytes to [0, 1]); labelled
-// sets are classification data with class values 0..C-1.
-absl::StatusOr<Dataset> ReadIdxSet(const IdxFiles& files);
+// The file name of a set's first file (the images of IMAGES:LABELS), for
+// report titles.
+std::string SetName(const std::string& source);
+
+// Reads an IDX set with its bytes multiplied by `scale` (1/255: pixels in
+// [0, 1]); labelled sets are classification data with class values 0..C-1.
+absl::StatusOr<Dataset> ReadIdxSet(const IdxFiles& files,
+                                   double scale = 1.0 / 255.0);
+
+// --idx-scale: the factor applied to IDX bytes (default 1/255). A model
+// must see the same scale in training, test and OOD sets.
+absl::StatusOr<double> ParseIdxScale(const FlagSet& flags);
 
 // Reads a CSV whose column `target` (name or 0-based index) holds class
 // labels; the labels are kept raw (task kRegression) for MatchClasses.
@@ -63,7 +72,7 @@ absl::Status MatchClasses(const std::vector<double>& class_values,
                           Dataset* data);
 
 // The training flags both modes declare: --train-idx, --csv, --target,
-// --iterations, --save-snapshot.
+// --idx-scale, --iterations, --save-snapshot.
 void DeclareClassifierFlags(FlagSet* flags);
 
 // What the training flags resolved to.
@@ -72,6 +81,7 @@ struct ClassifierSetup {
   Dataset train;
   std::string train_source;  // the --train-idx or --csv value
   bool from_idx = false;
+  double idx_scale = 1.0 / 255.0;
   int64_t iterations = 0;  // 0: --param epochs decides
   std::string save_snapshot;
 };

@@ -63,7 +63,7 @@ absl::StatusOr<Dataset> ReadTestSet(const FlagSet& flags,
     *source = flags.Get("test-idx");
     BNN_ASSIGN_OR_RETURN(const IdxFiles files,
                          ParseIdxFiles("test-idx", *source, true));
-    BNN_ASSIGN_OR_RETURN(test, ReadIdxSet(files));
+    BNN_ASSIGN_OR_RETURN(test, ReadIdxSet(files, setup.idx_scale));
   } else {
     *source = flags.Get("test-csv");
     BNN_ASSIGN_OR_RETURN(CsvSet csv,
@@ -223,10 +223,7 @@ absl::Status RunClassify(const FlagSet& flags, const RunInfo& info) {
       "nll in nats; ece with 15 equal-width bins of the top-class "
       "confidence; brier = mean_i sum_c (p_ic - 1[y_i = c])^2; one split = "
       "one seeded training run";
-  const std::string name = setup.train_source.substr(
-      setup.train_source.find_last_of('/') == std::string::npos
-          ? 0
-          : setup.train_source.find_last_of('/') + 1);
+  const std::string name = SetName(setup.train_source);
   return Report(info, common, "classify",
                 absl::StrCat("classify · ", name, " · ", common.method),
                 std::move(config), {std::move(outcome)}, SecondsSince(start));

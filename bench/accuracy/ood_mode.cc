@@ -38,7 +38,8 @@ struct InputSet {
 // --{prefix}-idx IMAGES[:LABELS] or --{prefix}-csv FILE (label column
 // optional).
 absl::StatusOr<InputSet> ReadInputSet(const FlagSet& flags,
-                                      const std::string& prefix) {
+                                      const std::string& prefix,
+                                      double idx_scale) {
   const std::string idx_flag = prefix + "-idx", csv_flag = prefix + "-csv";
   if (flags.Has(idx_flag) == flags.Has(csv_flag)) {
     return absl::InvalidArgumentError(
@@ -49,7 +50,7 @@ absl::StatusOr<InputSet> ReadInputSet(const FlagSet& flags,
     set.source = flags.Get(idx_flag);
     BNN_ASSIGN_OR_RETURN(const IdxFiles files,
                          ParseIdxFiles(idx_flag, set.source, false));
-    BNN_ASSIGN_OR_RETURN(set.data, ReadIdxSet(files));
+    BNN_ASSIGN_OR_RETURN(set.data, ReadIdxSet(files, idx_scale));
     set.labelled = !files.labels.empty();
   } else {
     set.source = flags.Get(csv_flag);
@@ -151,8 +152,10 @@ absl::Status RunOod(const FlagSet& flags, const RunInfo& info) {
   const auto start = std::chrono::steady_clock::now();
   BNN_ASSIGN_OR_RETURN(Model model, ParseModel(flags));
   const CommonOptions& common = model.common;
-  BNN_ASSIGN_OR_RETURN(InputSet in, ReadInputSet(flags, "in"));
-  BNN_ASSIGN_OR_RETURN(const InputSet ood, ReadInputSet(flags, "ood"));
+  BNN_ASSIGN_OR_RETURN(const double idx_scale, ParseIdxScale(flags));
+  BNN_ASSIGN_OR_RETURN(InputSet in, ReadInputSet(flags, "in", idx_scale));
+  BNN_ASSIGN_OR_RETURN(const InputSet ood,
+                       ReadInputSet(flags, "ood", idx_scale));
   BNN_ASSIGN_OR_RETURN(const int64_t roc_points,
                        flags.GetInt("roc-points", 2, 1 << 20));
 
@@ -231,6 +234,7 @@ absl::Status RunOod(const FlagSet& flags, const RunInfo& info) {
     }
     config["snapshot_steps"] = model.snapshot.training.steps;
   }
+  config["idx_scale"] = idx_scale;
   config["in"] = in.source;
   config["ood"] = ood.source;
   config["roc_points_max"] = roc_points;
@@ -238,10 +242,7 @@ absl::Status RunOod(const FlagSet& flags, const RunInfo& info) {
       "positives are OOD rows; scores: predictive entropy and mutual "
       "information (nats) of the MC predictive; auroc = auroc_entropy; ROC "
       "threshold null = +inf";
-  const std::string name =
-      ood.source.substr(ood.source.find_last_of('/') == std::string::npos
-                            ? 0
-                            : ood.source.find_last_of('/') + 1);
+  const std::string name = SetName(ood.source);
   return Report(info, common, "ood",
                 absl::StrCat("ood · ", name, " · ", common.method),
                 std::move(config), {std::move(outcome)}, SecondsSince(start));

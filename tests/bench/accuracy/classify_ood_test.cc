@@ -247,6 +247,11 @@ TEST_F(ClassifyOodTest, BadArgumentsAreExplained) {
                            tmp_.File("train-images"), " --test-idx ", Test()),
               log);
   EXPECT_THAT(r.output, HasSubstr("IMAGES:LABELS"));
+  r = RunTool(absl::StrCat("classify --method map --idx-scale 0 --train-idx ",
+                           Train(), " --test-idx ", Test()),
+              log);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--idx-scale = '0' must be > 0"));
   r = RunTool(absl::StrCat("ood --snapshot ", tmp_.File("x.snap"),
                            " --param dropout=0.2 --in-idx ", Test(),
                            " --ood-idx ", tmp_.File("ood-images")),
