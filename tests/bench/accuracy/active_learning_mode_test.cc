@@ -19,11 +19,16 @@
 
 #include "bnn/random.h"
 
+#include "tests/bench/accuracy/run_tool.h"
 #include "tests/test_util/test_util.h"
 
 namespace bnn::experiment {
 namespace {
 
+using ::bnn::experiment::testing::ReadJson;
+using ::bnn::experiment::testing::RunResult;
+using ::bnn::experiment::testing::RunTool;
+using ::bnn::experiment::testing::WriteText;
 using ::bnn::testing::ScopedTempDir;
 using ::testing::HasSubstr;
 
@@ -38,33 +43,6 @@ constexpr int kSplits = 2;
 // most uncertain about.
 bool IsFar(int64_t row) { return row % 5 == 0; }
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-RunResult RunTool(const std::string& args, const std::string& log) {
-  const std::string command =
-      std::string(BNN_EXPERIMENT_BINARY) + " " + args + " > " + log + " 2>&1";
-  const int status = std::system(command.c_str());
-  RunResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  r.output = text.str();
-  return r;
-}
-
-nlohmann::json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-}
-
-void Write(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
-
 // y = 3 sin(x0) + x0 + 100 + noise, x1 irrelevant; two UCI splits (the
 // default --partition all only reads the rows, but the layout needs them).
 void WriteUciDataset(const std::string& dir) {
@@ -78,17 +56,17 @@ void WriteUciDataset(const std::string& dir) {
     const double y = 3 * std::sin(x0) + x0 + 100 + 0.3 * rng.Normal();
     data += absl::StrCat(x0, " ", x1, " ", y, "\n");
   }
-  Write(dir + "/data.txt", data);
-  Write(dir + "/index_features.txt", "0\n1\n");
-  Write(dir + "/index_target.txt", "2\n");
-  Write(dir + "/n_splits.txt", "2\n");
+  WriteText(dir + "/data.txt", data);
+  WriteText(dir + "/index_features.txt", "0\n1\n");
+  WriteText(dir + "/index_target.txt", "2\n");
+  WriteText(dir + "/n_splits.txt", "2\n");
   for (int k = 0; k < 2; ++k) {
     std::string train, test;
     for (int i = 0; i < kRows; ++i) {
       absl::StrAppend((i % 4 == k) ? &test : &train, i, "\n");
     }
-    Write(absl::StrCat(dir, "/index_train_", k, ".txt"), train);
-    Write(absl::StrCat(dir, "/index_test_", k, ".txt"), test);
+    WriteText(absl::StrCat(dir, "/index_train_", k, ".txt"), train);
+    WriteText(absl::StrCat(dir, "/index_test_", k, ".txt"), test);
   }
 }
 

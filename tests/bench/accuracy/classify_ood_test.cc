@@ -20,36 +20,17 @@
 
 #include "bnn/random.h"
 
+#include "tests/bench/accuracy/run_tool.h"
 #include "tests/test_util/test_util.h"
 
 namespace bnn::experiment {
 namespace {
 
+using ::bnn::experiment::testing::ReadJson;
+using ::bnn::experiment::testing::RunResult;
+using ::bnn::experiment::testing::RunTool;
 using ::bnn::testing::ScopedTempDir;
 using ::testing::HasSubstr;
-
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-RunResult RunTool(const std::string& args, const std::string& log) {
-  const std::string command =
-      std::string(BNN_EXPERIMENT_BINARY) + " " + args + " > " + log + " 2>&1";
-  const int status = std::system(command.c_str());
-  RunResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  r.output = text.str();
-  return r;
-}
-
-nlohmann::json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-}
 
 constexpr int kSide = 4;
 constexpr int kPixels = kSide * kSide;

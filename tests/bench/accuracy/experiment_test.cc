@@ -15,40 +15,18 @@
 
 #include "bnn/random.h"
 
+#include "tests/bench/accuracy/run_tool.h"
 #include "tests/test_util/test_util.h"
 
 namespace bnn::experiment {
 namespace {
 
+using ::bnn::experiment::testing::ReadJson;
+using ::bnn::experiment::testing::RunResult;
+using ::bnn::experiment::testing::RunTool;
+using ::bnn::experiment::testing::WriteText;
 using ::bnn::testing::ScopedTempDir;
 using ::testing::HasSubstr;
-
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-RunResult RunTool(const std::string& args, const std::string& log) {
-  const std::string command =
-      std::string(BNN_EXPERIMENT_BINARY) + " " + args + " > " + log + " 2>&1";
-  const int status = std::system(command.c_str());
-  RunResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  r.output = text.str();
-  return r;
-}
-
-nlohmann::json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-}
-
-void Write(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
 
 // 60 rows, y = 40 x0 - 20 x1 + 500 + noise: large, shifted target units so
 // that a missing conversion back to original units would show.
@@ -61,18 +39,18 @@ void WriteUciDataset(const std::string& dir) {
     const double y = 40 * a - 20 * b + 500 + 5 * rng.Normal();
     data += absl::StrCat(a, " ", b, " ", c, " ", y, "\n");
   }
-  Write(dir + "/data.txt", data);
-  Write(dir + "/index_features.txt", "0\n1\n2\n");
-  Write(dir + "/index_target.txt", "3\n");
-  Write(dir + "/n_splits.txt", "2\n");
-  Write(dir + "/n_hidden.txt", "8\n");
+  WriteText(dir + "/data.txt", data);
+  WriteText(dir + "/index_features.txt", "0\n1\n2\n");
+  WriteText(dir + "/index_target.txt", "3\n");
+  WriteText(dir + "/n_splits.txt", "2\n");
+  WriteText(dir + "/n_hidden.txt", "8\n");
   for (int k = 0; k < 2; ++k) {
     std::string train, test;
     for (int i = 0; i < 60; ++i) {
       absl::StrAppend((i % 5 == k) ? &test : &train, i, "\n");
     }
-    Write(absl::StrCat(dir, "/index_train_", k, ".txt"), train);
-    Write(absl::StrCat(dir, "/index_test_", k, ".txt"), test);
+    WriteText(absl::StrCat(dir, "/index_train_", k, ".txt"), train);
+    WriteText(absl::StrCat(dir, "/index_test_", k, ".txt"), test);
   }
 }
 
@@ -86,7 +64,7 @@ void WriteLogregCsv(const std::string& path) {
     const bool positive = rng.Uniform() < 1 / (1 + std::exp(-(3 * a - 2 * b)));
     csv += absl::StrCat(positive ? 4 : 2, ",", a, ",", b, ",", c, "\n");
   }
-  Write(path, csv);
+  WriteText(path, csv);
 }
 
 // Every metric {"mean", "se", "per_split"} with finite numbers.
