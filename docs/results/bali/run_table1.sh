@@ -17,7 +17,7 @@
 # the small sets (yacht, energy, concrete, boston), 400 for wine-red and
 # kin8nm; dropout rate and noise precision chosen per split by 3-fold CV on
 # the training split over {0.005, 0.05} x {1, 3, 10, 30, 100, 300, 1000}
-# (standardised units), in the spirit of Gal & Ghahramani's grid. (A first
+# (standardised units; wine-red from 0.3), in the spirit of Gal & Ghahramani's grid. (A first
 # run with {10, 30, 100, 300} chose a boundary value on every split of
 # every dataset; it is kept in diagnosis/mc_dropout_narrow_grid/.) 100 test
 # samples.
@@ -63,8 +63,12 @@ for dataset in "${DATASETS[@]}"; do
     wine-red | kin8nm) DO_EPOCHS=400 ;;
     *) DO_EPOCHS=4000 ;;
   esac
+  # wine-red chose tau = 1, the grid's lower end, on every split: its grid
+  # starts at 0.3 (the other sets never chose their lower end, see table1.md).
+  DO_GRID=1,3,10,30,100,300,1000
+  [ "$dataset" = wine-red ] && DO_GRID=0.3,1,3,10,30,100,300,1000
   run "$dataset" mc_dropout --method mc_dropout --param epochs=$DO_EPOCHS \
     --param batch_size=32 --param learning_rate=0.001 \
-    --tune dropout=0.005,0.05 --tune noise_precision=1,3,10,30,100,300,1000 \
+    --tune dropout=0.005,0.05 --tune noise_precision=$DO_GRID \
     --folds 3
 done
