@@ -263,15 +263,9 @@ absl::Status RunActiveLearning(const FlagSet& flags, const RunInfo& info) {
   BNN_RETURN_IF_ERROR(
       registry.Validate(common.method, common.params, TrainerParamNames()));
 
-  std::string reference = flags.Get("reference");
-  if (reference == "none") reference.clear();
-  ParamMap reference_overrides;
-  for (const std::string& list : flags.GetAll("reference-params")) {
-    for (absl::string_view assignment : absl::StrSplit(list, ',')) {
-      BNN_RETURN_IF_ERROR(
-          ParseParamAssignment(assignment, &reference_overrides));
-    }
-  }
+  BNN_ASSIGN_OR_RETURN(ReferenceFlags parsed, ParseReferenceFlags(flags));
+  const std::string reference = std::move(parsed.method);
+  ParamMap reference_overrides = std::move(parsed.overrides);
   if (!reference.empty()) {
     ParamMap check = ReferenceDefaults(reference);
     for (const auto& [key, value] : reference_overrides) check[key] = value;

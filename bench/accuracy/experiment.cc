@@ -125,6 +125,18 @@ void DeclareCommonFlags(int default_test_samples, FlagSet* flags) {
       .Flag("folds", "cross-validation folds for --tune", "5");
 }
 
+absl::StatusOr<ReferenceFlags> ParseReferenceFlags(const FlagSet& flags) {
+  ReferenceFlags parsed;
+  parsed.method = flags.Get("reference");
+  if (parsed.method == "none") parsed.method.clear();
+  for (const std::string& list : flags.GetAll("reference-params")) {
+    for (absl::string_view assignment : absl::StrSplit(list, ',')) {
+      BNN_RETURN_IF_ERROR(ParseParamAssignment(assignment, &parsed.overrides));
+    }
+  }
+  return parsed;
+}
+
 absl::StatusOr<CommonOptions> ParseCommonFlags(const FlagSet& flags) {
   CommonOptions common;
   BNN_ASSIGN_OR_RETURN(common.method, flags.GetRequired("method"));

@@ -64,6 +64,15 @@ void DeclareCommonFlags(int default_test_samples, FlagSet* flags);
 // against the registry, so that a typo fails before hours of training.
 absl::StatusOr<CommonOptions> ParseCommonFlags(const FlagSet& flags);
 
+// --reference METHOD ("none" or empty: no reference) and the parameter
+// overrides of --reference-params k=v,... (repeatable), shared by the modes
+// that train a reference posterior beside the method.
+struct ReferenceFlags {
+  std::string method;
+  ParamMap overrides;
+};
+absl::StatusOr<ReferenceFlags> ParseReferenceFlags(const FlagSet& flags);
+
 // Independent random streams of one split, derived from the run's seed so
 // that a split's numbers do not depend on the thread count or on which other
 // splits run.

@@ -96,15 +96,9 @@ absl::Status RunLogreg(const FlagSet& flags, const RunInfo& info) {
                                                    flags.Get("train-fraction"),
                                                    "' must be in (0, 1)"));
   }
-  std::string reference = flags.Get("reference");
-  if (reference == "none") reference.clear();
-  ParamMap reference_overrides;
-  for (const std::string& list : flags.GetAll("reference-params")) {
-    for (absl::string_view assignment : absl::StrSplit(list, ',')) {
-      BNN_RETURN_IF_ERROR(
-          ParseParamAssignment(assignment, &reference_overrides));
-    }
-  }
+  BNN_ASSIGN_OR_RETURN(ReferenceFlags parsed, ParseReferenceFlags(flags));
+  std::string reference = std::move(parsed.method);
+  ParamMap reference_overrides = std::move(parsed.overrides);
   // A reference needs a model it can represent: no hidden layers.
   if (!common.hidden_sizes.empty()) reference.clear();
   if (!reference.empty()) {
