@@ -22,11 +22,12 @@ namespace {
 constexpr int64_t kMaxRowsTimesSamples = int64_t{1} << 16;
 
 // Rows per chunk when `num_rows` are processed in chunks of at most
-// `max_chunk`: the chunks are made (nearly) equal, because the forward-pass
-// buffers are sized by the chunk and a short last chunk would reallocate
-// them, S x chunk x width values, twice per request. Measured on the UCI
-// net, 1000 rows x 100 samples: chunks of 655 + 345 rows took 12.4 ms, two
-// of 500 rows 3.7 ms (docs/results/perf.md).
+// `max_chunk`, made (nearly) equal so that padding the last chunk to the
+// same size wastes little. Equal-shaped passes matter: the forward-pass
+// buffers are sized by the chunk, and a short last chunk reallocated them
+// (S x chunk x width values) twice per request. Measured on the UCI net,
+// 1000 rows x 100 samples: chunks of 655 + 345 rows took 12.4 ms, two of
+// 500 rows 3.7 ms (docs/results/perf.md).
 int64_t EvenChunk(int64_t num_rows, int64_t max_chunk) {
   max_chunk = std::max<int64_t>(1, max_chunk);
   const int64_t chunks =
@@ -141,12 +142,16 @@ class Engine final : public Predictor::Impl {
   }
 
   template <typename U>
+  // Rows begin .. begin + m - 1 standardised into the first m rows of `x`,
+  // which gets `padded_rows` >= m rows; the padding rows are zero (the
+  // feature means) and their outputs are ignored.
   static void StandardizeChunk(const Snapshot& snap,
                                absl::Span<const double> rows, int64_t begin,
-                               int64_t m, MatrixX<U>* x) {
+                               int64_t m, int64_t padded_rows, MatrixX<U>* x) {
     const int64_t p = snap.model.input_dim;
     const Standardization& st = snap.standardization;
-    x->resize(m, p);
+    x->resize(padded_rows, p);
+    x->bottomRows(padded_rows - m).setZero();
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < p; ++j) {
         (*x)(i, j) = U((rows[(begin + i) * p + j] - st.feature_mean[j]) /
@@ -209,7 +214,9 @@ class Engine final : public Predictor::Impl {
     votes.resize(classes);
     for (int64_t begin = 0; begin < num_rows; begin += chunk) {
       const int64_t m = std::min(chunk, num_rows - begin);
-      StandardizeChunk(snap, rows, begin, m, &x);
+      // Every pass has `chunk` rows (the last one padded), so the pass
+      // buffers keep their shape across chunks and requests.
+      StandardizeChunk(snap, rows, begin, m, chunk, &x);
       net_.Forward(x, *theta, &pass);
       const MatrixX<T>& f = pass.output();
       for (int64_t i = 0; i < m; ++i) {
@@ -217,7 +224,7 @@ class Engine final : public Predictor::Impl {
         if (!classification) {
           for (int s = 0; s < s_count; ++s) {
             sample_means[s] =
-                st.UnscaleMean(static_cast<double>(f(s * m + i, 0)));
+                st.UnscaleMean(static_cast<double>(f(s * chunk + i, 0)));
           }
           const double mean = sample_means.mean();
           out.mean[r] = mean;
@@ -240,7 +247,7 @@ class Engine final : public Predictor::Impl {
         std::fill(votes.begin(), votes.end(), 0);
         double expected_entropy = 0;
         for (int s = 0; s < s_count; ++s) {
-          const auto logits = f.row(s * m + i);
+          const auto logits = f.row(s * chunk + i);
           auto p = probs.col(s);
           if (spec.likelihood == Likelihood::kBernoulli) {
             p[1] = Sigmoid(static_cast<double>(logits[0]));
@@ -297,7 +304,7 @@ class Engine final : public Predictor::Impl {
     for (int64_t begin = 0; begin < num_rows; begin += options_.chunk_rows) {
       const int64_t m =
           std::min<int64_t>(options_.chunk_rows, num_rows - begin);
-      StandardizeChunk(snap, rows, begin, m, &x);
+      StandardizeChunk(snap, rows, begin, m, m, &x);
       net64_.Forward(x, mu, &pass);
       net64_.OutputGradients(mu, pass, 0, &jacobian);
       BNN_ASSIGN_OR_RETURN(Eigen::VectorXd var,
