@@ -94,51 +94,37 @@ TEST(PredictorTest, SameSeedIsBitwiseIdenticalOtherSeedDiffers) {
 }
 
 TEST(PredictorTest, ChunkingDoesNotChangeResults) {
-  auto snapshot = MakeSnapshot(Task::kRegression, 0);
-  PredictorOptions small;
-  small.chunk_rows = 1;
-  auto chunked = Predictor::Create(snapshot, small);
-  auto whole = Predictor::Create(snapshot);
-  ASSERT_TRUE(chunked.ok() && whole.ok());
-  PredictOptions options;
-  options.num_samples = 9;
-  auto a = (*chunked)->Predict(kRows, 3, options);
-  auto b = (*whole)->Predict(kRows, 3, options);
-  ASSERT_TRUE(a.ok() && b.ok());
-  for (int i = 0; i < 3; ++i) {
-    EXPECT_NEAR(a->mean[i], b->mean[i], 1e-12);
-    EXPECT_NEAR(a->variance[i], b->variance[i], 1e-10);
-  }
-}
-
-TEST(PredictorTest, PaddedLastChunkDoesNotChangeResults) {
-  // chunk_rows = 2 over 3 rows: passes of 2 rows, the last one padded with a
-  // zero row whose outputs must be ignored, for both output kinds.
-  for (const auto& [task, classes] :
-       {std::pair{Task::kRegression, 0}, std::pair{Task::kMulticlass, 3}}) {
-    auto snapshot = MakeSnapshot(task, classes);
-    PredictorOptions pairs;
-    pairs.chunk_rows = 2;
-    auto chunked = Predictor::Create(snapshot, pairs);
-    auto whole = Predictor::Create(snapshot);
-    ASSERT_TRUE(chunked.ok() && whole.ok());
-    PredictOptions options;
-    options.num_samples = 9;
-    auto a = (*chunked)->Predict(kRows, 3, options);
-    auto b = (*whole)->Predict(kRows, 3, options);
-    ASSERT_TRUE(a.ok() && b.ok());
-    if (classes == 0) {
-      for (int i = 0; i < 3; ++i) {
-        EXPECT_NEAR(a->mean[i], b->mean[i], 1e-12);
-        EXPECT_NEAR(a->variance[i], b->variance[i], 1e-10);
-      }
-    } else {
-      ASSERT_EQ(a->probabilities.size(), b->probabilities.size());
-      for (size_t k = 0; k < a->probabilities.size(); ++k) {
-        EXPECT_NEAR(a->probabilities[k], b->probabilities[k], 1e-12);
-      }
-      for (int i = 0; i < 3; ++i) {
-        EXPECT_NEAR(a->mutual_information[i], b->mutual_information[i], 1e-12);
+  // Over 3 rows, chunk_rows = 1 makes three passes; chunk_rows = 2 makes
+  // passes of 2 rows, the last one padded with a zero row whose outputs must
+  // be ignored. Both output kinds.
+  for (const int chunk_rows : {1, 2}) {
+    for (const auto& [task, classes] :
+         {std::pair{Task::kRegression, 0}, std::pair{Task::kMulticlass, 3}}) {
+      auto snapshot = MakeSnapshot(task, classes);
+      PredictorOptions chunked_options;
+      chunked_options.chunk_rows = chunk_rows;
+      auto chunked = Predictor::Create(snapshot, chunked_options);
+      auto whole = Predictor::Create(snapshot);
+      ASSERT_TRUE(chunked.ok() && whole.ok());
+      PredictOptions options;
+      options.num_samples = 9;
+      auto a = (*chunked)->Predict(kRows, 3, options);
+      auto b = (*whole)->Predict(kRows, 3, options);
+      ASSERT_TRUE(a.ok() && b.ok());
+      if (classes == 0) {
+        for (int i = 0; i < 3; ++i) {
+          EXPECT_NEAR(a->mean[i], b->mean[i], 1e-12);
+          EXPECT_NEAR(a->variance[i], b->variance[i], 1e-10);
+        }
+      } else {
+        ASSERT_EQ(a->probabilities.size(), b->probabilities.size());
+        for (size_t k = 0; k < a->probabilities.size(); ++k) {
+          EXPECT_NEAR(a->probabilities[k], b->probabilities[k], 1e-12);
+        }
+        for (int i = 0; i < 3; ++i) {
+          EXPECT_NEAR(a->mutual_information[i], b->mutual_information[i],
+                      1e-12);
+        }
       }
     }
   }
