@@ -9,7 +9,7 @@
 
 #include "bnn/status.h"
 
-#include "server/address.h"
+#include "server/common/address.h"
 
 namespace bnn::server {
 namespace {

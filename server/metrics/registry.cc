@@ -11,7 +11,7 @@
 
 #include "bnn/check.h"
 
-#include "server/number_format.h"
+#include "server/common/number_format.h"
 
 namespace bnn::server {
 namespace {

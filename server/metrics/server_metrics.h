@@ -1,5 +1,6 @@
-// Every metric bnn-server exports, defined in one place. Owned by main and
-// borrowed by the service and the job runner; tests build their own.
+// Every metric bnn-server exports, defined in one place. Owned by the Server
+// (server/server.h) and borrowed by the service and the job runner; unit
+// tests of single parts build their own.
 #ifndef BNN_SERVER_METRICS_SERVER_METRICS_H_
 #define BNN_SERVER_METRICS_SERVER_METRICS_H_
 

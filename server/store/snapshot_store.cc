@@ -21,17 +21,6 @@ constexpr absl::string_view kExtension = ".snap";
 constexpr absl::string_view kInfoExtension = ".info";
 constexpr RecordFormat kInfoFormat{"BNNSINFO", 1};
 
-// An indexed snapshot that cannot be served is lost data, unless it was
-// written by a newer server (FailedPrecondition).
-absl::Status LoadError(absl::string_view snapshot_id,
-                       const absl::Status& status) {
-  return absl::Status(absl::IsFailedPrecondition(status)
-                          ? absl::StatusCode::kFailedPrecondition
-                          : absl::StatusCode::kDataLoss,
-                      absl::StrCat("snapshot_id '", snapshot_id,
-                                   "' cannot be loaded: ", status.message()));
-}
-
 absl::Status UnknownSnapshot(absl::string_view snapshot_id) {
   return absl::NotFoundError(
       absl::StrCat("snapshot_id '", snapshot_id, "' not found"));
@@ -56,19 +45,24 @@ absl::Status WriteInfo(const std::string& path,
 
 }  // namespace
 
+// An indexed snapshot that cannot be served is lost data, unless it was
+// written by a newer server (FailedPrecondition).
+absl::Status SnapshotLoadError(absl::string_view snapshot_id,
+                               const absl::Status& cause) {
+  return absl::Status(absl::IsFailedPrecondition(cause)
+                          ? absl::StatusCode::kFailedPrecondition
+                          : absl::StatusCode::kDataLoss,
+                      absl::StrCat("snapshot_id '", snapshot_id,
+                                   "' cannot be loaded: ", cause.message()));
+}
+
 absl::StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(
-    std::string dir, Options options) {
-  if (options.cache_capacity < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "snapshot cache_capacity ", options.cache_capacity, " must be >= 1"));
-  }
-  BNN_RETURN_IF_ERROR(options.predictor.Validate());
+    std::string dir) {
   BNN_ASSIGN_OR_RETURN(const std::vector<std::string> ids,
                        ScanRecordDir(dir, kSnapshotIdPrefix, kExtension));
   BNN_ASSIGN_OR_RETURN(const std::vector<std::string> info_ids,
                        ScanRecordDir(dir, kSnapshotIdPrefix, kInfoExtension));
-  std::unique_ptr<SnapshotStore> store(
-      new SnapshotStore(std::move(dir), options));
+  std::unique_ptr<SnapshotStore> store(new SnapshotStore(std::move(dir)));
   const std::set<std::string> with_info(info_ids.begin(), info_ids.end());
   absl::MutexLock lock(&store->mu_);
   for (const std::string& id : ids) {
@@ -98,7 +92,7 @@ SnapshotStore::Entry SnapshotStore::Index(const std::string& snapshot_id,
   }
   absl::StatusOr<Snapshot> snapshot = ReadSnapshotFile(PathOf(snapshot_id));
   if (!snapshot.ok()) {
-    Entry entry{LoadError(snapshot_id, snapshot.status()), {}};
+    Entry entry{SnapshotLoadError(snapshot_id, snapshot.status()), {}};
     entry.meta.set_snapshot_id(snapshot_id);
     spdlog::error("snapshot {} is unreadable: {}", snapshot_id,
                   entry.status.ToString());
@@ -187,46 +181,12 @@ std::vector<store::SnapshotMeta> SnapshotStore::List() const {
   return out;
 }
 
-absl::StatusOr<std::shared_ptr<const Predictor>> SnapshotStore::GetPredictor(
-    absl::string_view snapshot_id) {
-  BNN_RETURN_IF_ERROR(GetMeta(snapshot_id).status());
-  {
-    absl::MutexLock lock(&mu_);
-    for (CacheEntry& entry : cache_) {
-      if (entry.snapshot_id == snapshot_id) {
-        entry.last_used = ++use_clock_;
-        return entry.predictor;
-      }
-    }
-  }
-  // Loaded outside the lock so that a large snapshot does not stall
-  // requests for cached ones.
-  absl::StatusOr<std::shared_ptr<const Predictor>> predictor =
-      LoadPredictor(snapshot_id);
-  absl::MutexLock lock(&mu_);
-  // Deleted while loading: its file may have vanished under the reader.
-  if (entries_.count(snapshot_id) == 0) return UnknownSnapshot(snapshot_id);
-  if (!predictor.ok()) return predictor.status();
-  InsertIntoCache(snapshot_id, *predictor);
-  return predictor;
-}
-
-absl::StatusOr<std::shared_ptr<const Predictor>> SnapshotStore::LoadPredictor(
+absl::StatusOr<Snapshot> SnapshotStore::Read(
     absl::string_view snapshot_id) const {
+  BNN_RETURN_IF_ERROR(GetMeta(snapshot_id).status());
   absl::StatusOr<Snapshot> snapshot = ReadSnapshotFile(PathOf(snapshot_id));
-  if (!snapshot.ok()) return LoadError(snapshot_id, snapshot.status());
-  absl::StatusOr<std::unique_ptr<Predictor>> created =
-      Predictor::Create(std::make_shared<const Snapshot>(*std::move(snapshot)),
-                        options_.predictor);
-  if (!created.ok()) return LoadError(snapshot_id, created.status());
-  return std::shared_ptr<const Predictor>(*std::move(created));
-}
-
-absl::StatusOr<std::shared_ptr<const Snapshot>> SnapshotStore::GetSnapshot(
-    absl::string_view snapshot_id) {
-  BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
-                       GetPredictor(snapshot_id));
-  return predictor->shared_snapshot();
+  if (!snapshot.ok()) return SnapshotLoadError(snapshot_id, snapshot.status());
+  return snapshot;
 }
 
 absl::StatusOr<MappedFile> SnapshotStore::OpenFile(
@@ -240,8 +200,8 @@ absl::StatusOr<MappedFile> SnapshotStore::OpenFile(
 
 absl::Status SnapshotStore::Delete(absl::string_view snapshot_id) {
   {
-    // The files go under the lock, so that a concurrent GetPredictor whose
-    // read fails can tell a deletion (entry gone) from corruption.
+    // The files go under the lock, so that a concurrent reader whose read
+    // fails can tell a deletion (entry gone) from corruption.
     absl::MutexLock lock(&mu_);
     const auto it = entries_.find(snapshot_id);
     if (it == entries_.end()) return UnknownSnapshot(snapshot_id);
@@ -252,50 +212,8 @@ absl::Status SnapshotStore::Delete(absl::string_view snapshot_id) {
       spdlog::warn("{}", status.ToString());
     }
     entries_.erase(it);
-    const auto cached = std::find_if(
-        cache_.begin(), cache_.end(),
-        [&](const CacheEntry& e) { return e.snapshot_id == snapshot_id; });
-    if (cached != cache_.end()) Evict(cached);
   }
   return SyncDirectory(dir_);
-}
-
-void SnapshotStore::InsertIntoCache(
-    absl::string_view snapshot_id, std::shared_ptr<const Predictor> predictor) {
-  // A concurrent miss may have loaded the same snapshot; keep one entry.
-  for (CacheEntry& entry : cache_) {
-    if (entry.snapshot_id == snapshot_id) {
-      entry.last_used = ++use_clock_;
-      return;
-    }
-  }
-  if (cache_.size() >= static_cast<size_t>(options_.cache_capacity)) {
-    Evict(std::min_element(cache_.begin(), cache_.end(),
-                           [](const auto& a, const auto& b) {
-                             return a.last_used < b.last_used;
-                           }));
-  }
-  cache_.push_back(
-      {std::string(snapshot_id), std::move(predictor), ++use_clock_, {}});
-}
-
-void SnapshotStore::CountLookups(CacheEntry* entry, CacheCounts* counts) {
-  const Predictor::CacheStats stats = entry->predictor->cache_stats();
-  counts->hits += stats.hits - entry->counted.hits;
-  counts->misses += stats.misses - entry->counted.misses;
-  entry->counted = {stats.hits, stats.misses};
-}
-
-void SnapshotStore::Evict(std::vector<CacheEntry>::iterator entry) {
-  CountLookups(&*entry, &evicted_counts_);
-  cache_.erase(entry);
-}
-
-SnapshotStore::CacheCounts SnapshotStore::TakeCacheCounts() {
-  absl::MutexLock lock(&mu_);
-  CacheCounts counts = std::exchange(evicted_counts_, {});
-  for (CacheEntry& entry : cache_) CountLookups(&entry, &counts);
-  return counts;
 }
 
 int64_t SnapshotStore::size() const {

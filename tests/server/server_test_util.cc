@@ -20,7 +20,9 @@
 #include <gtest/gtest.h>
 
 #include "bnn/check.h"
+#include "bnn/methods/registry.h"
 #include "bnn/random.h"
+#include "bnn/train/trainer.h"
 
 namespace bnn::server::testutil {
 
@@ -153,6 +155,20 @@ Dataset CubicDataset(int num_rows, uint64_t seed) {
     data.targets.push_back(x * x * x + 3.0 * rng.Normal());
   }
   return data;
+}
+
+Snapshot TinySnapshot(uint64_t seed) {
+  TrainRequest request;
+  request.method = "slang";
+  request.hidden_sizes = {4};
+  request.params = {{"batch_size", "10"}, {"epochs", "1"}};
+  request.options.seed = seed;
+  request.dataset_id = "ds-00000000000000aa";
+  request.dataset_version = 2;
+  absl::StatusOr<Snapshot> snapshot =
+      Train(request, CubicDataset(20), MethodRegistry::Builtin());
+  EXPECT_TRUE(snapshot.ok()) << snapshot.status();
+  return *std::move(snapshot);
 }
 
 }  // namespace bnn::server::testutil

@@ -15,6 +15,7 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include "bnn/data/dataset.h"
+#include "bnn/io/snapshot.h"
 
 namespace bnn::server::testutil {
 
@@ -86,6 +87,10 @@ MATCHER_P(EqualsProto, expected, "") {
 
 // y = x^3 + noise, x uniform on [-4, 4] (SLANG App. F.1), one feature.
 Dataset CubicDataset(int num_rows, uint64_t seed = 1);
+
+// A SLANG snapshot of 4 hidden units trained one epoch on CubicDataset(20)
+// with `seed`, recorded as trained on version 2 of ds-00000000000000aa.
+Snapshot TinySnapshot(uint64_t seed);
 
 }  // namespace bnn::server::testutil
 

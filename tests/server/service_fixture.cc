@@ -3,8 +3,6 @@
 #include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
 
-#include "bnn/methods/registry.h"
-
 namespace bnn::server::testutil {
 
 Dataset TwoClasses() {
@@ -96,31 +94,23 @@ ServiceTest::ServiceTest() {
 }
 
 void ServiceTest::SetUp() {
-  datasets_ = *DatasetStore::Open(dir_.path() + "/datasets");
-  snapshots_ = *SnapshotStore::Open(dir_.path() + "/snapshots", {});
-  jobs_ = *JobStore::Open(dir_.path() + "/jobs");
-  runner_ =
-      *JobRunner::Create({}, jobs_.get(), datasets_.get(), snapshots_.get(),
-                         &MethodRegistry::Builtin(), &metrics_);
-  service_ = std::make_unique<BnnServiceImpl>(
-      options_, datasets_.get(), snapshots_.get(), runner_.get(),
-      &MethodRegistry::Builtin(), &metrics_);
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.SetMaxReceiveMessageSize(
-      static_cast<int>(options_.limits.max_message_bytes));
-  builder.RegisterService(service_.get());
-  server_ = builder.BuildAndStart();
-  ASSERT_NE(server_, nullptr);
+  options_.data_dir = dir_.path();
+  options_.listen = "127.0.0.1:0";
+  options_.metrics_listen.clear();
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Create(options_);
+  ASSERT_TRUE(server.ok()) << server.status();
+  server_ = *std::move(server);
+  const absl::Status started = server_->Start();
+  ASSERT_TRUE(started.ok()) << started;
+  metrics_ = &server_->metrics();
+  datasets_ = &server_->datasets();
+  jobs_ = &server_->jobs();
   stub_ = v1::BnnService::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+      server_->address(), grpc::InsecureChannelCredentials()));
 }
 
 void ServiceTest::TearDown() {
-  server_->Shutdown();
-  runner_->Shutdown();
+  if (server_ != nullptr) server_->Shutdown();
 }
 
 grpc::Status ServiceTest::Upload(
@@ -265,10 +255,10 @@ void ServiceTest::WaitForFinishedRpcs(const std::string& rpc,
       absl::StrCat("bnn_rpc_requests_total{rpc=\"", rpc, "\",code=\"", code,
                    "\"} ", count, "\n");
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (metrics_.registry().Serialize().find(series) == std::string::npos) {
+  while (metrics_->registry().Serialize().find(series) == std::string::npos) {
     if (absl::Now() > deadline) {
       ADD_FAILURE() << "no " << series << " in\n"
-                    << metrics_.registry().Serialize();
+                    << metrics_->registry().Serialize();
       return;
     }
     absl::SleepFor(absl::Milliseconds(5));

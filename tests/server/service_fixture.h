@@ -1,6 +1,6 @@
-// A fixture for the service tests: BnnServiceImpl behind a real gRPC server
-// on loopback, with the real stores, job runner and core, and a stub with
-// one helper per RPC.
+// A fixture for the service tests: a real Server (server/server.h, as the
+// binary starts it) on a free loopback port with a temporary data directory,
+// and a stub with one helper per RPC.
 #ifndef BNN_TESTS_SERVER_SERVICE_FIXTURE_H_
 #define BNN_TESTS_SERVER_SERVICE_FIXTURE_H_
 
@@ -15,12 +15,10 @@
 #include "bnn/data/dataset.h"
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
-#include "server/bnn_service.h"
-#include "server/job_runner.h"
 #include "server/metrics/server_metrics.h"
+#include "server/server.h"
 #include "server/store/dataset_store.h"
 #include "server/store/job_store.h"
-#include "server/store/snapshot_store.h"
 #include "tests/server/server_test_util.h"
 
 namespace bnn::server::testutil {
@@ -119,14 +117,13 @@ class ServiceTest : public ::testing::Test {
                            int count);
 
   TempDir dir_;
-  BnnServiceImpl::Options options_;
-  ServerMetrics metrics_;
-  std::unique_ptr<DatasetStore> datasets_;
-  std::unique_ptr<SnapshotStore> snapshots_;
-  std::unique_ptr<JobStore> jobs_;
-  std::unique_ptr<JobRunner> runner_;
-  std::unique_ptr<BnnServiceImpl> service_;
-  std::unique_ptr<grpc::Server> server_;  // after the service: stops first
+  // data_dir, listen and metrics_listen are set by SetUp().
+  Server::Options options_;
+  std::unique_ptr<Server> server_;
+  // Parts of server_, for checks behind the RPCs.
+  ServerMetrics* metrics_ = nullptr;
+  DatasetStore* datasets_ = nullptr;
+  JobStore* jobs_ = nullptr;
   std::unique_ptr<v1::BnnService::Stub> stub_;
 };
 

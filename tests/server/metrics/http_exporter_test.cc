@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "server/address.h"
+#include "server/common/address.h"
 #include "server/metrics/registry.h"
 #include "tests/server/server_test_util.h"
 

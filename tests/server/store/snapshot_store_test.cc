@@ -4,12 +4,12 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "bnn/methods/registry.h"
-#include "bnn/train/trainer.h"
+#include "bnn/predict/predictor.h"
 
 #include "server/store/ids.h"
 #include "tests/server/server_test_util.h"
@@ -22,37 +22,28 @@ using ::bnn::server::testutil::EqualsProto;
 using ::bnn::server::testutil::ReadFileOrEmpty;
 using ::bnn::server::testutil::StatusIs;
 using ::bnn::server::testutil::TempDir;
+using ::bnn::server::testutil::TinySnapshot;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-Snapshot TinySnapshot(uint64_t seed) {
-  TrainRequest request;
-  request.method = "slang";
-  request.hidden_sizes = {4};
-  request.params = {{"batch_size", "10"}, {"epochs", "1"}};
-  request.options.seed = seed;
-  request.dataset_id = "ds-00000000000000aa";
-  request.dataset_version = 2;
-  absl::StatusOr<Snapshot> snapshot =
-      Train(request, CubicDataset(20), MethodRegistry::Builtin());
-  EXPECT_TRUE(snapshot.ok()) << snapshot.status();
-  return *std::move(snapshot);
-}
-
-PredictOptions Seeded(uint64_t seed) {
+// Seeded predictive means and variances of `snapshot` at two inputs.
+std::vector<double> Predictions(const Snapshot& snapshot) {
+  const std::unique_ptr<Predictor> predictor =
+      *Predictor::Create(std::make_shared<const Snapshot>(snapshot));
   PredictOptions options;
   options.num_samples = 16;
-  options.seed = seed;
-  return options;
+  options.seed = 11;
+  const Prediction prediction = *predictor->Predict({0.3, 2.0}, 2, options);
+  std::vector<double> out = prediction.mean;
+  out.insert(out.end(), prediction.variance.begin(), prediction.variance.end());
+  return out;
 }
 
 class SnapshotStoreTest : public ::testing::Test {
  protected:
-  std::unique_ptr<SnapshotStore> Open(int cache_capacity = 8) {
-    SnapshotStore::Options options;
-    options.cache_capacity = cache_capacity;
+  std::unique_ptr<SnapshotStore> Open() {
     absl::StatusOr<std::unique_ptr<SnapshotStore>> store =
-        SnapshotStore::Open(dir(), options);
+        SnapshotStore::Open(dir());
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? *std::move(store) : nullptr;
   }
@@ -75,7 +66,7 @@ class SnapshotStoreTest : public ::testing::Test {
   TempDir dir_;
 };
 
-TEST_F(SnapshotStoreTest, CreateThenPredictAfterReopening) {
+TEST_F(SnapshotStoreTest, CreateThenReadAfterReopening) {
   const Snapshot snapshot = TinySnapshot(1);
   std::string id;
   {
@@ -88,16 +79,11 @@ TEST_F(SnapshotStoreTest, CreateThenPredictAfterReopening) {
   }
   std::unique_ptr<SnapshotStore> store = Open();
   EXPECT_EQ(store->size(), 1);
-  const absl::StatusOr<std::shared_ptr<const Predictor>> predictor =
-      store->GetPredictor(id);
-  ASSERT_TRUE(predictor.ok()) << predictor.status();
-  EXPECT_EQ((*predictor)->num_features(), 1);
-  EXPECT_EQ((*predictor)->snapshot().method, "slang");
-  EXPECT_EQ((*predictor)->snapshot().training.seed, snapshot.training.seed);
-  const absl::StatusOr<Prediction> prediction =
-      (*predictor)->Predict({0.5, -0.5}, 2, PredictOptions());
-  ASSERT_TRUE(prediction.ok()) << prediction.status();
-  EXPECT_EQ(prediction->mean.size(), 2u);
+  const absl::StatusOr<Snapshot> read = store->Read(id);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->method, "slang");
+  EXPECT_EQ(read->training.seed, snapshot.training.seed);
+  EXPECT_EQ(Predictions(*read), Predictions(snapshot));
 }
 
 TEST_F(SnapshotStoreTest, MetadataDescribesTheSnapshot) {
@@ -175,45 +161,10 @@ TEST_F(SnapshotStoreTest, RecordWithoutSnapshotIsDeleted) {
   EXPECT_FALSE(std::filesystem::exists(InfoPathOf(id)));
 }
 
-TEST_F(SnapshotStoreTest, CachesPredictorsUpToCapacity) {
-  std::unique_ptr<SnapshotStore> store = Open(/*cache_capacity=*/1);
-  const std::string a = store->Create(TinySnapshot(1))->snapshot_id();
-  const std::string b = store->Create(TinySnapshot(2))->snapshot_id();
-  const std::shared_ptr<const Predictor> first = *store->GetPredictor(a);
-  EXPECT_EQ(*store->GetPredictor(a), first);  // cached
-  EXPECT_EQ(store->GetSnapshot(a)->get(), &first->snapshot());
-  const std::shared_ptr<const Predictor> other = *store->GetPredictor(b);
-  EXPECT_NE(other, first);
-  // `a` was evicted by `b`; the old predictor stays usable by its holder.
-  EXPECT_NE(*store->GetPredictor(a), first);
-  EXPECT_TRUE(first->Predict({0.0}, 1, PredictOptions()).ok());
-}
-
-TEST_F(SnapshotStoreTest, CacheCountsAreReportedOnce) {
-  std::unique_ptr<SnapshotStore> store = Open(/*cache_capacity=*/1);
-  const std::string a = store->Create(TinySnapshot(1))->snapshot_id();
-  const std::string b = store->Create(TinySnapshot(2))->snapshot_id();
-  const std::shared_ptr<const Predictor> predictor = *store->GetPredictor(a);
-  ASSERT_TRUE(predictor->Predict({0.0}, 1, Seeded(7)).ok());
-  ASSERT_TRUE(predictor->Predict({1.0}, 1, Seeded(7)).ok());
-  ASSERT_TRUE(predictor->Predict({1.0}, 1, Seeded(8)).ok());
-  SnapshotStore::CacheCounts counts = store->TakeCacheCounts();
-  EXPECT_EQ(counts.hits, 1);
-  EXPECT_EQ(counts.misses, 2);
-  counts = store->TakeCacheCounts();
-  EXPECT_EQ(counts.hits + counts.misses, 0);
-  // Lookups made before an eviction are still reported.
-  ASSERT_TRUE(predictor->Predict({1.0}, 1, Seeded(8)).ok());
-  ASSERT_TRUE(store->GetPredictor(b).ok());
-  counts = store->TakeCacheCounts();
-  EXPECT_EQ(counts.hits, 1);
-  EXPECT_EQ(counts.misses, 0);
-}
-
 TEST_F(SnapshotStoreTest, UnknownIdIsNotFound) {
   std::unique_ptr<SnapshotStore> store = Open();
   for (const absl::Status& status :
-       {store->GetPredictor("snap-0000000000000000").status(),
+       {store->Read("snap-0000000000000000").status(),
         store->GetMeta("snap-0000000000000000").status(),
         store->OpenFile("snap-0000000000000000").status(),
         store->Delete("snap-0000000000000000")}) {
@@ -233,7 +184,7 @@ TEST_F(SnapshotStoreTest, CorruptFileIsDataLoss) {
   bytes[bytes.size() / 2] ^= 0x10;
   std::ofstream(PathOf(id), std::ios::binary | std::ios::trunc) << bytes;
   // Found by its record; detected when loaded.
-  EXPECT_THAT(Open()->GetPredictor(id).status(),
+  EXPECT_THAT(Open()->Read(id).status(),
               StatusIs(absl::StatusCode::kDataLoss,
                        "snapshot_id '" + id + "' cannot be loaded"));
   // Without a record it is detected when the store opens.
@@ -248,21 +199,19 @@ TEST_F(SnapshotStoreTest, CorruptFileIsDataLoss) {
   EXPECT_EQ(NumFiles(), 0);
 }
 
-TEST_F(SnapshotStoreTest, DeleteRemovesFilesAndEvictsThePredictor) {
+TEST_F(SnapshotStoreTest, DeleteRemovesTheFiles) {
   std::unique_ptr<SnapshotStore> store = Open();
   const std::string id = store->Create(TinySnapshot(1))->snapshot_id();
-  const std::shared_ptr<const Predictor> held = *store->GetPredictor(id);
   const absl::StatusOr<MappedFile> file = store->OpenFile(id);
   ASSERT_TRUE(file.ok()) << file.status();
   ASSERT_TRUE(store->Delete(id).ok());
   EXPECT_EQ(NumFiles(), 0);
   EXPECT_EQ(store->size(), 0);
-  EXPECT_THAT(store->GetPredictor(id).status(),
+  EXPECT_THAT(store->Read(id).status(),
               StatusIs(absl::StatusCode::kNotFound, "not found"));
   EXPECT_THAT(store->Delete(id),
               StatusIs(absl::StatusCode::kNotFound, "not found"));
-  // Holders finish their work.
-  EXPECT_TRUE(held->Predict({0.0}, 1, PredictOptions()).ok());
+  // A reader that mapped the file finishes its work.
   EXPECT_TRUE(DecodeSnapshot(file->bytes()).ok());
   EXPECT_EQ(Open()->size(), 0);
 }
@@ -277,13 +226,8 @@ TEST_F(SnapshotStoreTest, ImportStoresTheBytesUnchanged) {
   EXPECT_EQ(meta->size_bytes(), static_cast<int64_t>(bytes.size()));
   EXPECT_EQ(store->OpenFile(meta->snapshot_id())->bytes(), bytes);
   // The same posterior: bitwise-identical predictions.
-  const std::unique_ptr<Predictor> original =
-      *Predictor::Create(std::make_shared<const Snapshot>(snapshot));
-  const Prediction expected = *original->Predict({0.3, 2.0}, 2, Seeded(11));
-  const Prediction imported = *(*store->GetPredictor(meta->snapshot_id()))
-                                   ->Predict({0.3, 2.0}, 2, Seeded(11));
-  EXPECT_EQ(imported.mean, expected.mean);
-  EXPECT_EQ(imported.variance, expected.variance);
+  EXPECT_EQ(Predictions(*store->Read(meta->snapshot_id())),
+            Predictions(snapshot));
 }
 
 TEST_F(SnapshotStoreTest, ImportOfBadBytesStoresNothing) {
@@ -305,13 +249,6 @@ TEST_F(SnapshotStoreTest, ImportOfBadBytesStoresNothing) {
       StatusIs(absl::StatusCode::kDataLoss, "not a bnn-serve snapshot"));
   EXPECT_EQ(store->size(), 0);
   EXPECT_EQ(NumFiles(), 0);
-}
-
-TEST_F(SnapshotStoreTest, RejectsBadOptions) {
-  SnapshotStore::Options options;
-  options.cache_capacity = 0;
-  EXPECT_THAT(SnapshotStore::Open(dir_.path(), options).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, "cache_capacity"));
 }
 
 }  // namespace

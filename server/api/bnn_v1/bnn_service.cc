@@ -1,0 +1,395 @@
+#include "server/api/bnn_v1/bnn_service.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <absl/strings/str_cat.h>
+#include <spdlog/spdlog.h>
+
+#include "bnn/io/snapshot.h"
+#include "bnn/predict/predictor.h"
+#include "bnn/status.h"
+
+#include "server/api/bnn_v1/predict_request.h"
+#include "server/api/bnn_v1/to_wire.h"
+#include "server/api/bnn_v1/training_request.h"
+#include "server/common/status_util.h"
+#include "server/jobs/compute_threads.h"
+
+namespace bnn::server {
+namespace {
+
+// Threads of the I/O pool: uploads, appends and imports finishing at once
+// share them.
+constexpr int kIoThreads = 2;
+
+// Failures of `rpc` that point at the server rather than the request.
+bool IsServerError(absl::string_view rpc, const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kDataLoss:
+      // Corrupt bytes sent to ImportSnapshot are the client's.
+      return rpc != "ImportSnapshot";
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kUnavailable:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+BnnServiceImpl::BnnServiceImpl(const Options& options, DatasetStore* datasets,
+                               SnapshotStore* snapshots,
+                               PredictorCache* predictors, JobRunner* jobs,
+                               const MethodRegistry* registry,
+                               ServerMetrics* metrics)
+    : options_(options),
+      datasets_(datasets),
+      snapshots_(snapshots),
+      predictors_(predictors),
+      jobs_(jobs),
+      registry_(registry),
+      metrics_(metrics),
+      io_pool_(kIoThreads),
+      compute_pool_(options.compute_workers) {
+  metrics_->datasets().Set(static_cast<double>(datasets_->size()));
+  metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
+}
+
+void BnnServiceImpl::RecordOutcome(grpc::CallbackServerContext* context,
+                                   absl::string_view rpc, absl::Time start,
+                                   const absl::Status& status) {
+  metrics_->RecordRpc(rpc, status.code(), absl::Now() - start);
+  if (status.ok()) return;
+  const std::string_view name(rpc.data(), rpc.size());  // fmt-formattable
+  if (IsServerError(rpc, status)) {
+    spdlog::error("{} from {} failed: {}", name, context->peer(),
+                  status.ToString());
+  } else {
+    spdlog::warn("{} from {} rejected: {}", name, context->peer(),
+                 status.ToString());
+  }
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::Finish(
+    grpc::CallbackServerContext* context, absl::string_view rpc,
+    absl::Time start, const absl::Status& status) {
+  RecordOutcome(context, rpc, start, status);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::FinishOnPool(
+    ThreadPool* pool, grpc::CallbackServerContext* context,
+    absl::string_view rpc, absl::AnyInvocable<absl::Status() &&> work) {
+  const absl::Time start = absl::Now();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // The request and response stay valid until the reactor finishes.
+  pool->Schedule([this, context, reactor, rpc, start,
+                  work = std::move(work)]() mutable {
+    const absl::Status status =
+        context->IsCancelled() ? absl::CancelledError(absl::StrCat(
+                                     rpc, " was cancelled before it started"))
+                               : std::move(work)();
+    RecordOutcome(context, rpc, start, status);
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::GetDataset(
+    grpc::CallbackServerContext* context, const v1::GetDatasetRequest* request,
+    v1::DatasetInfo* response) {
+  const absl::Time start = absl::Now();
+  return Finish(context, "GetDataset", start, DoGetDataset(*request, response));
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::ListDatasets(
+    grpc::CallbackServerContext* context,
+    const v1::ListDatasetsRequest* /*request*/,
+    v1::ListDatasetsResponse* response) {
+  const absl::Time start = absl::Now();
+  return Finish(context, "ListDatasets", start, DoListDatasets(response));
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::StartTraining(
+    grpc::CallbackServerContext* context,
+    const v1::StartTrainingRequest* request,
+    v1::StartTrainingResponse* response) {
+  const absl::Time start = absl::Now();
+  return Finish(context, "StartTraining", start,
+                DoStartTraining(*request, response));
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::GetJob(
+    grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
+    v1::Job* response) {
+  const absl::Time start = absl::Now();
+  return Finish(context, "GetJob", start, DoGetJob(*request, response));
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::CancelJob(
+    grpc::CallbackServerContext* context, const v1::CancelJobRequest* request,
+    v1::Job* response) {
+  const absl::Time start = absl::Now();
+  return Finish(context, "CancelJob", start, DoCancelJob(*request, response));
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::Predict(
+    grpc::CallbackServerContext* context, const v1::PredictRequest* request,
+    v1::PredictResponse* response) {
+  return FinishOnPool(
+      &compute_pool_, context, "Predict",
+      [this, request, response] { return DoPredict(*request, response); });
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::Acquire(
+    grpc::CallbackServerContext* context, const v1::AcquireRequest* request,
+    v1::AcquireResponse* response) {
+  return FinishOnPool(
+      &compute_pool_, context, "Acquire",
+      [this, request, response] { return DoAcquire(*request, response); });
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::ListSnapshots(
+    grpc::CallbackServerContext* context,
+    const v1::ListSnapshotsRequest* request,
+    v1::ListSnapshotsResponse* response) {
+  const absl::Time start = absl::Now();
+  return Finish(context, "ListSnapshots", start,
+                DoListSnapshots(*request, response));
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::GetSnapshot(
+    grpc::CallbackServerContext* context, const v1::GetSnapshotRequest* request,
+    v1::SnapshotInfo* response) {
+  const absl::Time start = absl::Now();
+  return Finish(context, "GetSnapshot", start,
+                DoGetSnapshot(*request, response));
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::DeleteSnapshot(
+    grpc::CallbackServerContext* context,
+    const v1::DeleteSnapshotRequest* request,
+    v1::DeleteSnapshotResponse* /*response*/) {
+  return FinishOnPool(&io_pool_, context, "DeleteSnapshot",
+                      [this, request] { return DoDeleteSnapshot(*request); });
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::ListMethods(
+    grpc::CallbackServerContext* context,
+    const v1::ListMethodsRequest* /*request*/,
+    v1::ListMethodsResponse* response) {
+  const absl::Time start = absl::Now();
+  return Finish(context, "ListMethods", start, DoListMethods(response));
+}
+
+absl::Status BnnServiceImpl::DoGetDataset(const v1::GetDatasetRequest& request,
+                                          v1::DatasetInfo* response) {
+  BNN_RETURN_IF_ERROR(RequireId("dataset_id", request.dataset_id()));
+  BNN_ASSIGN_OR_RETURN(
+      const std::optional<int64_t> version,
+      RequestedVersion("version", request.has_version(), request.version()));
+  BNN_ASSIGN_OR_RETURN(const store::DatasetMeta meta,
+                       datasets_->Get(request.dataset_id(), version));
+  ToDatasetInfo(meta, response);
+  return absl::OkStatus();
+}
+
+absl::Status BnnServiceImpl::DoListDatasets(
+    v1::ListDatasetsResponse* response) {
+  for (const store::DatasetMeta& meta : datasets_->List()) {
+    ToDatasetInfo(meta, response->add_datasets());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BnnServiceImpl::DoStartTraining(
+    const v1::StartTrainingRequest& request,
+    v1::StartTrainingResponse* response) {
+  BNN_RETURN_IF_ERROR(RequireId("dataset_id", request.dataset_id()));
+  BNN_ASSIGN_OR_RETURN(
+      const std::optional<int64_t> version,
+      RequestedVersion("dataset_version", request.has_dataset_version(),
+                       request.dataset_version()));
+  BNN_ASSIGN_OR_RETURN(const store::DatasetMeta dataset,
+                       datasets_->Get(request.dataset_id(), version));
+  std::optional<store::SnapshotMeta> parent;
+  if (!request.parent_snapshot_id().empty()) {
+    BNN_ASSIGN_OR_RETURN(parent,
+                         snapshots_->GetMeta(request.parent_snapshot_id()));
+  }
+  BNN_ASSIGN_OR_RETURN(
+      store::JobRecord job,
+      BuildTrainingJob(request, dataset, *registry_,
+                       parent.has_value() ? &*parent : nullptr));
+  BNN_ASSIGN_OR_RETURN(job, jobs_->Submit(std::move(job)));
+  response->set_job_id(job.job_id());
+  return absl::OkStatus();
+}
+
+absl::Status BnnServiceImpl::DoGetJob(const v1::GetJobRequest& request,
+                                      v1::Job* response) {
+  BNN_RETURN_IF_ERROR(RequireId("job_id", request.job_id()));
+  BNN_ASSIGN_OR_RETURN(const store::JobRecord job,
+                       jobs_->Get(request.job_id()));
+  ToJob(job, response);
+  return absl::OkStatus();
+}
+
+absl::Status BnnServiceImpl::DoCancelJob(const v1::CancelJobRequest& request,
+                                         v1::Job* response) {
+  BNN_RETURN_IF_ERROR(RequireId("job_id", request.job_id()));
+  BNN_ASSIGN_OR_RETURN(const store::JobRecord job,
+                       jobs_->Cancel(request.job_id()));
+  ToJob(job, response);
+  return absl::OkStatus();
+}
+
+absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
+                                       v1::PredictResponse* response) {
+  BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
+  BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
+                       predictors_->Get(request.snapshot_id()));
+  const Snapshot& snapshot = predictor->snapshot();
+  BNN_ASSIGN_OR_RETURN(const PredictOptions options,
+                       BuildPredictOptions(request, snapshot, options_.limits));
+  const std::vector<double> rows =
+      FeatureMatrix(request.rows(), predictor->num_features());
+  UseComputeThreads(options_.compute_threads);
+  BNN_ASSIGN_OR_RETURN(const Prediction prediction,
+                       predictor->Predict(rows, request.rows_size(), options));
+  ToPredictResponse(prediction, options, request.snapshot_id(), snapshot,
+                    response);
+  metrics_->predict_rows().Increment(static_cast<double>(request.rows_size()));
+  PublishCacheCounts();
+  return absl::OkStatus();
+}
+
+absl::Status BnnServiceImpl::DoAcquire(const v1::AcquireRequest& request,
+                                       v1::AcquireResponse* response) {
+  BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
+  BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
+                       predictors_->Get(request.snapshot_id()));
+  std::vector<double> request_rows;
+  BNN_ASSIGN_OR_RETURN(
+      const std::unique_ptr<PoolSource> pool,
+      OpenPool(request, predictor->num_features(), &request_rows));
+  BNN_ASSIGN_OR_RETURN(
+      const AcquireOptions options,
+      BuildAcquireOptions(request, pool->num_rows(), options_.limits));
+  UseComputeThreads(options_.compute_threads);
+  BNN_ASSIGN_OR_RETURN(const Acquisition acquisition,
+                       bnn::Acquire(*predictor, *pool, options));
+  response->mutable_indices()->Add(acquisition.indices.begin(),
+                                   acquisition.indices.end());
+  response->mutable_scores()->Add(acquisition.scores.begin(),
+                                  acquisition.scores.end());
+  response->set_pool_rows(acquisition.pool_rows);
+  response->set_seed(options.seed);
+  metrics_->acquire_rows_scored().Increment(
+      static_cast<double>(acquisition.pool_rows));
+  PublishCacheCounts();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<PoolSource>> BnnServiceImpl::OpenPool(
+    const v1::AcquireRequest& request, int64_t num_features,
+    std::vector<double>* rows) const {
+  switch (request.pool_case()) {
+    case v1::AcquireRequest::kDatasetId: {
+      BNN_RETURN_IF_ERROR(RequireId("dataset_id", request.dataset_id()));
+      BNN_ASSIGN_OR_RETURN(
+          const std::optional<int64_t> version,
+          RequestedVersion("dataset_version", request.has_dataset_version(),
+                           request.dataset_version()));
+      BNN_ASSIGN_OR_RETURN(const store::DatasetMeta meta,
+                           datasets_->Get(request.dataset_id(), version));
+      if (meta.num_features() != num_features) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dataset_id '", meta.dataset_id(), "' has ", meta.num_features(),
+            " features; the snapshot has ", num_features));
+      }
+      return datasets_->OpenRows(meta.dataset_id(), meta.version());
+    }
+    case v1::AcquireRequest::kRows:
+      if (request.has_dataset_version()) {
+        return absl::InvalidArgumentError(
+            "dataset_version is set but the pool is rows in the request; it "
+            "selects a version of a pool dataset_id");
+      }
+      BNN_RETURN_IF_ERROR(ValidateFeatureRows(
+          "rows.rows", request.rows().rows(), num_features, options_.limits));
+      *rows = FeatureMatrix(request.rows().rows(), num_features);
+      return std::make_unique<SpanPool>(*rows, num_features);
+    case v1::AcquireRequest::POOL_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "the pool is required: set dataset_id (a stored dataset) or rows");
+}
+
+void BnnServiceImpl::PublishCacheCounts() {
+  const PredictorCache::CacheCounts counts = predictors_->TakeCacheCounts();
+  metrics_->predictor_cache_hits().Increment(static_cast<double>(counts.hits));
+  metrics_->predictor_cache_misses().Increment(
+      static_cast<double>(counts.misses));
+}
+
+absl::Status BnnServiceImpl::DoListSnapshots(
+    const v1::ListSnapshotsRequest& request,
+    v1::ListSnapshotsResponse* response) {
+  for (const store::SnapshotMeta& meta : snapshots_->List()) {
+    if (request.dataset_id().empty() ||
+        meta.dataset_id() == request.dataset_id()) {
+      ToSnapshotInfo(meta, response->add_snapshots());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BnnServiceImpl::DoGetSnapshot(
+    const v1::GetSnapshotRequest& request, v1::SnapshotInfo* response) {
+  BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
+  BNN_ASSIGN_OR_RETURN(const store::SnapshotMeta meta,
+                       snapshots_->GetMeta(request.snapshot_id()));
+  ToSnapshotInfo(meta, response);
+  return absl::OkStatus();
+}
+
+absl::Status BnnServiceImpl::DoDeleteSnapshot(
+    const v1::DeleteSnapshotRequest& request) {
+  BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
+  BNN_RETURN_IF_ERROR(snapshots_->Delete(request.snapshot_id()));
+  predictors_->Evict(request.snapshot_id());
+  metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
+  spdlog::info("snapshot {} deleted", request.snapshot_id());
+  return absl::OkStatus();
+}
+
+absl::Status BnnServiceImpl::DoListMethods(v1::ListMethodsResponse* response) {
+  for (const std::string& name : registry_->Names()) {
+    BNN_ASSIGN_OR_RETURN(const MethodRegistry::Entry* entry,
+                         registry_->Find(name));
+    v1::MethodInfo* info = response->add_methods();
+    info->set_name(entry->name);
+    info->set_description(entry->description);
+    for (const ParamInfo& param : entry->params) {
+      v1::MethodParam* out = info->add_params();
+      out->set_name(param.name);
+      out->set_type(param.type);
+      out->set_default_value(param.default_value);
+      out->set_help(param.help);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace bnn::server

@@ -1,0 +1,174 @@
+// The gRPC service: thin handlers that validate a request, call the stores,
+// the job runner or the core, convert the status once (ToGrpcStatus), record
+// metrics and log failures. Reactions never block: disk work (uploads,
+// appends, imports, exports, deletions) runs on an I/O pool and Monte Carlo
+// work (Predict, Acquire) on a bounded compute pool, whose threads finish
+// the calls.
+//
+// The handlers of client- and server-streaming RPCs are defined with their
+// reactors, in dataset_streams.cc and snapshot_streams.cc.
+#ifndef BNN_SERVER_API_BNN_V1_BNN_SERVICE_H_
+#define BNN_SERVER_API_BNN_V1_BNN_SERVICE_H_
+
+#include <memory>
+#include <vector>
+
+#include <absl/functional/any_invocable.h>
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
+#include <absl/time/time.h>
+#include <grpcpp/grpcpp.h>
+
+#include "bnn/methods/registry.h"
+#include "bnn/predict/acquisition.h"
+#include "bnn/v1/bnn_service.grpc.pb.h"
+
+#include "server/api/bnn_v1/request_validation.h"
+#include "server/common/thread_pool.h"
+#include "server/jobs/job_runner.h"
+#include "server/metrics/server_metrics.h"
+#include "server/store/dataset_store.h"
+#include "server/store/predictor_cache.h"
+#include "server/store/snapshot_store.h"
+
+namespace bnn::server {
+
+class BnnServiceImpl final : public v1::BnnService::CallbackService {
+ public:
+  struct Options {
+    ServerLimits limits;
+    // OpenMP threads per Predict or Acquire call (--threads); 0 = OpenMP
+    // default.
+    int compute_threads = 0;
+    // Predict and Acquire calls computed at once (--compute-workers); later
+    // ones wait in FIFO order.
+    int compute_workers = 2;
+  };
+
+  // Every pointer is borrowed and must outlive the service, which must
+  // outlive the grpc::Server it is registered with.
+  BnnServiceImpl(const Options& options, DatasetStore* datasets,
+                 SnapshotStore* snapshots, PredictorCache* predictors,
+                 JobRunner* jobs, const MethodRegistry* registry,
+                 ServerMetrics* metrics);
+
+  grpc::ServerReadReactor<v1::UploadDatasetRequest>* UploadDataset(
+      grpc::CallbackServerContext* context,
+      v1::UploadDatasetResponse* response) override;
+  grpc::ServerUnaryReactor* GetDataset(grpc::CallbackServerContext* context,
+                                       const v1::GetDatasetRequest* request,
+                                       v1::DatasetInfo* response) override;
+  grpc::ServerUnaryReactor* ListDatasets(
+      grpc::CallbackServerContext* context,
+      const v1::ListDatasetsRequest* request,
+      v1::ListDatasetsResponse* response) override;
+  grpc::ServerReadReactor<v1::AppendRowsRequest>* AppendRows(
+      grpc::CallbackServerContext* context, v1::DatasetInfo* response) override;
+  grpc::ServerUnaryReactor* StartTraining(
+      grpc::CallbackServerContext* context,
+      const v1::StartTrainingRequest* request,
+      v1::StartTrainingResponse* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const v1::GetJobRequest* request,
+                                   v1::Job* response) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const v1::CancelJobRequest* request,
+                                      v1::Job* response) override;
+  grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
+                                    const v1::PredictRequest* request,
+                                    v1::PredictResponse* response) override;
+  grpc::ServerUnaryReactor* Acquire(grpc::CallbackServerContext* context,
+                                    const v1::AcquireRequest* request,
+                                    v1::AcquireResponse* response) override;
+  grpc::ServerUnaryReactor* ListSnapshots(
+      grpc::CallbackServerContext* context,
+      const v1::ListSnapshotsRequest* request,
+      v1::ListSnapshotsResponse* response) override;
+  grpc::ServerUnaryReactor* GetSnapshot(grpc::CallbackServerContext* context,
+                                        const v1::GetSnapshotRequest* request,
+                                        v1::SnapshotInfo* response) override;
+  grpc::ServerUnaryReactor* DeleteSnapshot(
+      grpc::CallbackServerContext* context,
+      const v1::DeleteSnapshotRequest* request,
+      v1::DeleteSnapshotResponse* response) override;
+  grpc::ServerWriteReactor<v1::SnapshotChunk>* ExportSnapshot(
+      grpc::CallbackServerContext* context,
+      const v1::ExportSnapshotRequest* request) override;
+  grpc::ServerReadReactor<v1::SnapshotChunk>* ImportSnapshot(
+      grpc::CallbackServerContext* context,
+      v1::SnapshotInfo* response) override;
+  grpc::ServerUnaryReactor* ListMethods(
+      grpc::CallbackServerContext* context,
+      const v1::ListMethodsRequest* request,
+      v1::ListMethodsResponse* response) override;
+
+ private:
+  // Client-streaming reactors share the read loop of StreamReader
+  // (stream_reader.h).
+  template <typename Request>
+  class StreamReader;
+  class UploadReactor;
+  class AppendReactor;
+  class ImportReactor;
+  class ExportReactor;
+
+  absl::Status DoGetDataset(const v1::GetDatasetRequest& request,
+                            v1::DatasetInfo* response);
+  absl::Status DoListDatasets(v1::ListDatasetsResponse* response);
+  absl::Status DoStartTraining(const v1::StartTrainingRequest& request,
+                               v1::StartTrainingResponse* response);
+  absl::Status DoGetJob(const v1::GetJobRequest& request, v1::Job* response);
+  absl::Status DoCancelJob(const v1::CancelJobRequest& request,
+                           v1::Job* response);
+  absl::Status DoPredict(const v1::PredictRequest& request,
+                         v1::PredictResponse* response);
+  absl::Status DoAcquire(const v1::AcquireRequest& request,
+                         v1::AcquireResponse* response);
+  absl::Status DoListSnapshots(const v1::ListSnapshotsRequest& request,
+                               v1::ListSnapshotsResponse* response);
+  absl::Status DoGetSnapshot(const v1::GetSnapshotRequest& request,
+                             v1::SnapshotInfo* response);
+  absl::Status DoDeleteSnapshot(const v1::DeleteSnapshotRequest& request);
+  absl::Status DoListMethods(v1::ListMethodsResponse* response);
+
+  // The pool of an Acquire request: a stored dataset version read in place,
+  // or the request's rows copied into `rows`, which must outlive the pool.
+  absl::StatusOr<std::unique_ptr<PoolSource>> OpenPool(
+      const v1::AcquireRequest& request, int64_t num_features,
+      std::vector<double>* rows) const;
+  // Adds the predictors' new sample-cache lookups to the counters.
+  void PublishCacheCounts();
+
+  // Metrics and, on failure, a log line for one finished RPC.
+  void RecordOutcome(grpc::CallbackServerContext* context,
+                     absl::string_view rpc, absl::Time start,
+                     const absl::Status& status);
+  // Finishes a unary RPC with `status` and returns its reactor.
+  grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
+                                   absl::string_view rpc, absl::Time start,
+                                   const absl::Status& status);
+  // Returns the unary RPC's reactor at once and runs `work` on `pool`, whose
+  // thread finishes the RPC with the status `work` returns. A call cancelled
+  // (or past its deadline) while it waited is not worked on.
+  grpc::ServerUnaryReactor* FinishOnPool(
+      ThreadPool* pool, grpc::CallbackServerContext* context,
+      absl::string_view rpc, absl::AnyInvocable<absl::Status() &&> work);
+
+  const Options options_;
+  DatasetStore* const datasets_;
+  SnapshotStore* const snapshots_;
+  PredictorCache* const predictors_;
+  JobRunner* const jobs_;
+  const MethodRegistry* const registry_;
+  ServerMetrics* const metrics_;
+  // Disk work: the end of uploads, appends and imports (hashing, decoding,
+  // durable writes), export reads and deletions.
+  ThreadPool io_pool_;
+  // Predict and Acquire, options_.compute_workers at a time.
+  ThreadPool compute_pool_;
+};
+
+}  // namespace bnn::server
+
+#endif  // BNN_SERVER_API_BNN_V1_BNN_SERVICE_H_

@@ -1,0 +1,308 @@
+#include "server/api/bnn_v1/request_validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
+
+#include "bnn/model/model_spec.h"
+
+namespace bnn::server {
+namespace {
+
+// Code points of a UTF-8 string (bytes that do not continue a sequence).
+int64_t Utf8Length(absl::string_view text) {
+  return std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  });
+}
+
+absl::Status CheckName(absl::string_view field, absl::string_view name,
+                       bool required) {
+  const int64_t length = Utf8Length(name);
+  if ((required && length == 0) || length > kMaxNameChars) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " must be ", required ? "1" : "0", "..",
+                     kMaxNameChars, " characters; it has ", length));
+  }
+  return absl::OkStatus();
+}
+
+const char* NonFiniteName(double value) {
+  if (std::isnan(value)) return "NaN";
+  return value > 0 ? "+Inf" : "-Inf";
+}
+
+// Row `row` of the rows at `field`: width `num_features` (of `owner`:
+// "dataset" or "snapshot"), all finite.
+absl::Status CheckFeatures(absl::string_view field,
+                           const google::protobuf::RepeatedField<double>& x,
+                           int64_t row, int64_t num_features,
+                           absl::string_view owner) {
+  if (x.size() != num_features) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, "[", row, "].x has ", x.size(), " values; the ",
+                     owner, " has ", num_features, " features"));
+  }
+  for (int j = 0; j < x.size(); ++j) {
+    if (!std::isfinite(x[j])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, "[", row, "].x[", j, "] is ", NonFiniteName(x[j])));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RequireId(absl::string_view field, absl::string_view value) {
+  if (value.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateStreamMessage(absl::string_view stream,
+                                   StreamPayload payload, int64_t index,
+                                   bool have_header) {
+  switch (payload) {
+    case StreamPayload::kHeader:
+      if (have_header) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(stream, " message ", index,
+                         " is a second header; send the header once, first"));
+      }
+      return absl::OkStatus();
+    case StreamPayload::kChunk:
+      if (!have_header) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            stream, " message ", index,
+            " is a row chunk before the header; the header must come first"));
+      }
+      return absl::OkStatus();
+    case StreamPayload::kNone:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      stream, " message ", index, " has neither a header nor a chunk"));
+}
+
+absl::Status ValidateDatasetHeader(const v1::DatasetHeader& header) {
+  if (absl::Status s = CheckName("header.name", header.name(), true); !s.ok()) {
+    return s;
+  }
+  if (header.task() != v1::TASK_REGRESSION &&
+      header.task() != v1::TASK_CLASSIFICATION) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "header.task must be TASK_REGRESSION or "
+        "TASK_CLASSIFICATION; got ",
+        v1::Task_Name(header.task()).empty() ? absl::StrCat(header.task())
+                                             : v1::Task_Name(header.task())));
+  }
+  if (header.num_features() < 1 || header.num_features() > kMaxLayerWidth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("header.num_features = ", header.num_features(),
+                     " must be in [1, ", kMaxLayerWidth, "]"));
+  }
+  if (header.feature_names_size() != 0 &&
+      header.feature_names_size() != header.num_features()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("header.feature_names has ", header.feature_names_size(),
+                     " names; send none or one per feature (num_features = ",
+                     header.num_features(), ")"));
+  }
+  for (int i = 0; i < header.feature_names_size(); ++i) {
+    if (absl::Status s =
+            CheckName(absl::StrCat("header.feature_names[", i, "]"),
+                      header.feature_names(i), true);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return CheckName("header.target_name", header.target_name(), false);
+}
+
+absl::Status ValidateRowChunk(const v1::RowChunk& chunk, int num_features,
+                              int64_t first_row, const ServerLimits& limits) {
+  if (first_row + chunk.rows_size() > limits.max_upload_rows) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("upload has more than ", limits.max_upload_rows,
+                     " rows, the server limit (--max-upload-rows)"));
+  }
+  for (int i = 0; i < chunk.rows_size(); ++i) {
+    const v1::Example& example = chunk.rows(i);
+    const int64_t row = first_row + i;
+    if (absl::Status s =
+            CheckFeatures("rows", example.x(), row, num_features, "dataset");
+        !s.ok()) {
+      return s;
+    }
+    if (!std::isfinite(example.y())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rows[", row, "].y is ", NonFiniteName(example.y())));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateStreamComplete(absl::string_view stream, bool have_header,
+                                    int64_t num_rows) {
+  if (!have_header) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(stream, " has no header; send a header, then row chunks"));
+  }
+  if (num_rows == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(stream, " has no rows"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateClassLabels(absl::Span<const double> labels) {
+  std::vector<double> distinct(labels.begin(), labels.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (distinct.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "classification needs at least 2 distinct labels in rows[].y; the "
+        "upload has ",
+        distinct.size()));
+  }
+  if (distinct.size() > static_cast<size_t>(kMaxLayerWidth)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("classification labels rows[].y take ", distinct.size(),
+                     " distinct values; at most ", kMaxLayerWidth,
+                     " classes are supported"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EncodeAppendedLabels(absl::Span<double> labels, int64_t first_row,
+                                  absl::Span<const double> class_values) {
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const auto match =
+        std::lower_bound(class_values.begin(), class_values.end(), labels[i]);
+    if (match == class_values.end() || *match != labels[i]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rows[", first_row + static_cast<int64_t>(i), "].y = ", labels[i],
+          " is not a class of the dataset; its class labels are ",
+          absl::StrJoin(class_values, ", "),
+          " (a new class needs a new dataset)"));
+    }
+    labels[i] = static_cast<double>(match - class_values.begin());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<int64_t>> RequestedVersion(absl::string_view field,
+                                                        bool is_set,
+                                                        int64_t value) {
+  if (!is_set) return std::nullopt;
+  if (value < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " = ", value, " must be >= 1 (versions count from 1)"));
+  }
+  return value;
+}
+
+absl::Status ValidateModelSpec(const v1::ModelSpec& model) {
+  if (model.hidden_sizes_size() > kMaxHiddenLayers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.hidden_sizes has ", model.hidden_sizes_size(),
+                     " layers; at most ", kMaxHiddenLayers));
+  }
+  for (int i = 0; i < model.hidden_sizes_size(); ++i) {
+    const int32_t width = model.hidden_sizes(i);
+    if (width < 1 || width > kMaxLayerWidth) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.hidden_sizes[", i, "] = ", width,
+                       " must be in [1, ", kMaxLayerWidth, "]"));
+    }
+  }
+  const int activations = model.activations_size();
+  if (activations > 1 && activations != model.hidden_sizes_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.activations has ", activations,
+        " entries; give none (relu), one for all layers or one per hidden "
+        "layer (",
+        model.hidden_sizes_size(), ")"));
+  }
+  for (int i = 0; i < activations; ++i) {
+    if (!StringToActivation(model.activations(i)).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model.activations[", i, "] = '", model.activations(i),
+          "' is not an activation; known: relu, tanh, leaky_tanh, identity"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateFeatureRows(
+    absl::string_view field,
+    const google::protobuf::RepeatedPtrField<v1::Features>& rows,
+    int64_t num_features, const ServerLimits& limits) {
+  if (rows.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " is empty; send at least one row"));
+  }
+  if (rows.size() > limits.max_predict_rows) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, " has ", rows.size(), " entries; the server limit is ",
+        limits.max_predict_rows, " (--max-predict-rows)"));
+  }
+  for (int i = 0; i < rows.size(); ++i) {
+    if (absl::Status s =
+            CheckFeatures(field, rows[i].x(), i, num_features, "snapshot");
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> ResolveNumSamples(int requested,
+                                      const ServerLimits& limits) {
+  if (requested < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_samples = ", requested, " must be >= 1, or 0 for the default (",
+        kDefaultPredictSamples, ")"));
+  }
+  if (requested == 0) {
+    return std::min(kDefaultPredictSamples, limits.max_predict_samples);
+  }
+  if (requested > limits.max_predict_samples) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("num_samples ", requested, " exceeds the server limit ",
+                     limits.max_predict_samples, " (--max-predict-samples)"));
+  }
+  return requested;
+}
+
+absl::Status ValidateResponseSize(int64_t num_rows, int64_t values_per_row,
+                                  const ServerLimits& limits) {
+  // Doubles in packed fields; the estimate ignores the small per-row
+  // overhead.
+  const double bytes = static_cast<double>(num_rows) *
+                       static_cast<double>(values_per_row) * sizeof(double);
+  if (bytes > static_cast<double>(limits.max_message_bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the response would hold ", num_rows, " rows x ", values_per_row,
+        " values (about ", static_cast<int64_t>(bytes),
+        " bytes); the server limit is ", limits.max_message_bytes,
+        " bytes (--max-message-bytes): ask for fewer rows, samples or "
+        "quantiles"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSnapshotSize(int64_t bytes, const ServerLimits& limits) {
+  if (bytes > limits.max_snapshot_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("snapshot exceeds ", limits.max_snapshot_bytes,
+                     " bytes, the server limit (--max-snapshot-bytes)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace bnn::server

@@ -1,0 +1,126 @@
+// Checks of client requests, one function per rule set. Each returns
+// InvalidArgument naming the offending field (as a path into the request,
+// e.g. "rows[7].x[2]") and the violated constraint, or ResourceExhausted
+// naming the server limit and its flag.
+#ifndef BNN_SERVER_API_BNN_V1_REQUEST_VALIDATION_H_
+#define BNN_SERVER_API_BNN_V1_REQUEST_VALIDATION_H_
+
+#include <cstdint>
+#include <optional>
+
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
+#include <absl/types/span.h>
+
+#include "bnn/v1/bnn_service.pb.h"
+
+namespace bnn::server {
+
+// Server limits, set by flags.
+struct ServerLimits {
+  // --max-upload-rows
+  int64_t max_upload_rows = 10'000'000;
+  // --max-predict-rows
+  int64_t max_predict_rows = 100'000;
+  // --max-predict-samples
+  int max_predict_samples = 4096;
+  // --max-snapshot-bytes: the largest snapshot ImportSnapshot accepts.
+  int64_t max_snapshot_bytes = int64_t{2} << 30;
+  // --max-message-bytes: the largest message the server accepts, and so the
+  // largest Predict response it builds.
+  int64_t max_message_bytes = int64_t{64} << 20;
+};
+
+// Names, feature names and the target name: 1..128 characters (UTF-8).
+inline constexpr int kMaxNameChars = 128;
+// Posterior samples of a Predict request that leaves num_samples at 0.
+inline constexpr int kDefaultPredictSamples = 64;
+
+// An id field, e.g. "snapshot_id": it must not be empty.
+absl::Status RequireId(absl::string_view field, absl::string_view value);
+
+// --- UploadDataset, AppendRows ---------------------------------------------
+
+// What a message of a header-then-row-chunks stream carries.
+enum class StreamPayload { kNone, kHeader, kChunk };
+
+// For v1::UploadDatasetRequest and v1::AppendRowsRequest.
+template <typename Request>
+StreamPayload PayloadOf(const Request& message) {
+  if (message.has_header()) return StreamPayload::kHeader;
+  if (message.has_chunk()) return StreamPayload::kChunk;
+  return StreamPayload::kNone;
+}
+
+// Message `index` (0-based) of a `stream` ("upload", "append"), given
+// whether a header was already received: the header must come first and
+// only once, and every message must carry a payload.
+absl::Status ValidateStreamMessage(absl::string_view stream,
+                                   StreamPayload payload, int64_t index,
+                                   bool have_header);
+
+absl::Status ValidateDatasetHeader(const v1::DatasetHeader& header);
+
+// The rows of one chunk, the first of which is row `first_row` of the upload
+// (errors count rows from the start of the upload, across chunks). Also
+// enforces limits.max_upload_rows.
+absl::Status ValidateRowChunk(const v1::RowChunk& chunk, int num_features,
+                              int64_t first_row, const ServerLimits& limits);
+
+// At the end of a `stream`: a header and at least one row arrived.
+absl::Status ValidateStreamComplete(absl::string_view stream, bool have_header,
+                                    int64_t num_rows);
+
+// Raw classification labels: at least two distinct values and at most as
+// many classes as an output layer may have.
+absl::Status ValidateClassLabels(absl::Span<const double> labels);
+
+// Raw classification labels appended to a dataset whose classes are the
+// label values `class_values` (ascending): each must be one of them, as a
+// dataset's classes never change. `labels` are rows[first_row...].y of the
+// append; they are replaced by their class indices.
+absl::Status EncodeAppendedLabels(absl::Span<double> labels, int64_t first_row,
+                                  absl::Span<const double> class_values);
+
+// --- Versions ---------------------------------------------------------------
+
+// An optional version field of a request (`field`, set or not, its value):
+// unset means the latest (nullopt); a set version must be >= 1.
+absl::StatusOr<std::optional<int64_t>> RequestedVersion(absl::string_view field,
+                                                        bool is_set,
+                                                        int64_t value);
+
+// --- StartTraining ----------------------------------------------------------
+
+// Layer count and widths against bnn's bounds, activation count and names.
+absl::Status ValidateModelSpec(const v1::ModelSpec& model);
+
+// --- Predict, Acquire --------------------------------------------------------
+
+// The feature rows of a request, at `field` ("rows", "rows.rows"): count
+// (1..limits.max_predict_rows), width and finiteness.
+absl::Status ValidateFeatureRows(
+    absl::string_view field,
+    const google::protobuf::RepeatedPtrField<v1::Features>& rows,
+    int64_t num_features, const ServerLimits& limits);
+
+// The sample count to use: `requested`, or kDefaultPredictSamples (capped
+// at the limit) for 0; negative or above the limit fails.
+absl::StatusOr<int> ResolveNumSamples(int requested,
+                                      const ServerLimits& limits);
+
+// A Predict response of `num_rows` rows of about `values_per_row` numbers
+// each must fit in limits.max_message_bytes, so that per_sample outputs or
+// many quantiles cannot make the server build an unbounded response.
+absl::Status ValidateResponseSize(int64_t num_rows, int64_t values_per_row,
+                                  const ServerLimits& limits);
+
+// --- ImportSnapshot ---------------------------------------------------------
+
+// The bytes received so far: at most limits.max_snapshot_bytes.
+absl::Status ValidateSnapshotSize(int64_t bytes, const ServerLimits& limits);
+
+}  // namespace bnn::server
+
+#endif  // BNN_SERVER_API_BNN_V1_REQUEST_VALIDATION_H_

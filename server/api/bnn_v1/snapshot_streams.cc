@@ -1,0 +1,155 @@
+// ExportSnapshot and ImportSnapshot: a snapshot file, exactly as stored
+// (versioned and checksummed), streamed out or in in chunks.
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <absl/strings/str_cat.h>
+#include <absl/time/clock.h>
+#include <absl/time/time.h>
+#include <spdlog/spdlog.h>
+
+#include "bnn/status.h"
+
+#include "server/api/bnn_v1/bnn_service.h"
+#include "server/api/bnn_v1/request_validation.h"
+#include "server/api/bnn_v1/stream_reader.h"
+#include "server/api/bnn_v1/to_wire.h"
+#include "server/common/status_util.h"
+#include "server/store/record_file.h"
+
+namespace bnn::server {
+namespace {
+
+// Bytes per exported message: well below the 4 MiB default receive limit of
+// gRPC clients.
+constexpr size_t kExportChunkBytes = size_t{1} << 20;
+
+}  // namespace
+
+// Writes one chunk at a time. The file is mapped and each chunk copied out
+// of the mapping on the I/O pool (the copy may read the disk); the pool
+// thread starts the write, and its completion schedules the next chunk.
+class BnnServiceImpl::ExportReactor final
+    : public grpc::ServerWriteReactor<v1::SnapshotChunk> {
+ public:
+  ExportReactor(BnnServiceImpl* service, grpc::CallbackServerContext* context,
+                const v1::ExportSnapshotRequest& request)
+      : service_(service),
+        context_(context),
+        snapshot_id_(request.snapshot_id()),
+        start_(absl::Now()) {
+    if (absl::Status status = RequireId("snapshot_id", snapshot_id_);
+        !status.ok()) {
+      Complete(status);
+      return;
+    }
+    service_->io_pool_.Schedule([this] { Open(); });
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Complete(absl::CancelledError(
+          "ExportSnapshot was cancelled: the client stopped reading"));
+      return;
+    }
+    service_->io_pool_.Schedule([this] { WriteNext(); });
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void Open() {
+    absl::StatusOr<MappedFile> file =
+        service_->snapshots_->OpenFile(snapshot_id_);
+    if (!file.ok()) {
+      Complete(file.status());
+      return;
+    }
+    file_ = *std::move(file);
+    WriteNext();
+  }
+
+  // Starts writing the next chunk, or finishes after the last one.
+  void WriteNext() {
+    const absl::string_view bytes = file_->bytes();
+    if (offset_ == bytes.size()) {
+      Complete(absl::OkStatus());
+      return;
+    }
+    const size_t size = std::min(kExportChunkBytes, bytes.size() - offset_);
+    chunk_.set_data(bytes.data() + offset_, size);
+    offset_ += size;
+    StartWrite(&chunk_);
+  }
+
+  void Complete(const absl::Status& status) {
+    service_->RecordOutcome(context_, "ExportSnapshot", start_, status);
+    Finish(ToGrpcStatus(status));
+  }
+
+  BnnServiceImpl* const service_;
+  grpc::CallbackServerContext* const context_;
+  const std::string snapshot_id_;
+  const absl::Time start_;
+  std::optional<MappedFile> file_;
+  size_t offset_ = 0;
+  v1::SnapshotChunk chunk_;
+};
+
+// Accumulates the bytes (bounded by --max-snapshot-bytes); the store decodes
+// them completely before anything is written.
+class BnnServiceImpl::ImportReactor final
+    : public StreamReader<v1::SnapshotChunk> {
+ public:
+  ImportReactor(BnnServiceImpl* service, grpc::CallbackServerContext* context,
+                v1::SnapshotInfo* response)
+      : StreamReader(service, context, "ImportSnapshot", &service->io_pool_),
+        response_(response) {}
+
+ private:
+  absl::Status Consume(v1::SnapshotChunk& chunk) override {
+    BNN_RETURN_IF_ERROR(ValidateSnapshotSize(
+        static_cast<int64_t>(bytes_.size() + chunk.data().size()),
+        service()->options_.limits));
+    bytes_.append(chunk.data());
+    return absl::OkStatus();
+  }
+
+  absl::Status Commit() override {
+    if (bytes_.empty()) {
+      return absl::InvalidArgumentError(
+          "the import has no data; send the snapshot file in chunks");
+    }
+    SnapshotStore* const snapshots = service()->snapshots_;
+    BNN_ASSIGN_OR_RETURN(const store::SnapshotMeta meta,
+                         snapshots->Import(bytes_));
+    service()->metrics_->snapshots_imported().Increment();
+    service()->metrics_->snapshots().Set(
+        static_cast<double>(snapshots->size()));
+    spdlog::info("snapshot {} imported: {} bytes, method {}, dataset {}",
+                 meta.snapshot_id(), meta.size_bytes(), meta.method(),
+                 meta.dataset_id());
+    ToSnapshotInfo(meta, response_);
+    return absl::OkStatus();
+  }
+
+  v1::SnapshotInfo* const response_;
+  std::string bytes_;
+};
+
+grpc::ServerWriteReactor<v1::SnapshotChunk>* BnnServiceImpl::ExportSnapshot(
+    grpc::CallbackServerContext* context,
+    const v1::ExportSnapshotRequest* request) {
+  return new ExportReactor(this, context, *request);
+}
+
+grpc::ServerReadReactor<v1::SnapshotChunk>* BnnServiceImpl::ImportSnapshot(
+    grpc::CallbackServerContext* context, v1::SnapshotInfo* response) {
+  auto* reactor = new ImportReactor(this, context, response);
+  reactor->Start();
+  return reactor;
+}
+
+}  // namespace bnn::server

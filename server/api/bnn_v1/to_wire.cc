@@ -1,0 +1,92 @@
+#include "server/api/bnn_v1/to_wire.h"
+
+#include "bnn/data/dataset.h"
+
+namespace bnn::server {
+namespace {
+
+v1::JobState ToJobState(store::JobRecord::State state) {
+  switch (state) {
+    case store::JobRecord::QUEUED:
+      return v1::JOB_STATE_QUEUED;
+    case store::JobRecord::RUNNING:
+      return v1::JOB_STATE_RUNNING;
+    case store::JobRecord::SUCCEEDED:
+      return v1::JOB_STATE_SUCCEEDED;
+    case store::JobRecord::FAILED:
+      return v1::JOB_STATE_FAILED;
+    case store::JobRecord::CANCELLED:
+      return v1::JOB_STATE_CANCELLED;
+    default:
+      return v1::JOB_STATE_UNSPECIFIED;
+  }
+}
+
+}  // namespace
+
+v1::Task ToWireTask(absl::string_view task) {
+  return task == TaskToString(Task::kRegression) ? v1::TASK_REGRESSION
+                                                 : v1::TASK_CLASSIFICATION;
+}
+
+void ToDatasetInfo(const store::DatasetMeta& meta, v1::DatasetInfo* info) {
+  info->set_dataset_id(meta.dataset_id());
+  info->set_name(meta.name());
+  info->set_task(ToWireTask(meta.task()));
+  info->set_num_rows(meta.num_rows());
+  info->set_num_features(meta.num_features());
+  info->set_num_classes(meta.num_classes());
+  *info->mutable_class_values() = meta.class_values();
+  info->set_version(meta.version());
+  info->set_hash(meta.hash());
+  info->set_created_unix_ms(meta.created_unix_ms());
+  *info->mutable_feature_names() = meta.feature_names();
+  info->set_target_name(meta.target_name());
+}
+
+void ToJob(const store::JobRecord& record, v1::Job* job) {
+  job->set_job_id(record.job_id());
+  job->set_state(ToJobState(record.state()));
+  job->set_dataset_id(record.dataset_id());
+  job->set_method(record.method());
+  *job->mutable_params() = record.params();
+  job->set_progress(record.progress());
+  job->set_epoch(record.epoch());
+  job->set_step(record.step());
+  job->set_total_steps(record.total_steps());
+  job->set_last_loss(record.last_loss());
+  job->set_snapshot_id(record.snapshot_id());
+  job->set_error(record.error());
+  job->set_created_unix_ms(record.created_unix_ms());
+  job->set_started_unix_ms(record.started_unix_ms());
+  job->set_finished_unix_ms(record.finished_unix_ms());
+}
+
+void ToSnapshotInfo(const store::SnapshotMeta& meta, v1::SnapshotInfo* info) {
+  info->set_snapshot_id(meta.snapshot_id());
+  info->set_method(meta.method());
+  *info->mutable_params() = meta.params();
+  info->set_dataset_id(meta.dataset_id());
+  info->set_dataset_version(meta.dataset_version());
+  info->set_dataset_hash(meta.dataset_hash());
+  info->set_task(ToWireTask(meta.task()));
+  *info->mutable_model()->mutable_hidden_sizes() = meta.hidden_sizes();
+  *info->mutable_model()->mutable_activations() = meta.activations();
+  info->set_num_features(meta.num_features());
+  info->set_num_parameters(meta.num_parameters());
+  info->set_posterior_family(meta.posterior_family());
+  info->set_steps(meta.steps());
+  info->set_epochs(meta.epochs());
+  info->set_final_loss(meta.final_loss());
+  info->set_train_seconds(meta.train_seconds());
+  info->set_seed(meta.seed());
+  info->set_created_unix_ms(meta.created_unix_ms());
+  info->set_size_bytes(meta.size_bytes());
+  info->set_format_version(meta.format_version());
+  info->set_library_version(meta.library_version());
+  info->set_parent_snapshot_id(meta.parent_snapshot_id());
+  info->set_prior_from_parent(meta.prior_from_parent());
+  *info->mutable_class_values() = meta.class_values();
+}
+
+}  // namespace bnn::server

@@ -1,0 +1,25 @@
+// Store records (store.proto) to wire messages (bnn/v1). The two are kept
+// apart so that the API can evolve without migrating stored files; these
+// are the only conversions between them.
+#ifndef BNN_SERVER_API_BNN_V1_TO_WIRE_H_
+#define BNN_SERVER_API_BNN_V1_TO_WIRE_H_
+
+#include <absl/strings/string_view.h>
+
+#include "bnn/v1/bnn_service.pb.h"
+
+#include "store/store.pb.h"
+
+namespace bnn::server {
+
+// A stored task name (bnn::TaskToString) on the wire: binary and multiclass
+// are both TASK_CLASSIFICATION.
+v1::Task ToWireTask(absl::string_view task);
+
+void ToDatasetInfo(const store::DatasetMeta& meta, v1::DatasetInfo* info);
+void ToJob(const store::JobRecord& record, v1::Job* job);
+void ToSnapshotInfo(const store::SnapshotMeta& meta, v1::SnapshotInfo* info);
+
+}  // namespace bnn::server
+
+#endif  // BNN_SERVER_API_BNN_V1_TO_WIRE_H_

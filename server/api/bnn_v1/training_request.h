@@ -1,0 +1,38 @@
+// StartTraining requests to job records: merges typed method options and
+// string overrides into one ParamMap and checks the whole request
+// synchronously, so that a bad request fails the RPC instead of a job.
+#ifndef BNN_SERVER_API_BNN_V1_TRAINING_REQUEST_H_
+#define BNN_SERVER_API_BNN_V1_TRAINING_REQUEST_H_
+
+#include <absl/status/statusor.h>
+#include <google/protobuf/message.h>
+
+#include "bnn/methods/options.h"
+#include "bnn/methods/registry.h"
+#include "bnn/v1/bnn_service.pb.h"
+
+#include "store/store.pb.h"
+
+namespace bnn::server {
+
+// The set fields of a typed options message (e.g. v1::SlangOptions) as
+// parameters: field name -> value printed so that it parses back exactly.
+// Generic over the message type, so a new method's options need no code
+// here. InvalidArgument for field types that have no parameter form.
+absl::StatusOr<ParamMap> TypedOptionsToParams(
+    const google::protobuf::Message& options);
+
+// Validates `request` against the dataset version it trains on, its parent
+// snapshot (null without parent_snapshot_id) and the registered methods, and
+// returns the job to queue: typed options, then `params` overrides, then the
+// resolved "epochs" and "seed" (a random seed if none is given, so that
+// every job is reproducible) in one ParamMap. A warm start keeps the
+// parent's architecture, so the job records the parent's.
+absl::StatusOr<store::JobRecord> BuildTrainingJob(
+    const v1::StartTrainingRequest& request, const store::DatasetMeta& dataset,
+    const MethodRegistry& registry,
+    const store::SnapshotMeta* parent = nullptr);
+
+}  // namespace bnn::server
+
+#endif  // BNN_SERVER_API_BNN_V1_TRAINING_REQUEST_H_

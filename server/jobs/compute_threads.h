@@ -1,0 +1,15 @@
+// Parallelism of the numerical core. OpenMP (which Eigen's GEMM uses) keeps
+// its thread count per calling thread, so every server thread that runs
+// training or prediction applies the configured count first.
+#ifndef BNN_SERVER_JOBS_COMPUTE_THREADS_H_
+#define BNN_SERVER_JOBS_COMPUTE_THREADS_H_
+
+namespace bnn::server {
+
+// Limits core computations started from the calling thread to
+// `num_threads`; 0 keeps the OpenMP default (one per core).
+void UseComputeThreads(int num_threads);
+
+}  // namespace bnn::server
+
+#endif  // BNN_SERVER_JOBS_COMPUTE_THREADS_H_

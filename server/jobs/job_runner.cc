@@ -1,0 +1,240 @@
+#include "server/jobs/job_runner.h"
+
+#include <utility>
+
+#include <absl/strings/ascii.h>
+#include <absl/strings/str_cat.h>
+#include <absl/time/clock.h>
+#include <absl/time/time.h>
+#include <spdlog/spdlog.h>
+
+#include "bnn/data/dataset.h"
+#include "bnn/io/snapshot.h"
+#include "bnn/model/model_spec.h"
+#include "bnn/status.h"
+#include "bnn/train/trainer.h"
+
+#include "server/jobs/compute_threads.h"
+
+namespace bnn::server {
+namespace {
+
+using State = store::JobRecord::State;
+
+int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(
+    const Options& options, JobStore* jobs, DatasetStore* datasets,
+    SnapshotStore* snapshots, PredictorCache* predictors,
+    const MethodRegistry* registry, ServerMetrics* metrics) {
+  if (options.max_concurrent_jobs < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_concurrent_jobs ", options.max_concurrent_jobs, " must be >= 1"));
+  }
+  if (options.compute_threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compute_threads ", options.compute_threads, " must be >= 0"));
+  }
+  return std::unique_ptr<JobRunner>(new JobRunner(
+      options, jobs, datasets, snapshots, predictors, registry, metrics));
+}
+
+JobRunner::JobRunner(const Options& options, JobStore* jobs,
+                     DatasetStore* datasets, SnapshotStore* snapshots,
+                     PredictorCache* predictors, const MethodRegistry* registry,
+                     ServerMetrics* metrics)
+    : options_(options),
+      jobs_(jobs),
+      datasets_(datasets),
+      snapshots_(snapshots),
+      predictors_(predictors),
+      registry_(registry),
+      metrics_(metrics),
+      workers_(std::make_unique<ThreadPool>(options.max_concurrent_jobs)) {
+  PublishJobCounts();
+}
+
+JobRunner::~JobRunner() { Shutdown(); }
+
+void JobRunner::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& [id, cancel] : cancel_flags_) *cancel = true;
+  }
+  // Drains the queue: every queued job sees stopping_ and fails at once.
+  workers_.reset();
+}
+
+absl::StatusOr<store::JobRecord> JobRunner::Submit(store::JobRecord record) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::UnavailableError("the server is shutting down");
+  BNN_ASSIGN_OR_RETURN(record, jobs_->Create(std::move(record)));
+  cancel_flags_[record.job_id()] = std::make_shared<std::atomic<bool>>(false);
+  workers_->Schedule([this, id = record.job_id()] { Run(id); });
+  spdlog::info("job {} queued: method {} on dataset {}", record.job_id(),
+               record.method(), record.dataset_id());
+  PublishJobCounts();
+  return record;
+}
+
+absl::StatusOr<store::JobRecord> JobRunner::Cancel(absl::string_view job_id) {
+  const int64_t now = NowUnixMs();
+  BNN_ASSIGN_OR_RETURN(store::JobRecord job,
+                       jobs_->Update(job_id, [&](store::JobRecord* r) {
+                         if (r->state() != store::JobRecord::QUEUED)
+                           return false;
+                         r->set_state(store::JobRecord::CANCELLED);
+                         r->set_finished_unix_ms(now);
+                         return true;
+                       }));
+  if (job.state() == store::JobRecord::RUNNING) {
+    absl::MutexLock lock(&mu_);
+    if (auto it = cancel_flags_.find(job_id); it != cancel_flags_.end()) {
+      *it->second = true;
+    }
+  }
+  PublishJobCounts();
+  return job;
+}
+
+void JobRunner::Run(const std::string& job_id) {
+  UseComputeThreads(options_.compute_threads);
+  std::shared_ptr<std::atomic<bool>> cancel;
+  bool stopping = false;
+  {
+    absl::MutexLock lock(&mu_);
+    cancel = cancel_flags_.at(job_id);
+    stopping = stopping_;
+  }
+  absl::StatusOr<store::JobRecord> job =
+      jobs_->Update(job_id, [&](store::JobRecord* r) {
+        if (r->state() != store::JobRecord::QUEUED) return false;
+        if (stopping) {
+          r->set_state(store::JobRecord::FAILED);
+          r->set_error(std::string(kRestartedJobError));
+          r->set_finished_unix_ms(NowUnixMs());
+        } else {
+          r->set_state(store::JobRecord::RUNNING);
+          r->set_started_unix_ms(NowUnixMs());
+        }
+        return true;
+      });
+  if (job.ok() && job->state() == store::JobRecord::RUNNING) {
+    PublishJobCounts();
+    spdlog::info("job {} running", job_id);
+    const absl::StatusOr<std::string> snapshot_id = Train(*job, *cancel);
+    {
+      absl::MutexLock lock(&mu_);
+      stopping = stopping_;
+    }
+    job = jobs_->Update(job_id, [&](store::JobRecord* r) {
+      r->set_finished_unix_ms(NowUnixMs());
+      if (snapshot_id.ok()) {
+        r->set_state(store::JobRecord::SUCCEEDED);
+        r->set_snapshot_id(*snapshot_id);
+        r->set_progress(1.0);
+      } else if (absl::IsCancelled(snapshot_id.status()) && !stopping) {
+        r->set_state(store::JobRecord::CANCELLED);
+      } else {
+        r->set_state(store::JobRecord::FAILED);
+        r->set_error(absl::IsCancelled(snapshot_id.status())
+                         ? std::string(kRestartedJobError)
+                         : snapshot_id.status().ToString());
+      }
+      return true;
+    });
+    if (job.ok()) {
+      spdlog::info("job {} {}{}", job_id,
+                   store::JobRecord::State_Name(job->state()),
+                   job->error().empty() ? "" : ": " + job->error());
+    }
+  }
+  if (!job.ok()) {
+    spdlog::error("job {}: cannot record its state: {}", job_id,
+                  job.status().ToString());
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    cancel_flags_.erase(job_id);
+  }
+  PublishJobCounts();
+}
+
+absl::StatusOr<std::string> JobRunner::Train(const store::JobRecord& job,
+                                             const std::atomic<bool>& cancel) {
+  BNN_ASSIGN_OR_RETURN(
+      const Dataset data,
+      datasets_->Load(job.dataset_id(), job.dataset_version()));
+  TrainRequest request;
+  request.method = job.method();
+  request.params = ParamMap(job.params().begin(), job.params().end());
+  request.options.epochs = job.epochs();
+  request.options.seed = job.seed();
+  request.hidden_sizes.assign(job.hidden_sizes().begin(),
+                              job.hidden_sizes().end());
+  request.activations.clear();
+  for (const std::string& name : job.activations()) {
+    BNN_ASSIGN_OR_RETURN(const Activation activation, StringToActivation(name));
+    request.activations.push_back(activation);
+  }
+  request.dataset_id = job.dataset_id();
+  request.dataset_version = job.dataset_version();
+  if (!job.parent_snapshot_id().empty()) {
+    // Loaded only now, so queued jobs hold no snapshot in memory. A parent
+    // deleted since StartTraining fails the job with NotFound.
+    BNN_ASSIGN_OR_RETURN(request.parent,
+                         predictors_->GetSnapshot(job.parent_snapshot_id()));
+    request.parent_snapshot_id = job.parent_snapshot_id();
+    request.prior_from_parent = job.prior_from_parent();
+  }
+
+  Counter& steps = metrics_->training_steps(job.method());
+  int64_t reported_steps = 0;
+  const ProgressCallback progress = [&](const TrainProgress& p) {
+    steps.Increment(static_cast<double>(p.step - reported_steps));
+    reported_steps = p.step;
+    // Memory only: a disk write per step would dominate small models.
+    jobs_
+        ->Update(
+            job.job_id(),
+            [&](store::JobRecord* r) {
+              r->set_epoch(p.epoch);
+              r->set_step(p.step);
+              r->set_total_steps(p.total_steps);
+              r->set_last_loss(p.loss);
+              r->set_progress(p.total_steps > 0
+                                  ? static_cast<double>(p.step) / p.total_steps
+                                  : 0.0);
+              return true;
+            },
+            JobStore::Durability::kMemoryOnly)
+        .IgnoreError();
+  };
+  BNN_ASSIGN_OR_RETURN(
+      const Snapshot snapshot,
+      bnn::Train(request, data, *registry_, progress, &cancel));
+  BNN_ASSIGN_OR_RETURN(const store::SnapshotMeta stored,
+                       snapshots_->Create(snapshot));
+  metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
+  return stored.snapshot_id();
+}
+
+void JobRunner::PublishJobCounts() {
+  const std::map<State, int64_t> counts = jobs_->CountByState();
+  for (const State state :
+       {store::JobRecord::QUEUED, store::JobRecord::RUNNING,
+        store::JobRecord::SUCCEEDED, store::JobRecord::FAILED,
+        store::JobRecord::CANCELLED}) {
+    const auto it = counts.find(state);
+    metrics_
+        ->training_jobs(
+            absl::AsciiStrToLower(store::JobRecord::State_Name(state)))
+        .Set(it == counts.end() ? 0.0 : static_cast<double>(it->second));
+  }
+}
+
+}  // namespace bnn::server

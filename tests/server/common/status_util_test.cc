@@ -1,0 +1,44 @@
+#include "server/common/status_util.h"
+
+#include <string>
+
+#include <absl/status/status.h>
+#include <gtest/gtest.h>
+
+namespace bnn::server {
+namespace {
+
+TEST(ToGrpcStatusTest, OkIsOk) {
+  EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
+}
+
+TEST(ToGrpcStatusTest, KeepsCodeAndMessage) {
+  const grpc::Status status =
+      ToGrpcStatus(absl::NotFoundError("dataset_id 'ds-1' not found"));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(status.error_message(), "dataset_id 'ds-1' not found");
+}
+
+TEST(ToGrpcStatusTest, EveryCodeMapsToTheSameNumber) {
+  for (int code = 1; code <= 16; ++code) {
+    const grpc::Status status = ToGrpcStatus(
+        absl::Status(static_cast<absl::StatusCode>(code), "message"));
+    EXPECT_EQ(static_cast<int>(status.error_code()), code);
+  }
+}
+
+TEST(ToGrpcStatusTest, TruncatesLongMessages) {
+  const grpc::Status status =
+      ToGrpcStatus(absl::InvalidArgumentError(std::string(5000, 'x')));
+  EXPECT_EQ(status.error_message(), std::string(kMaxStatusMessageBytes, 'x'));
+}
+
+TEST(ToGrpcStatusTest, TruncationDoesNotSplitAUtf8Character) {
+  // 1023 ASCII bytes, then a 2-byte character straddling the limit.
+  const std::string message = std::string(1023, 'a') + "\xC3\xA9" + "tail";
+  const grpc::Status status = ToGrpcStatus(absl::InternalError(message));
+  EXPECT_EQ(status.error_message(), std::string(1023, 'a'));
+}
+
+}  // namespace
+}  // namespace bnn::server
