@@ -59,9 +59,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 
+#include "bnn/format.h"
 #include "bnn/methods/registry.h"
 #include "bnn/predict/acquisition.h"
 #include "bnn/predict/predictor.h"
@@ -132,7 +132,7 @@ ParamMap ReferenceParams(const std::string& reference, const Snapshot& method,
     params["bias_prior_precision"] = it->second;
   }
   // Round-trip precision, so the reference uses exactly this tau.
-  params["noise_precision"] = absl::StrFormat("%.17g", method.noise_precision);
+  params["noise_precision"] = ShortestDouble(method.noise_precision);
   for (const auto& [key, value] : overrides) params[key] = value;
   return params;
 }

@@ -10,8 +10,7 @@
 #include <absl/strings/str_cat.h>
 
 #include "bnn/check.h"
-
-#include "server/common/number_format.h"
+#include "bnn/format.h"
 
 namespace bnn::server {
 namespace {

@@ -11,12 +11,12 @@
 #include <absl/strings/str_join.h>
 
 #include "bnn/data/dataset.h"
+#include "bnn/format.h"
 #include "bnn/model/model_spec.h"
 #include "bnn/status.h"
 #include "bnn/train/trainer.h"
 
 #include "server/api/bnn_v1/request_validation.h"
-#include "server/common/number_format.h"
 
 namespace bnn::server {
 namespace {

@@ -14,9 +14,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+
+#include "bnn/format.h"
 
 namespace bnn {
 
@@ -152,8 +153,7 @@ class OptionsSchema {
   }
   static std::string Print(int v) { return absl::StrCat(v); }
   static std::string Print(int64_t v) { return absl::StrCat(v); }
-  // Shortest form that parses back to the same double.
-  static std::string Print(double v) { return Shortest(v); }
+  static std::string Print(double v) { return ShortestDouble(v); }
   static std::string Print(bool v) { return v ? "true" : "false"; }
   static std::string Print(const std::string& v) { return v; }
   static std::string TypeName(int) { return "int"; }
@@ -161,14 +161,6 @@ class OptionsSchema {
   static std::string TypeName(double) { return "double"; }
   static std::string TypeName(bool) { return "bool"; }
   static std::string TypeName(const std::string&) { return "string"; }
-  static std::string Shortest(double v) {
-    for (int precision = 6; precision < 17; ++precision) {
-      std::string s = absl::StrFormat("%.*g", precision, v);
-      double back = 0;
-      if (absl::SimpleAtod(s, &back) && back == v) return s;
-    }
-    return absl::StrFormat("%.17g", v);
-  }
 
   std::vector<FieldDecl> fields_;
 };
