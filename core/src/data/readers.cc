@@ -45,17 +45,103 @@ absl::StatusOr<std::string> ReadMaybeGzip(const std::string& path) {
   return out;
 }
 
-absl::string_view StripQuotes(absl::string_view s) {
-  s = absl::StripAsciiWhitespace(s);
-  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') {
-    s = s.substr(1, s.size() - 2);
-  }
-  return s;
-}
-
 bool IsBlank(absl::string_view line) {
   return absl::StripAsciiWhitespace(line).empty();
 }
+
+// Splits CSV text into records as RFC 4180 describes: fields separated by
+// the delimiter, records by LF or CRLF, and a field in double quotes may hold
+// the delimiter, line breaks and doubled quotes ("" for one "). Beyond the
+// RFC, blanks around a field (and around its quotes) are dropped and blank
+// lines are skipped, as spreadsheets and hand-written files have them.
+class CsvRecordReader {
+ public:
+  CsvRecordReader(absl::string_view text, char delimiter)
+      : text_(text), delimiter_(delimiter) {}
+
+  // Reads the next non-blank record into *fields, reusing the storage of
+  // the strings already there; false at the end of the text. An unterminated
+  // quote or text between a closing quote and the next delimiter is an
+  // error naming the line.
+  absl::StatusOr<bool> Next(std::vector<std::string>* fields) {
+    while (pos_ < text_.size()) {
+      record_line_ = line_;
+      size_t count = 0;
+      bool quoted = false;
+      bool end_of_record = false;
+      while (!end_of_record) {
+        if (count == fields->size()) fields->emplace_back();
+        std::string& field = (*fields)[count++];
+        field.clear();
+        BNN_ASSIGN_OR_RETURN(quoted, ReadField(&field));
+        end_of_record = pos_ >= text_.size() || text_[pos_] == '\n';
+        ++pos_;  // past the delimiter or the line feed
+        if (end_of_record) ++line_;
+      }
+      if (count == 1 && !quoted && (*fields)[0].empty()) continue;  // blank
+      fields->resize(count);
+      return true;
+    }
+    return false;
+  }
+
+  // The 1-based line on which the last record read starts.
+  int line() const { return record_line_; }
+
+ private:
+  static bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+  // Appends the field at pos_ to *field and stops at the delimiter, line
+  // feed or end of text that ends it. Returns whether it was quoted.
+  absl::StatusOr<bool> ReadField(std::string* field) {
+    while (pos_ < text_.size() && IsSpace(text_[pos_])) ++pos_;
+    if (pos_ < text_.size() && text_[pos_] == '"') {
+      const int opened_on = line_;
+      ++pos_;
+      while (true) {
+        if (pos_ >= text_.size()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "line ", opened_on, ": a quoted field is not closed"));
+        }
+        const char c = text_[pos_++];
+        if (c == '"') {
+          if (pos_ < text_.size() && text_[pos_] == '"') {
+            field->push_back('"');
+            ++pos_;
+            continue;
+          }
+          break;
+        }
+        if (c == '\n') ++line_;
+        field->push_back(c);
+      }
+      while (pos_ < text_.size() && IsSpace(text_[pos_])) ++pos_;
+      if (pos_ < text_.size() && text_[pos_] != delimiter_ &&
+          text_[pos_] != '\n') {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "line ", line_, ": unexpected '", text_.substr(pos_, 1),
+            "' after a quoted field (quotes inside a quoted "
+            "field are written twice)"));
+      }
+      return true;
+    }
+    const size_t begin = pos_;
+    while (pos_ < text_.size() && text_[pos_] != delimiter_ &&
+           text_[pos_] != '\n') {
+      ++pos_;
+    }
+    size_t end = pos_;
+    while (end > begin && IsSpace(text_[end - 1])) --end;
+    field->append(text_.data() + begin, end - begin);
+    return false;
+  }
+
+  const absl::string_view text_;
+  const char delimiter_;
+  size_t pos_ = 0;
+  int line_ = 1;
+  int record_line_ = 0;
+};
 
 absl::StatusOr<std::vector<int64_t>> ReadIndexFile(const std::string& path,
                                                    int64_t limit) {
@@ -124,17 +210,13 @@ absl::StatusOr<Dataset> ParseCsv(absl::string_view text,
                                  const CsvOptions& options) {
   // A UTF-8 byte-order mark (spreadsheet exports) is not part of the header.
   if (absl::StartsWith(text, "\xEF\xBB\xBF")) text.remove_prefix(3);
-  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
-  size_t first = 0;
-  while (first < lines.size() && IsBlank(lines[first])) ++first;
-  if (first == lines.size()) {
+  CsvRecordReader reader(text, options.delimiter);
+  std::vector<std::string> header;
+  BNN_ASSIGN_OR_RETURN(const bool has_header, reader.Next(&header));
+  if (!has_header) {
     return absl::InvalidArgumentError("CSV is empty: no header line");
   }
-  std::vector<std::string> header;
-  for (absl::string_view field :
-       absl::StrSplit(lines[first], options.delimiter)) {
-    header.emplace_back(StripQuotes(field));
-  }
+  const int header_line = reader.line();
   const int num_columns = static_cast<int>(header.size());
   const bool has_target = !options.target_column.empty();
   if (!has_target && options.classification) {
@@ -158,7 +240,7 @@ absl::StatusOr<Dataset> ParseCsv(absl::string_view text,
   }
   if (num_columns < (has_target ? 2 : 1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("line ", first + 1, ": the header has ", num_columns,
+        absl::StrCat("line ", header_line, ": the header has ", num_columns,
                      " column; need a target and at least one feature"));
   }
 
@@ -168,31 +250,31 @@ absl::StatusOr<Dataset> ParseCsv(absl::string_view text,
   for (int j = 0; j < num_columns; ++j) {
     if (j != target) data.feature_names.push_back(header[j]);
   }
-  for (size_t l = first + 1; l < lines.size(); ++l) {
-    if (IsBlank(lines[l])) continue;
-    int column = 0;
-    for (absl::string_view field :
-         absl::StrSplit(lines[l], options.delimiter)) {
-      ++column;
-      if (column > num_columns) break;
+  std::vector<std::string> fields;
+  while (true) {
+    BNN_ASSIGN_OR_RETURN(const bool more, reader.Next(&fields));
+    if (!more) break;
+    const int num_fields = static_cast<int>(fields.size());
+    if (num_fields != num_columns) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", reader.line(), " has ",
+                       num_fields > num_columns ? "more than " : "",
+                       num_fields > num_columns ? num_columns : num_fields,
+                       " fields; the header has ", num_columns));
+    }
+    for (int column = 0; column < num_columns; ++column) {
       double v;
-      absl::string_view f = StripQuotes(field);
+      const std::string& f = fields[column];
       if (!absl::SimpleAtod(f, &v) || !std::isfinite(v)) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "line ", l + 1, ", column ", column, " ('", header[column - 1],
-            "'): '", f, "' is not a finite number"));
+            "line ", reader.line(), ", column ", column + 1, " ('",
+            header[column], "'): '", f, "' is not a finite number"));
       }
-      if (column - 1 == target) {
+      if (column == target) {
         data.targets.push_back(v);
       } else {
         data.features.push_back(v);
       }
-    }
-    if (column != num_columns) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "line ", l + 1, " has ", column > num_columns ? "more than " : "",
-          column > num_columns ? num_columns : column,
-          " fields; the header has ", num_columns));
     }
     if (!has_target) data.targets.push_back(0.0);
   }

@@ -164,6 +164,49 @@ TEST(ParseCsvTest, QuotedHeaderNamesAreUnquoted) {
   EXPECT_THAT(d->targets, ElementsAre(2));
 }
 
+TEST(ParseCsvTest, QuotedFieldsFollowRfc4180) {
+  // A quoted header name may hold the delimiter, doubled quotes and a line
+  // break; numbers may be quoted; records end in CRLF.
+  const absl::StatusOr<Dataset> d = ParseCsv(
+      "\"price, in $\",\"the \"\"best\"\" one\",\"two\r\nlines\",y\r\n"
+      "\"1.5\",2, \"3\" ,4\r\n"
+      "5,\"6\",7,\"8\"",
+      Target("y"));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_THAT(d->feature_names,
+              ElementsAre("price, in $", "the \"best\" one", "two\r\nlines"));
+  EXPECT_THAT(d->features, ElementsAre(1.5, 2, 3, 5, 6, 7));
+  EXPECT_THAT(d->targets, ElementsAre(4, 8));
+  // A target named with a quoted comma is found by its name.
+  const absl::StatusOr<Dataset> by_name =
+      ParseCsv("x,\"y, observed\"\n1,2\n", Target("y, observed"));
+  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  EXPECT_THAT(by_name->targets, ElementsAre(2));
+  // An empty quoted field is a field (not a blank line), and not a number.
+  const absl::StatusOr<Dataset> empty = ParseCsv("x\n\"\"\n", Target(""));
+  EXPECT_THAT(Msg(empty.status()),
+              AllOf(HasSubstr("line 2, column 1"), HasSubstr("''")));
+}
+
+TEST(ParseCsvTest, LinesAreCountedInsideQuotedFields) {
+  // The header spans lines 1-2, so the bad row is line 4.
+  const absl::StatusOr<Dataset> d =
+      ParseCsv("\"a\nb\",y\n1,2\n3,x\n", Target("y"));
+  EXPECT_THAT(Msg(d.status()),
+              AllOf(HasSubstr("line 4, column 2"), HasSubstr("'x'")));
+}
+
+TEST(ParseCsvTest, MalformedQuotesNameTheLine) {
+  absl::StatusOr<Dataset> d = ParseCsv("a,y\n1,2\n\"3,4\n", Target("y"));
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(d.status()),
+              AllOf(HasSubstr("line 3"), HasSubstr("not closed")));
+  d = ParseCsv("a,y\n\"1\"x,2\n", Target("y"));
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(d.status()),
+              AllOf(HasSubstr("line 2"), HasSubstr("unexpected 'x'")));
+}
+
 TEST(ParseCsvTest, OtherDelimiter) {
   CsvOptions options = Target("y");
   options.delimiter = ';';

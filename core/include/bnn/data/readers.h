@@ -27,8 +27,10 @@ struct CsvOptions {
   char delimiter = ',';
 };
 
-// Parses CSV text: a header line, then one row per line; blank lines are
-// ignored. Errors name the 1-based line and column.
+// Parses CSV text: a header line, then one row per record; blank lines are
+// ignored. Fields may be quoted as in RFC 4180 (a quoted field may hold the
+// delimiter, line breaks and doubled quotes); lines may end in LF or CRLF.
+// Errors name the 1-based line and column.
 absl::StatusOr<Dataset> ParseCsv(absl::string_view text,
                                  const CsvOptions& options);
 absl::StatusOr<Dataset> ReadCsv(const std::string& path,
