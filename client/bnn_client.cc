@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <utility>
 
 #include <absl/strings/str_cat.h>
@@ -62,6 +63,42 @@ absl::StatusOr<std::function<void(int64_t, v1::Example*)>> DenseRows(
   };
 }
 
+// The contents of the PEM file `path` named by Options field `field`; ""
+// for an empty path.
+absl::StatusOr<std::string> ReadPem(absl::string_view field,
+                                    const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat(field, ": cannot open ", path));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return absl::DataLossError(absl::StrCat(field, ": cannot read ", path));
+  }
+  return text.str();
+}
+
+// Plaintext, or TLS when any TLS file is set.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(
+    const BnnClient::Options& options) {
+  if (options.tls_ca_file.empty() && options.tls_cert_file.empty()) {
+    return grpc::InsecureChannelCredentials();
+  }
+  grpc::SslCredentialsOptions ssl;
+  absl::StatusOr<std::string> pem = ReadPem("tls_ca_file", options.tls_ca_file);
+  if (!pem.ok()) return pem.status();
+  ssl.pem_root_certs = *std::move(pem);
+  pem = ReadPem("tls_cert_file", options.tls_cert_file);
+  if (!pem.ok()) return pem.status();
+  ssl.pem_cert_chain = *std::move(pem);
+  pem = ReadPem("tls_key_file", options.tls_key_file);
+  if (!pem.ok()) return pem.status();
+  ssl.pem_private_key = *std::move(pem);
+  return grpc::SslCredentials(ssl);
+}
+
 }  // namespace
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
@@ -113,16 +150,31 @@ absl::Status BnnClient::Options::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_receive_bytes: must be >= 1, got ", max_receive_bytes));
   }
+  // A metadata value may not hold control characters, and a bearer token
+  // (RFC 6750 section 2.1) no spaces.
+  for (char c : token) {
+    if (c < 0x21 || c > 0x7E) {
+      return absl::InvalidArgumentError(
+          "token: must be printable ASCII without spaces");
+    }
+  }
+  if (tls_cert_file.empty() != tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "tls_cert_file, tls_key_file: give both (the client's certificate "
+        "chain and its private key) or neither");
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<BnnClient>> BnnClient::Create(
     const Options& options) {
   if (absl::Status status = options.Validate(); !status.ok()) return status;
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ChannelCredentials(options);
+  if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_receive_bytes);
-  return Create(grpc::CreateCustomChannel(
-                    options.target, grpc::InsecureChannelCredentials(), args),
+  return Create(grpc::CreateCustomChannel(options.target, *credentials, args),
                 options);
 }
 
@@ -136,8 +188,12 @@ absl::StatusOr<std::unique_ptr<BnnClient>> BnnClient::Create(
       new BnnClient(v1::BnnService::NewStub(channel), options));
 }
 
-void BnnClient::SetDeadline(grpc::ClientContext* context) const {
+void BnnClient::PrepareContext(grpc::ClientContext* context) const {
   context->set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+  if (!options_.token.empty()) {
+    context->AddMetadata("authorization",
+                         absl::StrCat("Bearer ", options_.token));
+  }
 }
 
 template <typename Request, typename Response>
@@ -147,7 +203,7 @@ absl::StatusOr<Response> BnnClient::Unary(
     const Request& request) {
   Response response;
   grpc::ClientContext context;
-  SetDeadline(&context);
+  PrepareContext(&context);
   if (absl::Status status =
           FromGrpcStatus((stub_.get()->*rpc)(&context, request, &response));
       !status.ok()) {
@@ -163,7 +219,7 @@ absl::StatusOr<Response> BnnClient::StreamRows(
     const Request& header, int64_t num_rows,
     const std::function<void(int64_t, v1::Example*)>& fill_row) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  PrepareContext(&context);
   Response response;
   std::unique_ptr<grpc::ClientWriter<Request>> writer =
       (stub_.get()->*rpc)(&context, &response);
@@ -347,7 +403,7 @@ absl::Status BnnClient::ExportSnapshot(
   v1::ExportSnapshotRequest request;
   request.set_snapshot_id(std::string(snapshot_id));
   grpc::ClientContext context;
-  SetDeadline(&context);
+  PrepareContext(&context);
   std::unique_ptr<grpc::ClientReader<v1::SnapshotChunk>> reader =
       stub_->ExportSnapshot(&context, request);
   v1::SnapshotChunk chunk;
@@ -415,7 +471,7 @@ absl::StatusOr<int64_t> BnnClient::ExportSnapshotToFile(
 absl::StatusOr<v1::SnapshotInfo> BnnClient::Import(
     const std::function<absl::StatusOr<bool>(std::string*)>& next_chunk) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  PrepareContext(&context);
   v1::SnapshotInfo response;
   std::unique_ptr<grpc::ClientWriter<v1::SnapshotChunk>> writer =
       stub_->ImportSnapshot(&context, &response);

@@ -58,16 +58,31 @@ class BnnClient {
     // Largest response accepted (predictions for many rows can exceed gRPC's
     // 4 MiB default).
     int max_receive_bytes = 256 << 20;
+    // Bearer token sent as `authorization: Bearer <token>` metadata on every
+    // call (RFC 6750 section 2.1); empty: no authorization header. Printable
+    // ASCII without spaces.
+    std::string token;
+    // TLS: PEM files of the certificate authorities that sign the server's
+    // certificate (tls_ca_file) and of the client's own certificate chain
+    // and private key (tls_cert_file, tls_key_file: both or neither), for a
+    // server that asks for one. Any of them set: the channel uses TLS, with
+    // the system's root certificates when tls_ca_file is empty. All empty:
+    // a plaintext channel.
+    std::string tls_ca_file;
+    std::string tls_cert_file;
+    std::string tls_key_file;
 
     absl::Status Validate() const;
   };
 
-  // Creates an insecure channel to options.target. Connection failures
-  // surface on the first call (UNAVAILABLE), not here.
+  // Creates a channel to options.target, plaintext or TLS (see Options).
+  // Unreadable TLS files fail here (NotFound naming the field and path);
+  // connection and handshake failures surface on the first call
+  // (UNAVAILABLE), not here.
   static absl::StatusOr<std::unique_ptr<BnnClient>> Create(
       const Options& options);
   // Uses an existing channel (tests, custom credentials). `options.target`
-  // is ignored.
+  // and the TLS files are ignored; the token is still sent.
   static absl::StatusOr<std::unique_ptr<BnnClient>> Create(
       std::shared_ptr<grpc::Channel> channel, const Options& options);
 
@@ -164,8 +179,9 @@ class BnnClient {
   BnnClient(std::unique_ptr<v1::BnnService::Stub> stub, const Options& options)
       : stub_(std::move(stub)), options_(options) {}
 
-  // Every call's deadline: now + options_.rpc_timeout.
-  void SetDeadline(grpc::ClientContext* context) const;
+  // Every call's deadline (now + options_.rpc_timeout) and authorization
+  // metadata.
+  void PrepareContext(grpc::ClientContext* context) const;
 
   // One unary call of `rpc` (a synchronous method of the stub) with the
   // deadline set.

@@ -1,5 +1,5 @@
-// bnnctl: command-line client of bnn-server. See BnnctlUsage() or
-// `bnnctl help`.
+// bnnctl: command-line client of bnn-server. See `bnnctl --help` and
+// `bnnctl COMMAND --help`.
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -15,13 +15,10 @@
 #include <absl/strings/str_format.h>
 #include <absl/time/time.h>
 
-#include "bnn/data/readers.h"
-
 #include "client/bnn_client.h"
 #include "client/bnnctl_args.h"
 #include "client/bnnctl_output.h"
 #include "client/csv_input.h"
-#include "client/json_writer.h"
 
 namespace bnn::client {
 namespace {
@@ -35,8 +32,8 @@ class Runner {
   Runner(const GlobalFlags& global, BnnClient* client)
       : global_(global), client_(client) {}
 
-  absl::Status operator()(const HelpCommand&) {
-    std::cout << BnnctlUsage();
+  absl::Status operator()(const TextCommand& command) {
+    std::cout << command.text;
     return absl::OkStatus();
   }
 
@@ -44,7 +41,7 @@ class Runner {
     CsvOptions csv;
     csv.target_column = command.target;
     csv.classification = command.classification;
-    absl::StatusOr<Dataset> data = ReadCsv(command.csv_path, csv);
+    absl::StatusOr<Dataset> data = ReadCsvInput(command.csv_path, csv);
     if (!data.ok()) return data.status();
 
     v1::DatasetHeader header;
@@ -65,7 +62,7 @@ class Runner {
     absl::StatusOr<v1::DatasetInfo> info =
         client_->UploadDataset(header, data->features, targets);
     if (!info.ok()) return info.status();
-    Print(*info, WriteDatasetJson, FormatDataset);
+    Print(*info, DatasetJson, FormatDataset);
     return absl::OkStatus();
   }
 
@@ -74,7 +71,7 @@ class Runner {
     // checks them against the dataset's classes.
     CsvOptions csv;
     csv.target_column = command.target;
-    absl::StatusOr<Dataset> data = ReadCsv(command.csv_path, csv);
+    absl::StatusOr<Dataset> data = ReadCsvInput(command.csv_path, csv);
     if (!data.ok()) return data.status();
     absl::StatusOr<v1::DatasetInfo> stored =
         client_->GetDataset(command.dataset_id);
@@ -91,7 +88,7 @@ class Runner {
         command.dataset_id, data->features, data->num_features, data->targets,
         command.expected_version);
     if (!info.ok()) return info.status();
-    Print(*info, WriteDatasetJson, FormatDataset);
+    Print(*info, DatasetJson, FormatDataset);
     return absl::OkStatus();
   }
 
@@ -118,9 +115,7 @@ class Runner {
     absl::StatusOr<std::string> job_id = client_->StartTraining(request);
     if (!job_id.ok()) return job_id.status();
     if (global_.json) {
-      JsonWriter json;
-      json.BeginObject().Field("job_id", *job_id).EndObject();
-      PrintJson(json);
+      PrintJson({{"job_id", *job_id}});
     } else {
       std::cout << "queued job " << *job_id << "; follow it with: bnnctl job "
                 << *job_id << " --wait\n";
@@ -149,7 +144,7 @@ class Runner {
       job = client_->GetJob(command.job_id);
     }
     if (!job.ok()) return job.status();
-    Print(*job, WriteJobJson, FormatJob);
+    Print(*job, JobJson, FormatJob);
     if (command.wait && job->state() != v1::JOB_STATE_SUCCEEDED) {
       return absl::AbortedError(absl::StrCat(
           "job ", job->job_id(), " ", JobStateName(job->state()),
@@ -161,7 +156,7 @@ class Runner {
   absl::Status operator()(const CancelCommand& command) {
     absl::StatusOr<v1::Job> job = client_->CancelJob(command.job_id);
     if (!job.ok()) return job.status();
-    Print(*job, WriteJobJson, FormatJob);
+    Print(*job, JobJson, FormatJob);
     return absl::OkStatus();
   }
 
@@ -190,9 +185,7 @@ class Runner {
                        " predictions for ", inputs->num_rows(), " rows"));
     }
     if (global_.json) {
-      JsonWriter json;
-      WritePredictionsJson(*inputs, request, *response, &json);
-      PrintJson(json);
+      PrintJson(PredictionsJson(*inputs, request, *response));
     } else {
       std::cout << FormatPredictions(*inputs, request, *response);
     }
@@ -230,9 +223,7 @@ class Runner {
     if (!response.ok()) return response.status();
     const FeatureTable* pool_rows = pool.has_value() ? &*pool : nullptr;
     if (global_.json) {
-      JsonWriter json;
-      WriteAcquisitionJson(request, *response, pool_rows, &json);
-      PrintJson(json);
+      PrintJson(AcquisitionJson(request, *response, pool_rows));
     } else {
       std::cout << FormatAcquisition(*response, pool_rows);
     }
@@ -243,7 +234,7 @@ class Runner {
     absl::StatusOr<std::vector<v1::MethodInfo>> methods =
         client_->ListMethods();
     if (!methods.ok()) return methods.status();
-    PrintList("methods", *methods, WriteMethodJson, FormatMethods);
+    PrintList("methods", *methods, MethodJson, FormatMethods);
     return absl::OkStatus();
   }
 
@@ -251,7 +242,7 @@ class Runner {
     absl::StatusOr<std::vector<v1::DatasetInfo>> datasets =
         client_->ListDatasets();
     if (!datasets.ok()) return datasets.status();
-    PrintList("datasets", *datasets, WriteDatasetJson, FormatDatasetList);
+    PrintList("datasets", *datasets, DatasetJson, FormatDatasetList);
     return absl::OkStatus();
   }
 
@@ -259,7 +250,7 @@ class Runner {
     absl::StatusOr<v1::DatasetInfo> info =
         client_->GetDataset(command.dataset_id, command.version);
     if (!info.ok()) return info.status();
-    Print(*info, WriteDatasetJson, FormatDataset);
+    Print(*info, DatasetJson, FormatDataset);
     return absl::OkStatus();
   }
 
@@ -267,7 +258,7 @@ class Runner {
     absl::StatusOr<std::vector<v1::SnapshotInfo>> snapshots =
         client_->ListSnapshots(command.dataset_id);
     if (!snapshots.ok()) return snapshots.status();
-    PrintList("snapshots", *snapshots, WriteSnapshotJson, FormatSnapshotList);
+    PrintList("snapshots", *snapshots, SnapshotJson, FormatSnapshotList);
     return absl::OkStatus();
   }
 
@@ -275,7 +266,7 @@ class Runner {
     absl::StatusOr<v1::SnapshotInfo> info =
         client_->GetSnapshot(command.snapshot_id);
     if (!info.ok()) return info.status();
-    Print(*info, WriteSnapshotJson, FormatSnapshot);
+    Print(*info, SnapshotJson, FormatSnapshot);
     return absl::OkStatus();
   }
 
@@ -285,12 +276,7 @@ class Runner {
       return status;
     }
     if (global_.json) {
-      JsonWriter json;
-      json.BeginObject()
-          .Field("snapshot_id", command.snapshot_id)
-          .Field("deleted", true)
-          .EndObject();
-      PrintJson(json);
+      PrintJson({{"snapshot_id", command.snapshot_id}, {"deleted", true}});
     } else {
       std::cout << "deleted snapshot " << command.snapshot_id << "\n";
     }
@@ -302,13 +288,9 @@ class Runner {
         client_->ExportSnapshotToFile(command.snapshot_id, command.out_path);
     if (!bytes.ok()) return bytes.status();
     if (global_.json) {
-      JsonWriter json;
-      json.BeginObject()
-          .Field("snapshot_id", command.snapshot_id)
-          .Field("path", command.out_path)
-          .Field("size_bytes", *bytes)
-          .EndObject();
-      PrintJson(json);
+      PrintJson({{"snapshot_id", command.snapshot_id},
+                 {"path", command.out_path},
+                 {"size_bytes", *bytes}});
     } else {
       std::cout << "wrote snapshot " << command.snapshot_id << " to "
                 << command.out_path << " (" << *bytes << " bytes)\n";
@@ -320,23 +302,21 @@ class Runner {
     absl::StatusOr<v1::SnapshotInfo> info =
         client_->ImportSnapshotFromFile(command.in_path);
     if (!info.ok()) return info.status();
-    Print(*info, WriteSnapshotJson, FormatSnapshot);
+    Print(*info, SnapshotJson, FormatSnapshot);
     return absl::OkStatus();
   }
 
  private:
-  static void PrintJson(const JsonWriter& json) {
-    std::cout << json.str() << "\n";
+  static void PrintJson(const Json& json) {
+    std::cout << JsonText(json) << "\n";
   }
 
   // One response: as JSON with --json, else as text.
   template <typename T>
-  void Print(const T& value, void (*write_json)(const T&, JsonWriter*),
+  void Print(const T& value, Json (*to_json)(const T&),
              std::string (*format)(const T&)) {
     if (global_.json) {
-      JsonWriter json;
-      write_json(value, &json);
-      PrintJson(json);
+      PrintJson(to_json(value));
     } else {
       std::cout << format(value);
     }
@@ -345,14 +325,12 @@ class Runner {
   // A list: {"<key>": [...]} with --json, else format(values).
   template <typename T>
   void PrintList(absl::string_view key, const std::vector<T>& values,
-                 void (*write_json)(const T&, JsonWriter*),
+                 Json (*to_json)(const T&),
                  std::string (*format)(const std::vector<T>&)) {
     if (global_.json) {
-      JsonWriter json;
-      json.BeginObject().Key(key).BeginArray();
-      for (const T& value : values) write_json(value, &json);
-      json.EndArray().EndObject();
-      PrintJson(json);
+      Json list = Json::array();
+      for (const T& value : values) list.push_back(to_json(value));
+      PrintJson({{std::string(key), std::move(list)}});
     } else {
       std::cout << format(values);
     }
@@ -367,7 +345,8 @@ int Main(int argc, char** argv) {
       ParseBnnctlArgs(std::vector<std::string>(argv + 1, argv + argc));
   if (!invocation.ok()) {
     std::cerr << "bnnctl: " << invocation.status().message()
-              << "\nRun 'bnnctl help' for usage.\n";
+              << "\nRun 'bnnctl --help' or 'bnnctl COMMAND --help' for "
+                 "usage.\n";
     return kExitUsage;
   }
   const GlobalFlags& global = invocation->global;
@@ -375,6 +354,10 @@ int Main(int argc, char** argv) {
   BnnClient::Options options;
   options.target = global.server;
   options.rpc_timeout = absl::Seconds(global.timeout_seconds);
+  options.token = global.token;
+  options.tls_ca_file = global.tls_ca_file;
+  options.tls_cert_file = global.tls_cert_file;
+  options.tls_key_file = global.tls_key_file;
   absl::StatusOr<std::unique_ptr<BnnClient>> client =
       BnnClient::Create(options);
   if (!client.ok()) {

@@ -1,7 +1,8 @@
 #include "client/bnnctl_args.h"
 
+#include <CLI/CLI.hpp>
 #include <cmath>
-#include <initializer_list>
+#include <functional>
 #include <utility>
 
 #include <absl/strings/match.h>
@@ -17,318 +18,75 @@
 namespace bnn::client {
 namespace {
 
-struct FlagSpec {
-  absl::string_view name;
-  bool takes_value;
-  bool repeatable;
-};
+// Value parsers. Their messages do not name the flag: CLI11 reports a
+// failed check as "--flag: message".
 
-struct CommandSpec {
-  absl::string_view name;
-  // Number of positional arguments and their name for messages.
-  int num_positionals;
-  absl::string_view positional_name;
-  std::vector<FlagSpec> flags;
-};
-
-const std::vector<FlagSpec>& GlobalFlagSpecs() {
-  static const auto* const kFlags = new std::vector<FlagSpec>{
-      {"server", true, false},
-      {"json", false, false},
-      {"timeout", true, false},
-      {"help", false, false},
-  };
-  return *kFlags;
+absl::StatusOr<std::string> ParseNonEmpty(absl::string_view value) {
+  if (value.empty()) return absl::InvalidArgumentError("must not be empty");
+  return std::string(value);
 }
 
-const std::vector<CommandSpec>& CommandSpecs() {
-  static const auto* const kCommands = new std::vector<CommandSpec>{
-      {"upload",
-       0,
-       "",
-       {{"name", true, false},
-        {"task", true, false},
-        {"csv", true, false},
-        {"target", true, false}}},
-      {"train",
-       0,
-       "",
-       {{"dataset", true, false},
-        {"method", true, false},
-        {"hidden", true, false},
-        {"activation", true, false},
-        {"epochs", true, false},
-        {"seed", true, false},
-        {"param", true, true},
-        {"dataset-version", true, false},
-        {"parent", true, false},
-        {"prior-from-parent", false, false}}},
-      {"job",
-       1,
-       "JOB_ID",
-       {{"wait", false, false}, {"wait-timeout", true, false}}},
-      {"cancel", 1, "JOB_ID", {}},
-      {"predict",
-       0,
-       "",
-       {{"snapshot", true, false},
-        {"csv", true, false},
-        {"samples", true, false},
-        {"seed", true, false},
-        {"target", true, false},
-        {"linearized", false, false},
-        {"quantiles", true, false},
-        {"per-sample", false, false}}},
-      {"acquire",
-       0,
-       "",
-       {{"snapshot", true, false},
-        {"dataset", true, false},
-        {"version", true, false},
-        {"csv", true, false},
-        {"k", true, false},
-        {"heuristic", true, false},
-        {"samples", true, false},
-        {"seed", true, false},
-        {"diversity-power", true, false}}},
-      {"methods", 0, "", {}},
-      {"datasets", 0, "", {}},
-      {"dataset", 1, "DATASET_ID", {{"version", true, false}}},
-      {"append",
-       0,
-       "",
-       {{"dataset", true, false},
-        {"csv", true, false},
-        {"target", true, false},
-        {"expected-version", true, false}}},
-      {"snapshots", 0, "", {{"dataset", true, false}}},
-      {"snapshot", 1, "SNAPSHOT_ID", {}},
-      {"delete-snapshot", 1, "SNAPSHOT_ID", {}},
-      {"export", 0, "", {{"snapshot", true, false}, {"out", true, false}}},
-      {"import", 0, "", {{"in", true, false}}},
-      {"help", 0, "", {}},
-  };
-  return *kCommands;
-}
-
-const CommandSpec* FindCommand(absl::string_view name) {
-  for (const CommandSpec& spec : CommandSpecs()) {
-    if (spec.name == name) return &spec;
-  }
-  return nullptr;
-}
-
-const FlagSpec* FindFlag(const std::vector<FlagSpec>& flags,
-                         absl::string_view name) {
-  for (const FlagSpec& flag : flags) {
-    if (flag.name == name) return &flag;
-  }
-  return nullptr;
-}
-
-std::string FlagList(const std::vector<FlagSpec>& flags) {
-  std::vector<std::string> names;
-  for (const FlagSpec& flag : flags)
-    names.push_back(absl::StrCat("--", flag.name));
-  return names.empty() ? "none" : absl::StrJoin(names, ", ");
-}
-
-// The command line split into its command, positionals and flag values (an
-// empty string for a boolean flag).
-struct RawArgs {
-  const CommandSpec* command = nullptr;
-  std::vector<std::string> positionals;
-  std::map<std::string, std::vector<std::string>, std::less<>> flags;
-
-  bool Has(absl::string_view flag) const { return flags.count(flag) > 0; }
-  // The value of a non-repeatable flag, or nullptr when absent.
-  const std::string* Get(absl::string_view flag) const {
-    auto it = flags.find(flag);
-    return it == flags.end() ? nullptr : &it->second.front();
-  }
-};
-
-absl::StatusOr<RawArgs> Tokenize(const std::vector<std::string>& args) {
-  RawArgs raw;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& token = args[i];
-    if (token == "-h") {
-      raw.flags["help"].push_back("");
-      continue;
-    }
-    if (!absl::StartsWith(token, "--") || token == "--") {
-      if (absl::StartsWith(token, "-") && token.size() > 1) {
-        return absl::InvalidArgumentError(absl::StrCat("unknown flag ", token));
-      }
-      if (raw.command == nullptr) {
-        raw.command = FindCommand(token);
-        if (raw.command == nullptr) {
-          std::vector<absl::string_view> names;
-          for (const CommandSpec& spec : CommandSpecs()) {
-            names.push_back(spec.name);
-          }
-          return absl::InvalidArgumentError(
-              absl::StrCat("unknown command '", token,
-                           "'; commands: ", absl::StrJoin(names, ", ")));
-        }
-      } else {
-        raw.positionals.push_back(token);
-      }
-      continue;
-    }
-
-    absl::string_view body = absl::string_view(token).substr(2);
-    std::optional<std::string> inline_value;
-    if (size_t eq = body.find('='); eq != absl::string_view::npos) {
-      inline_value = std::string(body.substr(eq + 1));
-      body = body.substr(0, eq);
-    }
-    const FlagSpec* flag = FindFlag(GlobalFlagSpecs(), body);
-    if (flag == nullptr && raw.command != nullptr) {
-      flag = FindFlag(raw.command->flags, body);
-    }
-    if (flag == nullptr) {
-      if (raw.command == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("unknown flag --", body, " before the command; ",
-                         "global flags: ", FlagList(GlobalFlagSpecs())));
-      }
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag --", body, " for '", raw.command->name,
-                       "'; its flags: ", FlagList(raw.command->flags),
-                       " (global: ", FlagList(GlobalFlagSpecs()), ")"));
-    }
-    std::string value;
-    if (flag->takes_value) {
-      if (inline_value.has_value()) {
-        value = *std::move(inline_value);
-      } else if (i + 1 < args.size() && !absl::StartsWith(args[i + 1], "--")) {
-        value = args[++i];
-      } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat("flag --", body, " needs a value"));
-      }
-    } else if (inline_value.has_value()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("flag --", body, " takes no value"));
-    }
-    std::vector<std::string>& values = raw.flags[std::string(body)];
-    if (!values.empty() && !flag->repeatable) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("flag --", body, " given more than once"));
-    }
-    values.push_back(std::move(value));
-  }
-  return raw;
-}
-
-absl::StatusOr<std::string> Required(const RawArgs& raw,
-                                     absl::string_view flag) {
-  const std::string* value = raw.Get(flag);
-  if (value == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", raw.command->name, "' needs the flag --", flag));
-  }
-  if (value->empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("flag --", flag, " must not be empty"));
-  }
-  return *value;
-}
-
-// Required() for several flags at once, each value stored in its
-// destination; the first missing or empty flag is the error.
-absl::Status GetRequired(
-    const RawArgs& raw,
-    std::initializer_list<std::pair<absl::string_view, std::string*>> flags) {
-  for (const auto& [flag, destination] : flags) {
-    absl::StatusOr<std::string> value = Required(raw, flag);
-    if (!value.ok()) return value.status();
-    *destination = *std::move(value);
-  }
-  return absl::OkStatus();
-}
-
-// A flag that may be left out, but not given empty.
-absl::Status GetOptional(const RawArgs& raw, absl::string_view flag,
-                         std::string* destination) {
-  if (!raw.Has(flag)) return absl::OkStatus();
-  return GetRequired(raw, {{flag, destination}});
-}
-
-absl::StatusOr<int> ParsePositiveInt(absl::string_view flag,
-                                     absl::string_view value) {
+absl::StatusOr<int> ParsePositiveInt(absl::string_view value) {
   int out = 0;
-  if (!absl::SimpleAtoi(value, &out)) {
+  if (!absl::SimpleAtoi(value, &out) || out < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("flag --", flag, ": '", value, "' is not an integer"));
-  }
-  if (out < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("flag --", flag, " must be >= 1, got ", out));
+        absl::StrCat("'", value, "' is not an integer >= 1"));
   }
   return out;
 }
 
 // Dataset versions count from 1.
-absl::StatusOr<int64_t> ParseVersion(absl::string_view flag,
-                                     absl::string_view value) {
+absl::StatusOr<int64_t> ParseVersion(absl::string_view value) {
   int64_t out = 0;
   if (!absl::SimpleAtoi(value, &out) || out < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "flag --", flag, ": '", value, "' is not a version (an integer >= 1)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", value, "' is not a version (an integer >= 1)"));
   }
   return out;
 }
 
-absl::StatusOr<uint64_t> ParseSeed(absl::string_view flag,
-                                   absl::string_view value) {
+absl::StatusOr<uint64_t> ParseSeed(absl::string_view value) {
   uint64_t out = 0;
   // SimpleAtoi would accept "-1" for an unsigned type by wrapping around on
   // some versions; reject signs explicitly.
   if (absl::StartsWith(value, "-") || absl::StartsWith(value, "+") ||
       !absl::SimpleAtoi(value, &out)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("flag --", flag, ": '", value,
-                     "' is not an integer in [0, 18446744073709551615]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", value, "' is not an integer in [0, 18446744073709551615]"));
   }
   return out;
 }
 
-absl::StatusOr<double> ParsePositiveSeconds(absl::string_view flag,
-                                            absl::string_view value) {
+absl::StatusOr<double> ParsePositiveSeconds(absl::string_view value) {
   double out = 0;
   if (!absl::SimpleAtod(value, &out) || !std::isfinite(out) || out <= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("flag --", flag, ": '", value,
-                     "' is not a positive number of seconds"));
+        absl::StrCat("'", value, "' is not a positive number of seconds"));
   }
   return out;
 }
 
-absl::StatusOr<double> ParseNonNegative(absl::string_view flag,
-                                        absl::string_view value) {
+absl::StatusOr<double> ParseNonNegative(absl::string_view value) {
   double out = 0;
   if (!absl::SimpleAtod(value, &out) || !std::isfinite(out) || out < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("flag --", flag, ": '", value, "' is not a number >= 0"));
+        absl::StrCat("'", value, "' is not a number >= 0"));
   }
   return out;
 }
 
-// Stores parse(flag, value) in `out` when the flag is given; leaves `out`
-// alone otherwise.
-template <typename T, typename Out>
-absl::Status ParseIfPresent(const RawArgs& raw, absl::string_view flag,
-                            absl::StatusOr<T> (*parse)(absl::string_view,
-                                                       absl::string_view),
-                            Out* out) {
-  const std::string* value = raw.Get(flag);
-  if (value == nullptr) return absl::OkStatus();
-  absl::StatusOr<T> parsed = parse(flag, *value);
-  if (!parsed.ok()) return parsed.status();
-  *out = *std::move(parsed);
-  return absl::OkStatus();
+absl::StatusOr<bool> ParseClassificationTask(absl::string_view value) {
+  if (value != "regression" && value != "classification") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "must be regression or classification, got '", value, "'"));
+  }
+  return value == "classification";
+}
+
+absl::StatusOr<std::string> ParseHeuristic(absl::string_view value) {
+  absl::StatusOr<AcquisitionHeuristic> heuristic = StringToHeuristic(value);
+  if (!heuristic.ok()) return heuristic.status();
+  return std::string(value);
 }
 
 absl::StatusOr<std::vector<int>> ParseHiddenSizes(absl::string_view value) {
@@ -338,7 +96,7 @@ absl::StatusOr<std::vector<int>> ParseHiddenSizes(absl::string_view value) {
     int width = 0;
     if (!absl::SimpleAtoi(part, &width) || width < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "flag --hidden: '", part,
+          "'", part,
           "' is not a positive layer width (use e.g. 50,50, or none for no "
           "hidden layer)"));
     }
@@ -353,7 +111,7 @@ absl::StatusOr<std::vector<std::string>> ParseActivations(
   for (absl::string_view part : absl::StrSplit(value, ',')) {
     if (part.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("flag --activation: empty name in '", value, "'"));
+          absl::StrCat("empty name in '", value, "'"));
     }
     out.emplace_back(part);
   }
@@ -365,393 +123,495 @@ absl::StatusOr<std::vector<double>> ParseQuantiles(absl::string_view value) {
   for (absl::string_view part : absl::StrSplit(value, ',')) {
     double level = 0;
     if (!absl::SimpleAtod(part, &level) || !(level > 0 && level < 1)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("flag --quantiles: '", part,
-                       "' is not a level in (0, 1) (use e.g. 0.05,0.5,0.95)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", part, "' is not a level in (0, 1) (use e.g. 0.05,0.5,0.95)"));
     }
     levels.push_back(level);
   }
   return levels;
 }
 
-absl::Status ExpectPositionals(const RawArgs& raw) {
-  const CommandSpec& spec = *raw.command;
-  if (static_cast<int>(raw.positionals.size()) == spec.num_positionals) {
-    return absl::OkStatus();
+absl::StatusOr<std::pair<std::string, std::string>> ParseParam(
+    absl::string_view assignment) {
+  ParamMap one;
+  if (absl::Status status = ParseParamAssignment(assignment, &one);
+      !status.ok()) {
+    return status;
   }
-  if (spec.num_positionals == 0) {
+  return *one.begin();
+}
+
+// Adds an option NAME taking one value that `parse` checks and converts into
+// *out (a T or a std::optional<T>); *out is left alone when the option is
+// not given. `parse` runs as a CLI11 check first, so a bad value is a usage
+// error naming the flag.
+template <typename T, typename Out>
+CLI::Option* AddParsed(CLI::App* app, const std::string& name,
+                       absl::StatusOr<T> (*parse)(absl::string_view), Out* out,
+                       const std::string& type_name, const std::string& help) {
+  CLI::Option* option = app->add_option_function<std::string>(
+      name, [parse, out](const std::string& value) { *out = *parse(value); },
+      help);
+  option->check(CLI::Validator(
+      [parse](std::string& value) {
+        absl::StatusOr<T> parsed = parse(value);
+        return parsed.ok() ? std::string()
+                           : std::string(parsed.status().message());
+      },
+      /*validator_desc=*/""));
+  option->type_name(type_name);
+  return option;
+}
+
+// A required flag (or positional argument) that takes any non-empty value.
+void AddRequired(CLI::App* app, const std::string& name, std::string* out,
+                 const std::string& type_name, const std::string& help) {
+  AddParsed(app, name, ParseNonEmpty, out, type_name, help)->required();
+}
+
+// A flag that takes no value (CLI11 would otherwise accept --flag=false).
+CLI::Option* AddFlag(CLI::App* app, const std::string& name, bool* out,
+                     const std::string& help) {
+  return app->add_flag(name, *out, help)->disable_flag_override();
+}
+
+// The options of every command, bound to the command structs they fill.
+struct Commands {
+  CLI::App* upload;
+  CLI::App* append;
+  CLI::App* datasets;
+  CLI::App* dataset;
+  CLI::App* train;
+  CLI::App* job;
+  CLI::App* cancel;
+  CLI::App* predict;
+  CLI::App* acquire;
+  CLI::App* snapshots;
+  CLI::App* snapshot;
+  CLI::App* delete_snapshot;
+  CLI::App* export_snapshot;
+  CLI::App* import_snapshot;
+  CLI::App* methods;
+  CLI::App* help;
+
+  UploadCommand upload_args;
+  AppendCommand append_args;
+  DatasetCommand dataset_args;
+  TrainCommand train_args;
+  std::vector<std::string> train_params;
+  JobCommand job_args;
+  CancelCommand cancel_args;
+  PredictCommand predict_args;
+  AcquireCommand acquire_args;
+  SnapshotsCommand snapshots_args;
+  SnapshotCommand snapshot_args;
+  DeleteSnapshotCommand delete_snapshot_args;
+  ExportCommand export_args;
+  ImportCommand import_args;
+  std::string help_topic;
+};
+
+constexpr char kCsvHelp[] =
+    "CSV file with a header line ('-': standard input); fields may be quoted "
+    "(RFC 4180)";
+
+void AddGlobalFlags(CLI::App* app, GlobalFlags* global) {
+  AddParsed(app, "--server", ParseNonEmpty, &global->server, "HOST:PORT",
+            "Server address (default 127.0.0.1:50051)")
+      ->envname("BNN_SERVER");
+  AddFlag(app, "--json", &global->json,
+          "Machine-readable JSON on stdout (docs/api.md)");
+  AddParsed(app, "--timeout", ParsePositiveSeconds, &global->timeout_seconds,
+            "SECONDS", "Deadline of each RPC (default 30)");
+  AddParsed(app, "--token", ParseNonEmpty, &global->token, "TOKEN",
+            "Sent as 'authorization: Bearer TOKEN' on every call")
+      ->envname("BNN_TOKEN");
+  // CLI11's ExistingFile without its ":FILE" in the help text.
+  CLI::Validator existing_file = CLI::ExistingFile;
+  existing_file.description("");
+  AddParsed(app, "--tls-ca", ParseNonEmpty, &global->tls_ca_file, "FILE",
+            "TLS, trusting the authorities in this PEM file")
+      ->check(existing_file);
+  CLI::Option* cert =
+      AddParsed(app, "--tls-cert", ParseNonEmpty, &global->tls_cert_file,
+                "FILE", "TLS, with this PEM client certificate chain")
+          ->check(existing_file);
+  CLI::Option* key =
+      AddParsed(app, "--tls-key", ParseNonEmpty, &global->tls_key_file, "FILE",
+                "The private key (PEM) of --tls-cert")
+          ->check(existing_file);
+  cert->needs(key);
+  key->needs(cert);
+}
+
+void AddCommands(CLI::App* app, Commands* c) {
+  c->upload = app->add_subcommand(
+      "upload",
+      "Upload a labelled CSV file as a new dataset (COL: a header name or a "
+      "0-based index)");
+  AddRequired(c->upload, "--name", &c->upload_args.name, "NAME",
+              "Dataset name");
+  AddParsed(c->upload, "--task", ParseClassificationTask,
+            &c->upload_args.classification, "regression|classification", "Task")
+      ->required();
+  AddRequired(c->upload, "--csv", &c->upload_args.csv_path, "FILE", kCsvHelp);
+  AddRequired(c->upload, "--target", &c->upload_args.target, "COL",
+              "Target column");
+
+  c->append = app->add_subcommand(
+      "append",
+      "Append labelled rows, creating the dataset's next version; with "
+      "--expected-version, fail unless V is still the latest");
+  AddRequired(c->append, "--dataset", &c->append_args.dataset_id, "ID",
+              "Dataset");
+  AddRequired(c->append, "--csv", &c->append_args.csv_path, "FILE", kCsvHelp);
+  AddRequired(c->append, "--target", &c->append_args.target, "COL",
+              "Target column");
+  AddParsed(c->append, "--expected-version", ParseVersion,
+            &c->append_args.expected_version, "V",
+            "Fail unless V is the latest version");
+
+  c->datasets = app->add_subcommand("datasets", "List the stored datasets");
+
+  c->dataset = app->add_subcommand(
+      "dataset", "Show one dataset (its latest version unless --version)");
+  AddRequired(c->dataset, "DATASET_ID", &c->dataset_args.dataset_id, "ID",
+              "Dataset");
+  AddParsed(c->dataset, "--version", ParseVersion, &c->dataset_args.version,
+            "V", "Dataset version");
+
+  c->train = app->add_subcommand(
+      "train",
+      "Start a training job; prints its id. --parent warm-starts from a "
+      "snapshot (whose architecture is used: --hidden may be left out)");
+  TrainCommand& train = c->train_args;
+  AddRequired(c->train, "--dataset", &train.dataset_id, "ID", "Dataset");
+  AddRequired(c->train, "--method", &train.method, "NAME",
+              "Inference method (bnnctl methods)");
+  AddParsed(c->train, "--hidden", ParseHiddenSizes, &train.hidden_sizes,
+            "50[,50...]|none",
+            "Hidden layer widths (required without --parent)");
+  AddParsed(c->train, "--activation", ParseActivations, &train.activations,
+            "relu[,tanh...]", "Activation of each hidden layer");
+  AddParsed(c->train, "--epochs", ParsePositiveInt, &train.epochs, "E",
+            "Epochs")
+      ->required();
+  AddParsed(c->train, "--seed", ParseSeed, &train.seed, "S", "Random seed");
+  c->train
+      ->add_option("--param", c->train_params,
+                   "Method parameter (repeatable; bnnctl methods lists them)")
+      ->allow_extra_args(false)
+      ->type_name("KEY=VALUE")
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            absl::StatusOr<std::pair<std::string, std::string>> param =
+                ParseParam(value);
+            return param.ok() ? std::string()
+                              : std::string(param.status().message());
+          },
+          ""));
+  AddParsed(c->train, "--dataset-version", ParseVersion, &train.dataset_version,
+            "V", "Train on this version (default: the latest)");
+  AddParsed(c->train, "--parent", ParseNonEmpty, &train.parent_snapshot_id,
+            "SNAPSHOT", "Warm-start from this snapshot");
+  AddFlag(c->train, "--prior-from-parent", &train.prior_from_parent,
+          "Make the parent's posterior the prior (continual learning)");
+
+  c->job =
+      app->add_subcommand("job", "Show a job; --wait polls until it finishes");
+  AddRequired(c->job, "JOB_ID", &c->job_args.job_id, "ID", "Job");
+  AddFlag(c->job, "--wait", &c->job_args.wait,
+          "Poll until the job finishes; exit 1 unless it succeeded");
+  AddParsed(c->job, "--wait-timeout", ParsePositiveSeconds,
+            &c->job_args.wait_timeout_seconds, "SECONDS",
+            "Limit of --wait (default 3600)");
+
+  c->cancel = app->add_subcommand("cancel", "Cancel a queued or running job");
+  AddRequired(c->cancel, "JOB_ID", &c->cancel_args.job_id, "ID", "Job");
+
+  c->predict = app->add_subcommand(
+      "predict",
+      "Predictive mean and std (regression) or class probabilities, entropy "
+      "and mutual information for every row of a CSV file");
+  PredictCommand& predict = c->predict_args;
+  AddRequired(c->predict, "--snapshot", &predict.snapshot_id, "ID", "Snapshot");
+  AddRequired(c->predict, "--csv", &predict.csv_path, "FILE", kCsvHelp);
+  AddParsed(c->predict, "--samples", ParsePositiveInt, &predict.num_samples,
+            "S", "Monte Carlo samples (required without --linearized)");
+  AddParsed(c->predict, "--seed", ParseSeed, &predict.seed, "S", "Random seed");
+  AddParsed(c->predict, "--target", ParseNonEmpty, &predict.target, "COL",
+            "A column to leave out (every other one is a feature)");
+  AddFlag(c->predict, "--linearized", &predict.linearized,
+          "The closed-form GLM predictive (regression)");
+  AddParsed(c->predict, "--quantiles", ParseQuantiles, &predict.quantiles,
+            "0.05,0.5,0.95", "Predictive quantiles (regression)");
+  AddFlag(c->predict, "--per-sample", &predict.per_sample,
+          "Every sample's output too");
+
+  c->acquire = app->add_subcommand(
+      "acquire",
+      "The K pool rows to label next, best first; P > 0 draws them at random "
+      "with probability proportional to score^P (diverse batches)");
+  AcquireCommand& acquire = c->acquire_args;
+  AddRequired(c->acquire, "--snapshot", &acquire.snapshot_id, "ID", "Snapshot");
+  AddParsed(c->acquire, "--dataset", ParseNonEmpty, &acquire.dataset_id, "ID",
+            "Pool: a stored dataset");
+  AddParsed(c->acquire, "--version", ParseVersion, &acquire.dataset_version,
+            "V", "Version of the --dataset pool");
+  AddParsed(c->acquire, "--csv", ParseNonEmpty, &acquire.csv_path, "FILE",
+            "Pool: a CSV file of features ('-': standard input)");
+  AddParsed(c->acquire, "--k", ParsePositiveInt, &acquire.k, "K",
+            "Rows to acquire")
+      ->required();
+  AddParsed(c->acquire, "--heuristic", ParseHeuristic, &acquire.heuristic,
+            "max_variance|entropy|bald|margin|random", "Acquisition heuristic")
+      ->required();
+  AddParsed(c->acquire, "--samples", ParsePositiveInt, &acquire.num_samples,
+            "S", "Monte Carlo samples (default: the server's)");
+  AddParsed(c->acquire, "--seed", ParseSeed, &acquire.seed, "S", "Random seed");
+  AddParsed(c->acquire, "--diversity-power", ParseNonNegative,
+            &acquire.diversity_power, "P", "0: deterministic top-k (default)");
+
+  c->snapshots = app->add_subcommand(
+      "snapshots", "List the stored snapshots (those trained on one dataset)");
+  AddParsed(c->snapshots, "--dataset", ParseNonEmpty,
+            &c->snapshots_args.dataset_id, "ID", "Only this dataset's");
+
+  c->snapshot = app->add_subcommand("snapshot", "Show one snapshot");
+  AddRequired(c->snapshot, "SNAPSHOT_ID", &c->snapshot_args.snapshot_id, "ID",
+              "Snapshot");
+
+  c->delete_snapshot =
+      app->add_subcommand("delete-snapshot", "Delete a snapshot");
+  AddRequired(c->delete_snapshot, "SNAPSHOT_ID",
+              &c->delete_snapshot_args.snapshot_id, "ID", "Snapshot");
+
+  c->export_snapshot = app->add_subcommand(
+      "export", "Download a snapshot file (written only once complete)");
+  AddRequired(c->export_snapshot, "--snapshot", &c->export_args.snapshot_id,
+              "ID", "Snapshot");
+  AddRequired(c->export_snapshot, "--out", &c->export_args.out_path, "FILE",
+              "Where to write it");
+
+  c->import_snapshot = app->add_subcommand(
+      "import",
+      "Upload a snapshot file; prints the stored snapshot and its new id");
+  AddRequired(c->import_snapshot, "--in", &c->import_args.in_path, "FILE",
+              "Snapshot file");
+
+  c->methods = app->add_subcommand(
+      "methods", "List the inference methods and their parameters");
+
+  c->help = app->add_subcommand("help", "Show the help of bnnctl or COMMAND");
+  c->help->add_option("COMMAND", c->help_topic, "A command");
+}
+
+// Checks that only `parse` cannot express (flags that need or exclude each
+// other) and turns the parsed subcommand into its Command.
+absl::StatusOr<Command> BuildCommand(const CLI::App& app, Commands& c) {
+  if (c.upload->parsed()) return c.upload_args;
+  if (c.append->parsed()) return c.append_args;
+  if (c.datasets->parsed()) return DatasetsCommand{};
+  if (c.dataset->parsed()) return c.dataset_args;
+  if (c.train->parsed()) {
+    TrainCommand& train = c.train_args;
+    if (train.prior_from_parent && train.parent_snapshot_id.empty()) {
+      return absl::InvalidArgumentError(
+          "flag --prior-from-parent needs --parent as well");
+    }
+    // A warm start inherits its parent's architecture, so --hidden is only
+    // required without a parent.
+    if (train.parent_snapshot_id.empty() && c.train->count("--hidden") == 0) {
+      return absl::InvalidArgumentError(
+          "'train' needs the flag --hidden (or --parent)");
+    }
+    for (const std::string& assignment : c.train_params) {
+      auto [entry, inserted] = train.params.insert(*ParseParam(assignment));
+      if (!inserted) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "flag --param: '", entry->first, "' given more than once"));
+      }
+    }
+    return train;
+  }
+  if (c.job->parsed()) {
+    if (c.job->count("--wait-timeout") > 0 && !c.job_args.wait) {
+      return absl::InvalidArgumentError(
+          "flag --wait-timeout needs --wait as well");
+    }
+    return c.job_args;
+  }
+  if (c.cancel->parsed()) return c.cancel_args;
+  if (c.predict->parsed()) {
+    const PredictCommand& predict = c.predict_args;
+    // The linearised predictive is computed in closed form, so only Monte
+    // Carlo predictions need a sample count, or have samples to show.
+    if (predict.linearized && predict.per_sample) {
+      return absl::InvalidArgumentError(
+          "flag --per-sample needs Monte Carlo samples; it cannot be combined "
+          "with --linearized");
+    }
+    if (!predict.linearized && c.predict->count("--samples") == 0) {
+      return absl::InvalidArgumentError(
+          "'predict' needs the flag --samples (or --linearized)");
+    }
+    return predict;
+  }
+  if (c.acquire->parsed()) {
+    const AcquireCommand& acquire = c.acquire_args;
+    if (acquire.dataset_id.empty() == acquire.csv_path.empty()) {
+      return absl::InvalidArgumentError(
+          "'acquire' needs exactly one pool: --dataset ID or --csv FILE");
+    }
+    if (!acquire.csv_path.empty() && acquire.dataset_version.has_value()) {
+      return absl::InvalidArgumentError(
+          "flag --version needs --dataset (a CSV pool has no versions)");
+    }
+    return acquire;
+  }
+  if (c.snapshots->parsed()) return c.snapshots_args;
+  if (c.snapshot->parsed()) return c.snapshot_args;
+  if (c.delete_snapshot->parsed()) return c.delete_snapshot_args;
+  if (c.export_snapshot->parsed()) return c.export_args;
+  if (c.import_snapshot->parsed()) return c.import_args;
+  if (c.methods->parsed()) return MethodsCommand{};
+  if (c.help->parsed()) {
+    // app.help() would show the help of the parsed command, `help` itself.
+    if (c.help_topic.empty()) {
+      return TextCommand{app.get_formatter()->make_help(
+          &app, app.get_name(), CLI::AppFormatMode::Normal)};
+    }
+    for (const CLI::App* command : app.get_subcommands({})) {
+      if (command->get_name() == c.help_topic) {
+        return TextCommand{command->help(app.get_name())};
+      }
+    }
     return absl::InvalidArgumentError(
-        absl::StrCat("'", spec.name, "' takes no positional argument, got '",
-                     raw.positionals.front(), "'"));
+        absl::StrCat("help: unknown command '", c.help_topic, "'"));
+  }
+  return absl::InvalidArgumentError(
+      "missing command (bnnctl --help lists them)");
+}
+
+std::string CommandNames(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* command : app.get_subcommands({})) {
+    names.push_back(command->get_name());
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+// The error for arguments no command or flag took (CLI11's "extras"),
+// `command` being the parsed command if any.
+absl::Status UnexpectedArguments(const CLI::App& app, const CLI::App* command,
+                                 const std::vector<std::string>& extras) {
+  const std::string& first = extras.front();
+  if (absl::StartsWith(first, "-")) {
+    absl::string_view flag = first;
+    flag = flag.substr(0, flag.find('='));
+    if (command == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag ", flag, " (bnnctl --help)"));
+    }
+    // The command's own flags are only known after it.
+    if (command->get_option_no_throw(std::string(flag)) != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("flag ", flag, " of '", command->get_name(),
+                       "' must follow the command"));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown flag ", flag, " for '", command->get_name(),
+                     "' (bnnctl ", command->get_name(), " --help)"));
+  }
+  if (command == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown command '", first, "'; commands: ", CommandNames(app)));
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "'", spec.name, "' expects ", spec.num_positionals, " argument ",
-      spec.positional_name, ", got ", raw.positionals.size()));
+      "unexpected argument '", first, "' for '", command->get_name(),
+      "' (bnnctl ", command->get_name(), " --help)"));
 }
 
-absl::StatusOr<Command> BuildUpload(const RawArgs& raw) {
-  UploadCommand upload;
-  std::string task;
-  if (absl::Status status = GetRequired(raw, {{"name", &upload.name},
-                                              {"task", &task},
-                                              {"csv", &upload.csv_path},
-                                              {"target", &upload.target}});
-      !status.ok()) {
-    return status;
-  }
-  if (task != "regression" && task != "classification") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "flag --task must be regression or classification, got '", task, "'"));
-  }
-  upload.classification = (task == "classification");
-  return upload;
+const CLI::App* ParsedCommand(const CLI::App& app) {
+  const std::vector<CLI::App*> parsed = app.get_subcommands();
+  return parsed.empty() ? nullptr : parsed.front();
 }
 
-absl::Status ParseParams(const RawArgs& raw,
-                         std::map<std::string, std::string>* params) {
-  auto it = raw.flags.find("param");
-  if (it == raw.flags.end()) return absl::OkStatus();
-  for (const std::string& assignment : it->second) {
-    ParamMap one;
-    if (absl::Status status = ParseParamAssignment(assignment, &one);
-        !status.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("flag --param: ", status.message()));
-    }
-    auto [entry, inserted] = params->insert(*one.begin());
-    if (!inserted) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "flag --param: '", entry->first, "' given more than once"));
-    }
-  }
-  return absl::OkStatus();
+bool Given(const CLI::Option* option) {
+  return option != nullptr && option->count() > 0;
 }
 
-absl::StatusOr<Command> BuildTrain(const RawArgs& raw) {
-  TrainCommand train;
-  std::string epochs;
-  if (absl::Status status = GetRequired(
-          raw, {{"dataset", &train.dataset_id}, {"method", &train.method}});
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status =
-          GetOptional(raw, "parent", &train.parent_snapshot_id);
-      !status.ok()) {
-    return status;
-  }
-  train.prior_from_parent = raw.Has("prior-from-parent");
-  if (train.prior_from_parent && train.parent_snapshot_id.empty()) {
-    return absl::InvalidArgumentError(
-        "flag --prior-from-parent needs --parent as well");
-  }
-  // A warm start inherits its parent's architecture, so --hidden is only
-  // required without a parent.
-  if (train.parent_snapshot_id.empty() || raw.Has("hidden")) {
-    absl::StatusOr<std::string> hidden = Required(raw, "hidden");
-    if (!hidden.ok()) return hidden.status();
-    absl::StatusOr<std::vector<int>> sizes = ParseHiddenSizes(*hidden);
-    if (!sizes.ok()) return sizes.status();
-    train.hidden_sizes = *std::move(sizes);
-  }
-  if (absl::Status status = GetRequired(raw, {{"epochs", &epochs}});
-      !status.ok()) {
-    return status;
-  }
-  absl::StatusOr<int> num_epochs = ParsePositiveInt("epochs", epochs);
-  if (!num_epochs.ok()) return num_epochs.status();
-  train.epochs = *num_epochs;
-  if (const std::string* value = raw.Get("activation")) {
-    absl::StatusOr<std::vector<std::string>> activations =
-        ParseActivations(*value);
-    if (!activations.ok()) return activations.status();
-    train.activations = *std::move(activations);
-  }
-  for (absl::Status status :
-       {ParseIfPresent(raw, "seed", ParseSeed, &train.seed),
-        ParseIfPresent(raw, "dataset-version", ParseVersion,
-                       &train.dataset_version),
-        ParseParams(raw, &train.params)}) {
-    if (!status.ok()) return status;
-  }
-  return train;
-}
-
-absl::StatusOr<Command> BuildJob(const RawArgs& raw) {
-  JobCommand job;
-  job.job_id = raw.positionals.front();
-  job.wait = raw.Has("wait");
-  if (raw.Has("wait-timeout") && !job.wait) {
-    return absl::InvalidArgumentError(
-        "flag --wait-timeout needs --wait as well");
-  }
-  if (absl::Status status = ParseIfPresent(
-          raw, "wait-timeout", ParsePositiveSeconds, &job.wait_timeout_seconds);
-      !status.ok()) {
-    return status;
-  }
-  return job;
-}
-
-absl::StatusOr<Command> BuildPredict(const RawArgs& raw) {
-  PredictCommand predict;
-  if (absl::Status status = GetRequired(
-          raw,
-          {{"snapshot", &predict.snapshot_id}, {"csv", &predict.csv_path}});
-      !status.ok()) {
-    return status;
-  }
-  predict.linearized = raw.Has("linearized");
-  predict.per_sample = raw.Has("per-sample");
-  // The linearised predictive is computed in closed form, so only Monte
-  // Carlo predictions need a sample count, or have samples to show.
-  if (predict.linearized && predict.per_sample) {
-    return absl::InvalidArgumentError(
-        "flag --per-sample needs Monte Carlo samples; it cannot be combined "
-        "with --linearized");
-  }
-  if (!predict.linearized) {
-    absl::StatusOr<std::string> samples = Required(raw, "samples");
-    if (!samples.ok()) return samples.status();
-  }
-  if (const std::string* value = raw.Get("quantiles")) {
-    absl::StatusOr<std::vector<double>> levels = ParseQuantiles(*value);
-    if (!levels.ok()) return levels.status();
-    predict.quantiles = *std::move(levels);
-  }
-  for (absl::Status status :
-       {GetOptional(raw, "target", &predict.target),
-        ParseIfPresent(raw, "samples", ParsePositiveInt, &predict.num_samples),
-        ParseIfPresent(raw, "seed", ParseSeed, &predict.seed)}) {
-    if (!status.ok()) return status;
-  }
-  return predict;
-}
-
-absl::StatusOr<Command> BuildAcquire(const RawArgs& raw) {
-  AcquireCommand acquire;
-  std::string k;
-  if (absl::Status status =
-          GetRequired(raw, {{"snapshot", &acquire.snapshot_id},
-                            {"k", &k},
-                            {"heuristic", &acquire.heuristic}});
-      !status.ok()) {
-    return status;
-  }
-  if (raw.Has("dataset") == raw.Has("csv")) {
-    return absl::InvalidArgumentError(
-        "'acquire' needs exactly one pool: --dataset ID or --csv FILE");
-  }
-  if (raw.Has("csv") && raw.Has("version")) {
-    return absl::InvalidArgumentError(
-        "flag --version needs --dataset (a CSV pool has no versions)");
-  }
-  for (absl::Status status : {GetOptional(raw, "dataset", &acquire.dataset_id),
-                              GetOptional(raw, "csv", &acquire.csv_path)}) {
-    if (!status.ok()) return status;
-  }
-  if (absl::StatusOr<AcquisitionHeuristic> heuristic =
-          StringToHeuristic(acquire.heuristic);
-      !heuristic.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("flag --heuristic: ", heuristic.status().message()));
-  }
-  absl::StatusOr<int> num_rows = ParsePositiveInt("k", k);
-  if (!num_rows.ok()) return num_rows.status();
-  acquire.k = *num_rows;
-  for (absl::Status status :
-       {ParseIfPresent(raw, "version", ParseVersion, &acquire.dataset_version),
-        ParseIfPresent(raw, "samples", ParsePositiveInt, &acquire.num_samples),
-        ParseIfPresent(raw, "seed", ParseSeed, &acquire.seed),
-        ParseIfPresent(raw, "diversity-power", ParseNonNegative,
-                       &acquire.diversity_power)}) {
-    if (!status.ok()) return status;
-  }
-  return acquire;
-}
-
-absl::StatusOr<Command> BuildDataset(const RawArgs& raw) {
-  DatasetCommand dataset;
-  dataset.dataset_id = raw.positionals.front();
-  if (absl::Status status =
-          ParseIfPresent(raw, "version", ParseVersion, &dataset.version);
-      !status.ok()) {
-    return status;
-  }
-  return dataset;
-}
-
-absl::StatusOr<Command> BuildAppend(const RawArgs& raw) {
-  AppendCommand append;
-  for (absl::Status status :
-       {GetRequired(raw, {{"dataset", &append.dataset_id},
-                          {"csv", &append.csv_path},
-                          {"target", &append.target}}),
-        ParseIfPresent(raw, "expected-version", ParseVersion,
-                       &append.expected_version)}) {
-    if (!status.ok()) return status;
-  }
-  return append;
-}
-
-absl::StatusOr<Command> BuildSnapshots(const RawArgs& raw) {
-  SnapshotsCommand snapshots;
-  if (absl::Status status = GetOptional(raw, "dataset", &snapshots.dataset_id);
-      !status.ok()) {
-    return status;
-  }
-  return snapshots;
-}
-
-absl::StatusOr<Command> BuildExport(const RawArgs& raw) {
-  ExportCommand command;
-  if (absl::Status status = GetRequired(
-          raw,
-          {{"snapshot", &command.snapshot_id}, {"out", &command.out_path}});
-      !status.ok()) {
-    return status;
-  }
-  return command;
-}
-
-absl::StatusOr<Command> BuildImport(const RawArgs& raw) {
-  ImportCommand command;
-  if (absl::Status status = GetRequired(raw, {{"in", &command.in_path}});
-      !status.ok()) {
-    return status;
-  }
-  return command;
+// -h/--help given to the app or to the parsed command.
+bool HelpGiven(const CLI::App& app) {
+  const CLI::App* command = ParsedCommand(app);
+  return Given(app.get_help_ptr()) ||
+         (command != nullptr && Given(command->get_help_ptr()));
 }
 
 }  // namespace
 
 absl::StatusOr<Invocation> ParseBnnctlArgs(
     const std::vector<std::string>& args) {
-  absl::StatusOr<RawArgs> parsed = Tokenize(args);
-  if (!parsed.ok()) return parsed.status();
-  const RawArgs& raw = *parsed;
-
   Invocation invocation;
-  if (const std::string* server = raw.Get("server")) {
-    if (server->empty()) {
-      return absl::InvalidArgumentError("flag --server must not be empty");
-    }
-    invocation.global.server = *server;
-  }
-  invocation.global.json = raw.Has("json");
-  if (const std::string* value = raw.Get("timeout")) {
-    absl::StatusOr<double> seconds = ParsePositiveSeconds("timeout", *value);
-    if (!seconds.ok()) return seconds.status();
-    invocation.global.timeout_seconds = *seconds;
+  CLI::App app("bnnctl: the command-line client of bnn-server", "bnnctl");
+  // Global flags may also follow the command: the command hands what it
+  // does not know to the app ("fallthrough", inherited by every command).
+  // Leftover arguments are collected rather than thrown at once, so that an
+  // unknown flag is reported before a missing one.
+  app.fallthrough();
+  app.allow_extras();
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", BnnctlVersion(),
+                       "Print the version and build commit");
+  app.footer(
+      "Global flags may come before or after the command. BNN_SERVER and "
+      "BNN_TOKEN set --server and --token when those are not given.\n"
+      "Every CSV path may be '-' (standard input).\n"
+      "Exit status: 0 on success, 1 on a failed request or job, 2 on a usage "
+      "error.");
+  AddGlobalFlags(&app, &invocation.global);
+  Commands commands;
+  AddCommands(&app, &commands);
+  for (CLI::App* command : app.get_subcommands({})) {
+    command->footer(
+        "Global flags (bnnctl --help): --server, --json, "
+        "--timeout, --token, --tls-ca, --tls-cert, --tls-key.");
   }
 
-  if (raw.Has("help") ||
-      (raw.command != nullptr && raw.command->name == "help")) {
-    invocation.command = HelpCommand{};
+  // CLI11 takes the arguments last first.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    // help() shows the parsed command's help, if any.
+    invocation.command = TextCommand{app.help()};
     return invocation;
+  } catch (const CLI::CallForVersion& version) {
+    invocation.command = TextCommand{absl::StrCat(version.what(), "\n")};
+    return invocation;
+  } catch (const CLI::ParseError& error) {
+    // CLI11 checks values before it looks for --help and --version; they
+    // still win over a bad value.
+    if (HelpGiven(app)) {
+      invocation.command = TextCommand{app.help()};
+      return invocation;
+    }
+    if (Given(app.get_version_ptr())) {
+      invocation.command = TextCommand{absl::StrCat(BnnctlVersion(), "\n")};
+      return invocation;
+    }
+    if (!app.remaining().empty()) {
+      return UnexpectedArguments(app, ParsedCommand(app), app.remaining());
+    }
+    return absl::InvalidArgumentError(error.what());
   }
-  if (raw.command == nullptr) {
-    return absl::InvalidArgumentError("missing command");
+  if (!app.remaining().empty()) {
+    return UnexpectedArguments(app, ParsedCommand(app), app.remaining());
   }
-  if (absl::Status status = ExpectPositionals(raw); !status.ok()) {
-    return status;
-  }
-
-  const absl::string_view name = raw.command->name;
-  const std::string positional =
-      raw.positionals.empty() ? "" : raw.positionals.front();
-  absl::StatusOr<Command> command;
-  if (name == "upload") {
-    command = BuildUpload(raw);
-  } else if (name == "train") {
-    command = BuildTrain(raw);
-  } else if (name == "job") {
-    command = BuildJob(raw);
-  } else if (name == "cancel") {
-    command = CancelCommand{positional};
-  } else if (name == "predict") {
-    command = BuildPredict(raw);
-  } else if (name == "acquire") {
-    command = BuildAcquire(raw);
-  } else if (name == "methods") {
-    command = MethodsCommand{};
-  } else if (name == "datasets") {
-    command = DatasetsCommand{};
-  } else if (name == "dataset") {
-    command = BuildDataset(raw);
-  } else if (name == "append") {
-    command = BuildAppend(raw);
-  } else if (name == "snapshots") {
-    command = BuildSnapshots(raw);
-  } else if (name == "snapshot") {
-    command = SnapshotCommand{positional};
-  } else if (name == "delete-snapshot") {
-    command = DeleteSnapshotCommand{positional};
-  } else if (name == "export") {
-    command = BuildExport(raw);
-  } else {
-    command = BuildImport(raw);
-  }
+  absl::StatusOr<Command> command = BuildCommand(app, commands);
   if (!command.ok()) return command.status();
   invocation.command = *std::move(command);
   return invocation;
-}
-
-const char* BnnctlUsage() {
-  return R"(usage: bnnctl [--server HOST:PORT] [--json] [--timeout SECONDS] COMMAND ...
-
-Commands:
-  upload    --name N --task regression|classification --csv FILE --target COL
-            Upload a CSV (header line; COL is a header name or 0-based index).
-  append    --dataset ID --csv FILE --target COL [--expected-version V]
-            Append labelled rows, creating the dataset's next version; with
-            --expected-version, fail unless V is still the latest.
-  datasets  List the stored datasets.
-  dataset   ID [--version V]
-            Show one dataset (its latest version unless --version).
-  train     --dataset ID --method NAME --hidden 50[,50...]|none
-            [--activation relu[,tanh...]] --epochs E [--seed S]
-            [--param key=value ...] [--dataset-version V]
-            [--parent SNAPSHOT [--prior-from-parent]]
-            Start a training job; prints its id. --parent warm-starts from a
-            snapshot (whose architecture is used: --hidden may be left out);
-            --prior-from-parent also makes its posterior the prior.
-  job       ID [--wait [--wait-timeout SECONDS]]
-            Show a job; --wait polls until it finishes (default limit 3600 s).
-  cancel    ID
-            Cancel a queued or running job.
-  predict   --snapshot ID --csv FILE (--samples S | --linearized) [--seed S]
-            [--target COL] [--quantiles 0.05,0.5,0.95] [--per-sample]
-            Predictive mean and std (regression) or class probabilities,
-            entropy and mutual information for every row of FILE; all
-            columns are features except --target. --linearized: the
-            closed-form GLM predictive (regression); --quantiles: predictive
-            quantiles (regression); --per-sample: every sample's output.
-  acquire   --snapshot ID (--dataset ID [--version V] | --csv FILE) --k K
-            --heuristic max_variance|entropy|bald|margin|random [--samples S]
-            [--seed S] [--diversity-power P]
-            The K pool rows to label next, best first. P > 0 draws them at
-            random with probability proportional to score^P (diverse batches).
-  snapshots [--dataset ID]
-            List the stored snapshots (those trained on one dataset).
-  snapshot  ID
-            Show one snapshot.
-  delete-snapshot ID
-            Delete a snapshot.
-  export    --snapshot ID --out FILE
-            Download a snapshot file (written only once complete).
-  import    --in FILE
-            Upload a snapshot file; prints the stored snapshot and its new id.
-  methods   List the inference methods and their parameters.
-  help      Show this text.
-
-Global flags (before or after the command):
-  --server HOST:PORT  server address (default 127.0.0.1:50051)
-  --json              machine-readable JSON on stdout
-  --timeout SECONDS   deadline of each RPC (default 30)
-
-Exit status: 0 on success, 1 on a failed request or job, 2 on a usage error.
-)";
 }
 
 }  // namespace bnn::client

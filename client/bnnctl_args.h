@@ -1,6 +1,7 @@
-// Command-line parsing for bnnctl, kept apart from main() so it can be tested
-// without a server. Parsing only checks syntax and local constraints (flag
-// names, required flags, number formats); the server validates the rest.
+// Command-line parsing for bnnctl (CLI11), kept apart from main() so it can
+// be tested without a server. Parsing only checks syntax and local
+// constraints (flag names, required flags, number formats); the server
+// validates the rest.
 #ifndef BNN_CLIENT_BNNCTL_ARGS_H_
 #define BNN_CLIENT_BNNCTL_ARGS_H_
 
@@ -17,17 +18,32 @@ namespace bnn::client {
 
 // Flags accepted before or after any command.
 struct GlobalFlags {
-  // --server HOST:PORT
+  // --server HOST:PORT, else the environment variable BNN_SERVER.
   std::string server = "127.0.0.1:50051";
   // --json: machine-readable output on stdout.
   bool json = false;
   // --timeout SECONDS: deadline of each RPC.
   double timeout_seconds = 30.0;
+  // --token TOKEN, else the environment variable BNN_TOKEN: sent as
+  // `authorization: Bearer TOKEN` on every call. Empty: no such header.
+  std::string token;
+  // --tls-ca FILE: PEM certificates of the authorities that sign the
+  // server's certificate; --tls-cert FILE and --tls-key FILE: the client's
+  // own certificate chain and private key (PEM), for servers that ask for
+  // one. Any of them switches the channel to TLS (with the system's roots
+  // when --tls-ca is not given). All empty: a plaintext channel.
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
-struct HelpCommand {};
+// --help, `help [COMMAND]` and --version: print `text` on stdout, exit 0.
+struct TextCommand {
+  std::string text;
+};
 
 // upload --name N --task regression|classification --csv FILE --target COL
+// (every CSV path of every command may be "-": standard input)
 struct UploadCommand {
   std::string name;
   bool classification = false;
@@ -143,7 +159,7 @@ struct ImportCommand {
 };
 
 using Command =
-    std::variant<HelpCommand, UploadCommand, TrainCommand, JobCommand,
+    std::variant<TextCommand, UploadCommand, TrainCommand, JobCommand,
                  CancelCommand, PredictCommand, AcquireCommand, MethodsCommand,
                  DatasetsCommand, DatasetCommand, AppendCommand,
                  SnapshotsCommand, SnapshotCommand, DeleteSnapshotCommand,
@@ -154,14 +170,18 @@ struct Invocation {
   Command command;
 };
 
-// Parses argv[1..] (without the program name). Every error is
-// InvalidArgument naming the offending flag or argument; the caller reports
-// it as a usage error. `--flag=value` and `--flag value` are both accepted.
+// Parses argv[1..] (without the program name), reading BNN_SERVER and
+// BNN_TOKEN from the environment for flags that are not given. Every error
+// is InvalidArgument naming the offending flag, argument or command; the
+// caller reports it as a usage error. `--flag=value` and `--flag value` are
+// both accepted.
 absl::StatusOr<Invocation> ParseBnnctlArgs(
     const std::vector<std::string>& args);
 
-// The full usage text, ending in a newline.
-const char* BnnctlUsage();
+// "bnnctl VERSION (commit COMMIT)": the library version (bnn/version.h) and
+// the git commit bnnctl was built from ("unknown" outside a git checkout,
+// "-dirty" appended for uncommitted changes).
+std::string BnnctlVersion();
 
 }  // namespace bnn::client
 

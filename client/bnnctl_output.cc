@@ -100,34 +100,29 @@ std::string ParamsText(
                                         absl::PairFormatter("="));
 }
 
-void WriteParamsJson(
-    const google::protobuf::Map<std::string, std::string>& params,
-    JsonWriter* json) {
-  json->Key("params").BeginObject();
-  for (const auto& [key, value] : SortedParams(params)) {
-    json->Field(key, value);
-  }
-  json->EndObject();
+Json ParamsJson(const google::protobuf::Map<std::string, std::string>& params) {
+  Json json = Json::object();
+  for (auto& [key, value] : SortedParams(params)) json[key] = std::move(value);
+  return json;
 }
 
-// Key(key) followed by an array of the numbers in `values`.
-template <typename Numbers>
-void NumberArray(absl::string_view key, const Numbers& values,
-                 JsonWriter* json) {
-  json->Key(key).BeginArray();
-  for (double value : values) json->Number(value);
-  json->EndArray();
+// A JSON array of `values` (a repeated field or a vector).
+template <typename Values>
+Json Array(const Values& values) {
+  Json json = Json::array();
+  for (const auto& value : values) json.push_back(value);
+  return json;
 }
 
-// The features of row i of `table` as an "x" array.
-void RowFeaturesJson(const FeatureTable& table, int64_t i, JsonWriter* json) {
-  json->Key("x").BeginArray();
+// The features of row i of `table` (empty outside the table).
+Json RowFeaturesJson(const FeatureTable& table, int64_t i) {
+  Json json = Json::array();
   if (i >= 0 && i < table.num_rows()) {
     for (int64_t j = 0; j < table.num_features; ++j) {
-      json->Number(table.features[i * table.num_features + j]);
+      json.push_back(table.features[i * table.num_features + j]);
     }
   }
-  json->EndArray();
+  return json;
 }
 
 // Row i's features as table cells ("" outside the table).
@@ -230,157 +225,143 @@ bool IsClassification(const v1::PredictResponse& response) {
           !response.predictions(0).probabilities().empty());
 }
 
-void WriteDatasetJson(const v1::DatasetInfo& dataset, JsonWriter* json) {
-  json->BeginObject()
-      .Field("dataset_id", dataset.dataset_id())
-      .Field("name", dataset.name())
-      .Field("task", TaskName(dataset.task()))
-      .Field("num_rows", dataset.num_rows())
-      .Field("num_features", dataset.num_features())
-      .Field("num_classes", dataset.num_classes());
-  NumberArray("class_values", dataset.class_values(), json);
-  json->Key("feature_names").BeginArray();
-  for (const std::string& name : dataset.feature_names()) json->String(name);
-  json->EndArray();
-  json->Field("target_name", dataset.target_name())
-      .Field("version", dataset.version())
-      .Field("hash", dataset.hash())
-      .Field("created_unix_ms", dataset.created_unix_ms())
-      .EndObject();
+std::string JsonText(const Json& value) {
+  return value.dump(/*indent=*/-1, /*indent_char=*/' ', /*ensure_ascii=*/false,
+                    Json::error_handler_t::replace);
 }
 
-void WriteJobJson(const v1::Job& job, JsonWriter* json) {
-  json->BeginObject()
-      .Field("job_id", job.job_id())
-      .Field("state", JobStateName(job.state()))
-      .Field("dataset_id", job.dataset_id())
-      .Field("method", job.method());
-  WriteParamsJson(job.params(), json);
-  json->Field("progress", job.progress())
-      .Field("epoch", job.epoch())
-      .Field("step", job.step())
-      .Field("total_steps", job.total_steps())
-      .Field("last_loss", job.last_loss())
-      .Field("snapshot_id", job.snapshot_id())
-      .Field("error", job.error())
-      .Field("created_unix_ms", job.created_unix_ms())
-      .Field("started_unix_ms", job.started_unix_ms())
-      .Field("finished_unix_ms", job.finished_unix_ms())
-      .EndObject();
+Json DatasetJson(const v1::DatasetInfo& dataset) {
+  return {{"dataset_id", dataset.dataset_id()},
+          {"name", dataset.name()},
+          {"task", TaskName(dataset.task())},
+          {"num_rows", dataset.num_rows()},
+          {"num_features", dataset.num_features()},
+          {"num_classes", dataset.num_classes()},
+          {"class_values", Array(dataset.class_values())},
+          {"feature_names", Array(dataset.feature_names())},
+          {"target_name", dataset.target_name()},
+          {"version", dataset.version()},
+          {"hash", dataset.hash()},
+          {"created_unix_ms", dataset.created_unix_ms()}};
 }
 
-void WriteMethodJson(const v1::MethodInfo& method, JsonWriter* json) {
-  json->BeginObject()
-      .Field("name", method.name())
-      .Field("description", method.description());
-  json->Key("params").BeginArray();
+Json JobJson(const v1::Job& job) {
+  return {{"job_id", job.job_id()},
+          {"state", JobStateName(job.state())},
+          {"dataset_id", job.dataset_id()},
+          {"method", job.method()},
+          {"params", ParamsJson(job.params())},
+          {"progress", job.progress()},
+          {"epoch", job.epoch()},
+          {"step", job.step()},
+          {"total_steps", job.total_steps()},
+          {"last_loss", job.last_loss()},
+          {"snapshot_id", job.snapshot_id()},
+          {"error", job.error()},
+          {"created_unix_ms", job.created_unix_ms()},
+          {"started_unix_ms", job.started_unix_ms()},
+          {"finished_unix_ms", job.finished_unix_ms()}};
+}
+
+Json MethodJson(const v1::MethodInfo& method) {
+  Json params = Json::array();
   for (const v1::MethodParam& param : method.params()) {
-    json->BeginObject()
-        .Field("name", param.name())
-        .Field("type", param.type())
-        .Field("default", param.default_value())
-        .Field("help", param.help())
-        .EndObject();
+    params.push_back({{"name", param.name()},
+                      {"type", param.type()},
+                      {"default", param.default_value()},
+                      {"help", param.help()}});
   }
-  json->EndArray().EndObject();
+  return {{"name", method.name()},
+          {"description", method.description()},
+          {"params", std::move(params)}};
 }
 
-void WriteSnapshotJson(const v1::SnapshotInfo& snapshot, JsonWriter* json) {
-  json->BeginObject()
-      .Field("snapshot_id", snapshot.snapshot_id())
-      .Field("method", snapshot.method());
-  WriteParamsJson(snapshot.params(), json);
-  json->Field("dataset_id", snapshot.dataset_id())
-      .Field("dataset_version", snapshot.dataset_version())
-      .Field("dataset_hash", snapshot.dataset_hash())
-      .Field("task", TaskName(snapshot.task()));
-  json->Key("model").BeginObject().Key("hidden_sizes").BeginArray();
-  for (int width : snapshot.model().hidden_sizes()) json->Int(width);
-  json->EndArray().Key("activations").BeginArray();
-  for (const std::string& name : snapshot.model().activations()) {
-    json->String(name);
-  }
-  json->EndArray().EndObject();
-  json->Field("num_features", snapshot.num_features())
-      .Field("num_parameters", snapshot.num_parameters())
-      .Field("posterior_family", snapshot.posterior_family())
-      .Field("steps", snapshot.steps())
-      .Field("epochs", snapshot.epochs())
-      .Field("final_loss", snapshot.final_loss())
-      .Field("train_seconds", snapshot.train_seconds())
-      .Field("seed", snapshot.seed())
-      .Field("created_unix_ms", snapshot.created_unix_ms())
-      .Field("size_bytes", snapshot.size_bytes())
-      .Field("format_version", int64_t{snapshot.format_version()})
-      .Field("library_version", snapshot.library_version())
-      .Field("parent_snapshot_id", snapshot.parent_snapshot_id())
-      .Field("prior_from_parent", snapshot.prior_from_parent());
-  NumberArray("class_values", snapshot.class_values(), json);
-  json->EndObject();
+Json SnapshotJson(const v1::SnapshotInfo& snapshot) {
+  return {{"snapshot_id", snapshot.snapshot_id()},
+          {"method", snapshot.method()},
+          {"params", ParamsJson(snapshot.params())},
+          {"dataset_id", snapshot.dataset_id()},
+          {"dataset_version", snapshot.dataset_version()},
+          {"dataset_hash", snapshot.dataset_hash()},
+          {"task", TaskName(snapshot.task())},
+          {"model",
+           {{"hidden_sizes", Array(snapshot.model().hidden_sizes())},
+            {"activations", Array(snapshot.model().activations())}}},
+          {"num_features", snapshot.num_features()},
+          {"num_parameters", snapshot.num_parameters()},
+          {"posterior_family", snapshot.posterior_family()},
+          {"steps", snapshot.steps()},
+          {"epochs", snapshot.epochs()},
+          {"final_loss", snapshot.final_loss()},
+          {"train_seconds", snapshot.train_seconds()},
+          {"seed", snapshot.seed()},
+          {"created_unix_ms", snapshot.created_unix_ms()},
+          {"size_bytes", snapshot.size_bytes()},
+          {"format_version", snapshot.format_version()},
+          {"library_version", snapshot.library_version()},
+          {"parent_snapshot_id", snapshot.parent_snapshot_id()},
+          {"prior_from_parent", snapshot.prior_from_parent()},
+          {"class_values", Array(snapshot.class_values())}};
 }
 
-void WritePredictionsJson(const FeatureTable& inputs,
-                          const v1::PredictRequest& request,
-                          const v1::PredictResponse& response,
-                          JsonWriter* json) {
+Json PredictionsJson(const FeatureTable& inputs,
+                     const v1::PredictRequest& request,
+                     const v1::PredictResponse& response) {
   const bool classification = IsClassification(response);
-  json->BeginObject()
-      .Field("snapshot_id", response.snapshot_id())
-      .Field("num_samples", response.num_samples())
-      .Field("seed", response.seed())
-      .Field("linearized", request.linearized())
-      .Field("task", classification ? "classification" : "regression");
-  json->Key("feature_names").BeginArray();
-  for (const std::string& name : FeatureNames(inputs)) json->String(name);
-  json->EndArray();
-  NumberArray("class_values", response.class_values(), json);
-  NumberArray("quantile_levels", request.quantiles(), json);
-  json->Key("predictions").BeginArray();
+  Json predictions = Json::array();
   for (int i = 0; i < response.predictions_size(); ++i) {
     const v1::RowPrediction& p = response.predictions(i);
-    json->BeginObject();
-    RowFeaturesJson(inputs, i, json);
+    Json row = {{"x", RowFeaturesJson(inputs, i)}};
     if (classification) {
-      NumberArray("probabilities", p.probabilities(), json);
-      json->Field("predicted_class", p.predicted_class())
-          .Field("entropy", p.entropy())
-          .Field("expected_entropy", p.expected_entropy())
-          .Field("mutual_information", p.mutual_information())
-          .Field("variation_ratio", p.variation_ratio());
+      row["probabilities"] = Array(p.probabilities());
+      row["predicted_class"] = p.predicted_class();
+      row["entropy"] = p.entropy();
+      row["expected_entropy"] = p.expected_entropy();
+      row["mutual_information"] = p.mutual_information();
+      row["variation_ratio"] = p.variation_ratio();
     } else {
-      json->Field("mean", p.mean())
-          .Field("std", Std(p.variance()))
-          .Field("variance", p.variance())
-          .Field("epistemic_variance", p.epistemic_variance())
-          .Field("aleatoric_variance", p.aleatoric_variance());
-      NumberArray("quantiles", p.quantiles(), json);
+      row["mean"] = p.mean();
+      row["std"] = Std(p.variance());
+      row["variance"] = p.variance();
+      row["epistemic_variance"] = p.epistemic_variance();
+      row["aleatoric_variance"] = p.aleatoric_variance();
+      row["quantiles"] = Array(p.quantiles());
     }
     if (request.per_sample()) {
-      NumberArray("sample_outputs", p.sample_outputs(), json);
+      row["sample_outputs"] = Array(p.sample_outputs());
     }
-    json->EndObject();
+    predictions.push_back(std::move(row));
   }
-  json->EndArray().EndObject();
+  return {{"snapshot_id", response.snapshot_id()},
+          {"num_samples", response.num_samples()},
+          {"seed", response.seed()},
+          {"linearized", request.linearized()},
+          {"task", classification ? "classification" : "regression"},
+          {"feature_names", Array(FeatureNames(inputs))},
+          {"class_values", Array(response.class_values())},
+          {"quantile_levels", Array(request.quantiles())},
+          {"predictions", std::move(predictions)}};
 }
 
-void WriteAcquisitionJson(const v1::AcquireRequest& request,
-                          const v1::AcquireResponse& response,
-                          const FeatureTable* pool, JsonWriter* json) {
-  json->BeginObject()
-      .Field("snapshot_id", request.snapshot_id())
-      .Field("heuristic", request.heuristic())
-      .Field("pool_rows", response.pool_rows())
-      .Field("seed", response.seed());
-  json->Key("acquired").BeginArray();
+Json AcquisitionJson(const v1::AcquireRequest& request,
+                     const v1::AcquireResponse& response,
+                     const FeatureTable* pool) {
+  Json acquired = Json::array();
   for (int i = 0; i < response.indices_size(); ++i) {
-    json->BeginObject().Field("index", response.indices(i));
-    json->Key("score").Number(i < response.scores_size()
-                                  ? response.scores(i)
-                                  : std::numeric_limits<double>::quiet_NaN());
-    if (pool != nullptr) RowFeaturesJson(*pool, response.indices(i), json);
-    json->EndObject();
+    Json entry = {{"index", response.indices(i)},
+                  {"score", i < response.scores_size()
+                                ? response.scores(i)
+                                : std::numeric_limits<double>::quiet_NaN()}};
+    if (pool != nullptr) {
+      entry["x"] = RowFeaturesJson(*pool, response.indices(i));
+    }
+    acquired.push_back(std::move(entry));
   }
-  json->EndArray().EndObject();
+  return {{"snapshot_id", request.snapshot_id()},
+          {"heuristic", request.heuristic()},
+          {"pool_rows", response.pool_rows()},
+          {"seed", response.seed()},
+          {"acquired", std::move(acquired)}};
 }
 
 std::string FormatDataset(const v1::DatasetInfo& dataset) {

@@ -1,17 +1,19 @@
 // bnnctl's two output forms for every response: JSON for scripts (--json)
 // and aligned text for people. The JSON field names are part of bnnctl's
 // interface (docs/api.md); enum values are lower-case without their prefix
-// ("regression", "succeeded").
+// ("regression", "succeeded"). JSON objects keep their fields in the order
+// written here (nlohmann::ordered_json).
 #ifndef BNN_CLIENT_BNNCTL_OUTPUT_H_
 #define BNN_CLIENT_BNNCTL_OUTPUT_H_
 
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bnn/v1/bnn_service.pb.h"
 
 #include "client/csv_input.h"
-#include "client/json_writer.h"
 
 namespace bnn::client {
 
@@ -20,10 +22,18 @@ std::string TaskName(v1::Task task);
 // "queued", "running", "succeeded", "failed", "cancelled", "unspecified".
 std::string JobStateName(v1::JobState state);
 
-void WriteDatasetJson(const v1::DatasetInfo& dataset, JsonWriter* json);
-void WriteJobJson(const v1::Job& job, JsonWriter* json);
-void WriteMethodJson(const v1::MethodInfo& method, JsonWriter* json);
-void WriteSnapshotJson(const v1::SnapshotInfo& snapshot, JsonWriter* json);
+using Json = nlohmann::ordered_json;
+
+// One line of JSON text for `value`. Doubles are written in a form that
+// parses back to the same value, non-finite ones as null (JSON has no NaN);
+// 64-bit integers in full; invalid UTF-8 in strings is replaced by U+FFFD,
+// so the output is always valid JSON.
+std::string JsonText(const Json& value);
+
+Json DatasetJson(const v1::DatasetInfo& dataset);
+Json JobJson(const v1::Job& job);
+Json MethodJson(const v1::MethodInfo& method);
+Json SnapshotJson(const v1::SnapshotInfo& snapshot);
 // The predictions with their inputs: {"snapshot_id", "num_samples", "seed",
 // "linearized", "task", "feature_names", "class_values", "quantile_levels",
 // "predictions": [{"x": [...], ...}]}. Regression rows carry mean, std,
@@ -32,16 +42,15 @@ void WriteSnapshotJson(const v1::SnapshotInfo& snapshot, JsonWriter* json);
 // expected_entropy, mutual_information and variation_ratio. With
 // request.per_sample() every row also has sample_outputs. `request` is what
 // was asked (its rows are not read: `inputs` holds them with their names).
-void WritePredictionsJson(const FeatureTable& inputs,
-                          const v1::PredictRequest& request,
-                          const v1::PredictResponse& response,
-                          JsonWriter* json);
+Json PredictionsJson(const FeatureTable& inputs,
+                     const v1::PredictRequest& request,
+                     const v1::PredictResponse& response);
 // {"snapshot_id", "heuristic", "pool_rows", "seed", "acquired": [{"index",
 // "score"}]}; when the pool came from a CSV file (`pool` non-null) every
 // acquired row also has its features "x".
-void WriteAcquisitionJson(const v1::AcquireRequest& request,
-                          const v1::AcquireResponse& response,
-                          const FeatureTable* pool, JsonWriter* json);
+Json AcquisitionJson(const v1::AcquireRequest& request,
+                     const v1::AcquireResponse& response,
+                     const FeatureTable* pool);
 
 std::string FormatDataset(const v1::DatasetInfo& dataset);
 std::string FormatDatasetList(const std::vector<v1::DatasetInfo>& datasets);

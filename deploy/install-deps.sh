@@ -13,10 +13,13 @@ BUILD_PACKAGES=(
   libeigen3-dev libabsl-dev libspdlog-dev libfmt-dev zlib1g-dev
   libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  # Tests parse bnnctl's --json output with a real JSON parser.
-  nlohmann-json3-dev
+  # bnnctl: --json output (nlohmann-json) and its command line (CLI11); the
+  # tests parse that output with the same JSON parser. Both are header-only.
+  nlohmann-json3-dev libcli11-dev
   # Integration tests and the demo: data generation, metrics scraping.
   python3 curl prometheus
+  # bnn_client_test makes TLS certificates at test time.
+  openssl
   # BALI classification experiments (docs/results/bali/): Fashion-MNIST, the
   # OOD sets (bench/accuracy/make_ood_sets.py) and the plots.
   dataset-fashion-mnist python3-sklearn python3-matplotlib

@@ -1,10 +1,12 @@
 // BnnClient against an in-process fake of the service: the chunking of the
 // client-streaming calls, the reassembly of ExportSnapshot's stream, the
-// deadline over a whole stream and the request fields of the new RPCs. The
-// real server is exercised by tests/integration.
+// deadline over a whole stream, the request fields of the new RPCs, the
+// bearer token, and TLS against the fake served with certificates made by
+// openssl. The real server is exercised by tests/integration.
 #include "client/bnn_client.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -14,9 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
 #include <absl/time/time.h>
 #include <gmock/gmock.h>
+#include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 #include <grpcpp/support/channel_arguments.h>
@@ -52,9 +56,10 @@ class FakeService final : public v1::BnnService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status ImportSnapshot(grpc::ServerContext*,
+  grpc::Status ImportSnapshot(grpc::ServerContext* context,
                               grpc::ServerReader<v1::SnapshotChunk>* reader,
                               v1::SnapshotInfo* response) override {
+    RecordAuthorization(*context);
     std::lock_guard<std::mutex> lock(mu_);
     imported_.clear();
     import_chunk_sizes_.clear();
@@ -91,9 +96,10 @@ class FakeService final : public v1::BnnService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status GetDataset(grpc::ServerContext*,
+  grpc::Status GetDataset(grpc::ServerContext* context,
                           const v1::GetDatasetRequest* request,
                           v1::DatasetInfo* response) override {
+    RecordAuthorization(*context);
     response->set_dataset_id(request->dataset_id());
     // Unset means the latest, which this fake calls version 7.
     response->set_version(request->has_version() ? request->version() : 7);
@@ -127,6 +133,12 @@ class FakeService final : public v1::BnnService::Service {
     return grpc::Status::OK;
   }
 
+  // The authorization metadata of the last GetDataset or ImportSnapshot
+  // call, "(none)" if it had none.
+  std::string authorization() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return authorization_;
+  }
   std::string imported() const {
     std::lock_guard<std::mutex> lock(mu_);
     return imported_;
@@ -145,6 +157,15 @@ class FakeService final : public v1::BnnService::Service {
   }
 
  private:
+  void RecordAuthorization(const grpc::ServerContext& context) {
+    const auto& metadata = context.client_metadata();
+    const auto it = metadata.find("authorization");
+    std::lock_guard<std::mutex> lock(mu_);
+    authorization_ = it == metadata.end()
+                         ? "(none)"
+                         : std::string(it->second.data(), it->second.size());
+  }
+
   template <typename Request>
   static grpc::Status NotFound(const Request& request) {
     return grpc::Status(
@@ -153,6 +174,7 @@ class FakeService final : public v1::BnnService::Service {
   }
 
   mutable std::mutex mu_;
+  std::string authorization_;
   std::string imported_;
   std::vector<size_t> import_chunk_sizes_;
   std::optional<v1::AppendHeader> append_header_;
@@ -360,6 +382,164 @@ TEST(AddFeatureRowsTest, SplitsRowMajorValuesIntoRows) {
   EXPECT_EQ(AddFeatureRows({1}, 0, request.mutable_rows()).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(request.rows_size(), 2) << "a failed call adds nothing";
+}
+
+// ------------------------------------------------------------ token, TLS
+
+TEST_F(BnnClientTest, TheTokenIsSentAsBearerAuthorizationOnEveryCall) {
+  options_.token = "s3cr3t-token";
+  std::unique_ptr<BnnClient> client = Client();
+  ASSERT_TRUE(client->GetDataset("ds-1").ok());
+  EXPECT_EQ(service_.authorization(), "Bearer s3cr3t-token");
+  // A client-streaming call too.
+  ASSERT_TRUE(client->ImportSnapshot("bytes").ok());
+  EXPECT_EQ(service_.authorization(), "Bearer s3cr3t-token");
+
+  options_.token.clear();
+  ASSERT_TRUE(Client()->GetDataset("ds-1").ok());
+  EXPECT_EQ(service_.authorization(), "(none)");
+}
+
+TEST(BnnClientOptionsTest, TokenAndTlsFilesAreValidated) {
+  BnnClient::Options options;
+  options.token = "two words";
+  EXPECT_EQ(options.Validate().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(options.Validate().message(), HasSubstr("token"));
+  options.token = "line\nbreak";
+  EXPECT_EQ(options.Validate().code(), absl::StatusCode::kInvalidArgument);
+
+  options = BnnClient::Options();
+  options.tls_cert_file = "client.pem";
+  EXPECT_EQ(options.Validate().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(options.Validate().message(), HasSubstr("tls_key_file"));
+
+  options = BnnClient::Options();
+  options.tls_ca_file = testing::TempDir() + "/no-such-ca.pem";
+  absl::StatusOr<std::unique_ptr<BnnClient>> client =
+      BnnClient::Create(options);
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(client.status().message(), HasSubstr("tls_ca_file"));
+  EXPECT_THAT(client.status().message(), HasSubstr("no-such-ca.pem"));
+}
+
+// Certificates made with the openssl command line for this test: two
+// authorities, a server certificate for "localhost" signed by the first and
+// a client certificate signed by the first.
+class TlsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(testing::TempDir() + "/bnn_client_tls_test");
+    std::filesystem::create_directories(*dir_);
+    const std::string script = absl::StrCat(
+        "set -e; cd '", *dir_, "'\n",
+        "key() { openssl genpkey -algorithm EC "
+        "-pkeyopt ec_paramgen_curve:prime256v1 -out \"$1\"; }\n",
+        "for ca in ca other-ca; do key $ca.key; openssl req -x509 -new "
+        "-key $ca.key -subj /CN=$ca -days 2 -out $ca.pem; done\n",
+        "printf 'subjectAltName=DNS:localhost\\n' > server.ext\n",
+        "printf 'extendedKeyUsage=clientAuth\\n' > client.ext\n",
+        "for who in server client; do key $who.key; openssl req -new "
+        "-key $who.key -subj /CN=$who -out $who.csr; openssl x509 -req "
+        "-in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-extfile $who.ext -out $who.pem; done\n");
+    std::ofstream(Path("make_certs.sh")) << script;
+    const std::string command = absl::StrCat(
+        "sh '", Path("make_certs.sh"), "' >'", Path("openssl.log"), "' 2>&1");
+    if (std::system(command.c_str()) != 0) {
+      openssl_error_ = new std::string(
+          absl::StrCat("openssl failed: ", Read(*dir_ + "/openssl.log")));
+    }
+  }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+  }
+
+  void SetUp() override {
+    ASSERT_EQ(openssl_error_, nullptr) << *openssl_error_;
+  }
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown();
+  }
+
+  static std::string Path(const std::string& name) {
+    return absl::StrCat(*dir_, "/", name);
+  }
+  static std::string Read(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  // Starts a TLS server on a free loopback port; with
+  // `require_client_certificate` it accepts only clients with a
+  // certificate signed by "ca".
+  void StartServer(bool require_client_certificate) {
+    grpc::SslServerCredentialsOptions ssl(
+        require_client_certificate
+            ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+            : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    ssl.pem_root_certs = Read(Path("ca.pem"));
+    ssl.pem_key_cert_pairs.push_back(
+        {Read(Path("server.key")), Read(Path("server.pem"))});
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(ssl),
+                             &port);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(port, 0);
+    options_.target = absl::StrCat("localhost:", port);
+    options_.rpc_timeout = absl::Seconds(10);
+  }
+
+  // A GetDataset call with `options` (target and timeout filled in).
+  absl::Status Call(BnnClient::Options options) {
+    options.target = options_.target;
+    options.rpc_timeout = options_.rpc_timeout;
+    absl::StatusOr<std::unique_ptr<BnnClient>> client =
+        BnnClient::Create(options);
+    if (!client.ok()) return client.status();
+    return (*client)->GetDataset("ds-1").status();
+  }
+
+  static std::string* dir_;
+  static std::string* openssl_error_;
+  FakeService service_;
+  std::unique_ptr<grpc::Server> server_;
+  BnnClient::Options options_;
+};
+
+std::string* TlsTest::dir_ = nullptr;
+std::string* TlsTest::openssl_error_ = nullptr;
+
+TEST_F(TlsTest, TheServerIsTrustedOnlyThroughItsAuthority) {
+  StartServer(/*require_client_certificate=*/false);
+  BnnClient::Options trusting;
+  trusting.tls_ca_file = Path("ca.pem");
+  trusting.token = "t";
+  EXPECT_TRUE(Call(trusting).ok()) << Call(trusting);
+  EXPECT_EQ(service_.authorization(), "Bearer t");
+
+  BnnClient::Options other_authority;
+  other_authority.tls_ca_file = Path("other-ca.pem");
+  EXPECT_EQ(Call(other_authority).code(), absl::StatusCode::kUnavailable);
+
+  // A plaintext client cannot talk to a TLS server.
+  EXPECT_EQ(Call(BnnClient::Options()).code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(TlsTest, AServerThatAsksForAClientCertificateGetsIt) {
+  StartServer(/*require_client_certificate=*/true);
+  BnnClient::Options with_certificate;
+  with_certificate.tls_ca_file = Path("ca.pem");
+  with_certificate.tls_cert_file = Path("client.pem");
+  with_certificate.tls_key_file = Path("client.key");
+  EXPECT_TRUE(Call(with_certificate).ok()) << Call(with_certificate);
+
+  BnnClient::Options without_certificate;
+  without_certificate.tls_ca_file = Path("ca.pem");
+  EXPECT_EQ(Call(without_certificate).code(), absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

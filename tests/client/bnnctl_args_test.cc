@@ -1,6 +1,8 @@
 #include "client/bnnctl_args.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -8,12 +10,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bnn/version.h"
+
 namespace bnn::client {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::Pair;
 
 absl::StatusOr<Invocation> Parse(std::vector<std::string> args) {
@@ -30,7 +35,29 @@ std::string UsageError(std::vector<std::string> args) {
   return std::string(result.status().message());
 }
 
-TEST(BnnctlArgsTest, UploadWithDefaultsForGlobalFlags) {
+// The text a --help, help or --version invocation prints; fails the test
+// for anything else.
+std::string Text(std::vector<std::string> args) {
+  absl::StatusOr<Invocation> result = ParseBnnctlArgs(args);
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (!result.ok()) return "";
+  const auto* text = std::get_if<TextCommand>(&result->command);
+  EXPECT_NE(text, nullptr);
+  return text == nullptr ? "" : text->text;
+}
+
+// Every test starts without BNN_SERVER and BNN_TOKEN, whatever the
+// environment of the test run holds.
+class BnnctlArgsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    unsetenv("BNN_SERVER");
+    unsetenv("BNN_TOKEN");
+  }
+  void TearDown() override { SetUp(); }
+};
+
+TEST_F(BnnctlArgsTest, UploadWithDefaultsForGlobalFlags) {
   absl::StatusOr<Invocation> parsed =
       Parse({"upload", "--name", "cubic", "--task", "regression", "--csv",
              "data.csv", "--target", "y"});
@@ -38,6 +65,8 @@ TEST(BnnctlArgsTest, UploadWithDefaultsForGlobalFlags) {
   EXPECT_EQ(parsed->global.server, "127.0.0.1:50051");
   EXPECT_FALSE(parsed->global.json);
   EXPECT_EQ(parsed->global.timeout_seconds, 30.0);
+  EXPECT_EQ(parsed->global.token, "");
+  EXPECT_EQ(parsed->global.tls_ca_file, "");
   const auto* upload = std::get_if<UploadCommand>(&parsed->command);
   ASSERT_NE(upload, nullptr);
   EXPECT_EQ(upload->name, "cubic");
@@ -46,7 +75,7 @@ TEST(BnnctlArgsTest, UploadWithDefaultsForGlobalFlags) {
   EXPECT_EQ(upload->target, "y");
 }
 
-TEST(BnnctlArgsTest, GlobalFlagsBeforeOrAfterTheCommandAndEqualsForm) {
+TEST_F(BnnctlArgsTest, GlobalFlagsBeforeOrAfterTheCommandAndEqualsForm) {
   absl::StatusOr<Invocation> parsed =
       Parse({"--server=host:7", "datasets", "--json", "--timeout", "2.5"});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
@@ -56,7 +85,7 @@ TEST(BnnctlArgsTest, GlobalFlagsBeforeOrAfterTheCommandAndEqualsForm) {
   EXPECT_TRUE(std::holds_alternative<DatasetsCommand>(parsed->command));
 }
 
-TEST(BnnctlArgsTest, TrainParsesLayersActivationsSeedAndParams) {
+TEST_F(BnnctlArgsTest, TrainParsesLayersActivationsSeedAndParams) {
   absl::StatusOr<Invocation> parsed =
       Parse({"train", "--dataset", "d1", "--method", "slang", "--hidden",
              "50,20", "--activation", "relu,tanh", "--epochs", "40", "--seed",
@@ -74,7 +103,7 @@ TEST(BnnctlArgsTest, TrainParsesLayersActivationsSeedAndParams) {
               ElementsAre(Pair("learning_rate", "0.05"), Pair("rank", "2")));
 }
 
-TEST(BnnctlArgsTest, TrainHiddenNoneMeansNoHiddenLayer) {
+TEST_F(BnnctlArgsTest, TrainHiddenNoneMeansNoHiddenLayer) {
   absl::StatusOr<Invocation> parsed =
       Parse({"train", "--dataset", "d", "--method", "slang", "--hidden", "none",
              "--epochs", "1"});
@@ -85,7 +114,7 @@ TEST(BnnctlArgsTest, TrainHiddenNoneMeansNoHiddenLayer) {
   EXPECT_FALSE(train.seed.has_value());
 }
 
-TEST(BnnctlArgsTest, TrainErrorsNameTheFlag) {
+TEST_F(BnnctlArgsTest, TrainErrorsNameTheFlag) {
   const std::vector<std::string> base = {"train", "--dataset", "d", "--method",
                                          "slang"};
   auto with = [&](std::vector<std::string> extra) {
@@ -102,7 +131,7 @@ TEST(BnnctlArgsTest, TrainErrorsNameTheFlag) {
   EXPECT_THAT(with({"--hidden", "50", "--epochs", "zero"}),
               HasSubstr("--epochs: 'zero' is not an integer"));
   EXPECT_THAT(with({"--hidden", "50", "--epochs", "0"}),
-              HasSubstr("--epochs must be >= 1"));
+              HasSubstr("--epochs: '0' is not an integer >= 1"));
   EXPECT_THAT(with({"--hidden", "50", "--epochs", "1", "--seed", "-1"}),
               HasSubstr("--seed"));
   EXPECT_THAT(with({"--hidden", "50", "--epochs", "1", "--param", "rank"}),
@@ -116,10 +145,10 @@ TEST(BnnctlArgsTest, TrainErrorsNameTheFlag) {
       with({"--hidden", "50", "--epochs", "1", "--activation", "relu,,tanh"}),
       HasSubstr("--activation"));
   EXPECT_THAT(with({"--hidden", "50", "--epochs", "1", "--epochs", "2"}),
-              HasSubstr("--epochs given more than once"));
+              HasSubstr("--epochs"));
 }
 
-TEST(BnnctlArgsTest, TrainContinualLearningFlags) {
+TEST_F(BnnctlArgsTest, TrainContinualLearningFlags) {
   absl::StatusOr<Invocation> parsed = Parse(
       {"train", "--dataset", "d", "--method", "slang", "--epochs", "5",
        "--dataset-version", "2", "--parent", "snap-1", "--prior-from-parent"});
@@ -150,14 +179,14 @@ TEST(BnnctlArgsTest, TrainContinualLearningFlags) {
   EXPECT_THAT(with({"--hidden", "8", "--prior-from-parent"}),
               HasSubstr("--prior-from-parent needs --parent"));
   EXPECT_THAT(with({"--parent", "s", "--hidden", "0"}), HasSubstr("--hidden"));
-  EXPECT_THAT(with({"--parent", ""}), HasSubstr("--parent must not be empty"));
+  EXPECT_THAT(with({"--parent", ""}), HasSubstr("--parent: must not be empty"));
   EXPECT_THAT(with({"--hidden", "8", "--dataset-version", "0"}),
               HasSubstr("--dataset-version: '0' is not a version"));
   EXPECT_THAT(with({"--hidden", "8", "--dataset-version", "latest"}),
               HasSubstr("--dataset-version"));
 }
 
-TEST(BnnctlArgsTest, SeedAcceptsTheFullUnsignedRange) {
+TEST_F(BnnctlArgsTest, SeedAcceptsTheFullUnsignedRange) {
   absl::StatusOr<Invocation> parsed =
       Parse({"predict", "--snapshot", "s", "--csv", "x.csv", "--samples", "64",
              "--seed", "18446744073709551615"});
@@ -172,7 +201,7 @@ TEST(BnnctlArgsTest, SeedAcceptsTheFullUnsignedRange) {
               HasSubstr("--seed"));
 }
 
-TEST(BnnctlArgsTest, PredictTargetAndSampleChecks) {
+TEST_F(BnnctlArgsTest, PredictTargetAndSampleChecks) {
   absl::StatusOr<Invocation> parsed =
       Parse({"predict", "--snapshot", "s", "--csv", "x.csv", "--samples", "8",
              "--target", "y"});
@@ -187,13 +216,13 @@ TEST(BnnctlArgsTest, PredictTargetAndSampleChecks) {
               HasSubstr("--samples"));
   EXPECT_THAT(UsageError({"predict", "--snapshot", "s", "--csv", "x.csv",
                           "--samples", "0"}),
-              HasSubstr("--samples must be >= 1"));
+              HasSubstr("--samples: '0' is not an integer >= 1"));
   EXPECT_THAT(UsageError({"predict", "--snapshot", "", "--csv", "x.csv",
                           "--samples", "1"}),
-              HasSubstr("--snapshot must not be empty"));
+              HasSubstr("--snapshot: must not be empty"));
 }
 
-TEST(BnnctlArgsTest, PredictLinearizedQuantilesAndPerSample) {
+TEST_F(BnnctlArgsTest, PredictLinearizedQuantilesAndPerSample) {
   // The linearised predictive draws no samples, so --samples is optional.
   absl::StatusOr<Invocation> parsed =
       Parse({"predict", "--snapshot", "s", "--csv", "x.csv", "--linearized",
@@ -223,10 +252,10 @@ TEST(BnnctlArgsTest, PredictLinearizedQuantilesAndPerSample) {
   }
   std::vector<std::string> args = base;
   args.push_back("--linearized=yes");
-  EXPECT_THAT(UsageError(args), HasSubstr("--linearized takes no value"));
+  EXPECT_THAT(UsageError(args), HasSubstr("linearized"));
 }
 
-TEST(BnnctlArgsTest, AcquireFromADatasetOrACsvPool) {
+TEST_F(BnnctlArgsTest, AcquireFromADatasetOrACsvPool) {
   absl::StatusOr<Invocation> parsed =
       Parse({"acquire", "--snapshot", "s", "--dataset", "d", "--version", "3",
              "--k", "5", "--heuristic", "bald", "--samples", "32", "--seed",
@@ -256,7 +285,7 @@ TEST(BnnctlArgsTest, AcquireFromADatasetOrACsvPool) {
   EXPECT_EQ(from_csv.diversity_power, 0.0);
 }
 
-TEST(BnnctlArgsTest, AcquireErrorsNameTheFlag) {
+TEST_F(BnnctlArgsTest, AcquireErrorsNameTheFlag) {
   const std::vector<std::string> base = {"acquire", "--snapshot", "s"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = base;
@@ -264,9 +293,9 @@ TEST(BnnctlArgsTest, AcquireErrorsNameTheFlag) {
     return UsageError(args);
   };
   EXPECT_THAT(with({"--dataset", "d", "--heuristic", "bald"}),
-              HasSubstr("needs the flag --k"));
+              HasSubstr("--k is required"));
   EXPECT_THAT(with({"--dataset", "d", "--k", "1"}),
-              HasSubstr("needs the flag --heuristic"));
+              HasSubstr("--heuristic is required"));
   EXPECT_THAT(with({"--k", "1", "--heuristic", "bald"}),
               HasSubstr("exactly one pool: --dataset ID or --csv FILE"));
   EXPECT_THAT(with({"--dataset", "d", "--csv", "p.csv", "--k", "1",
@@ -280,7 +309,7 @@ TEST(BnnctlArgsTest, AcquireErrorsNameTheFlag) {
       HasSubstr("--heuristic: unknown heuristic 'most_uncertain'; known "
                 "heuristics: max_variance"));
   EXPECT_THAT(with({"--dataset", "d", "--k", "0", "--heuristic", "bald"}),
-              HasSubstr("--k must be >= 1"));
+              HasSubstr("--k: '0' is not an integer >= 1"));
   EXPECT_THAT(with({"--dataset", "d", "--k", "1", "--heuristic", "bald",
                     "--diversity-power", "-1"}),
               HasSubstr("--diversity-power: '-1' is not a number >= 0"));
@@ -289,13 +318,13 @@ TEST(BnnctlArgsTest, AcquireErrorsNameTheFlag) {
               HasSubstr("--diversity-power"));
   EXPECT_THAT(with({"--dataset", "d", "--k", "1", "--heuristic", "bald",
                     "--samples", "0"}),
-              HasSubstr("--samples must be >= 1"));
+              HasSubstr("--samples: '0' is not an integer >= 1"));
   EXPECT_THAT(with({"--dataset", "d", "--version", "-2", "--k", "1",
                     "--heuristic", "bald"}),
               HasSubstr("--version"));
 }
 
-TEST(BnnctlArgsTest, AppendAndDatasetVersions) {
+TEST_F(BnnctlArgsTest, AppendAndDatasetVersions) {
   absl::StatusOr<Invocation> parsed =
       Parse({"append", "--dataset", "d", "--csv", "new.csv", "--target", "y",
              "--expected-version", "4"});
@@ -306,7 +335,7 @@ TEST(BnnctlArgsTest, AppendAndDatasetVersions) {
   EXPECT_EQ(append.target, "y");
   EXPECT_EQ(append.expected_version, int64_t{4});
   EXPECT_THAT(UsageError({"append", "--dataset", "d", "--csv", "new.csv"}),
-              HasSubstr("needs the flag --target"));
+              HasSubstr("--target is required"));
   EXPECT_THAT(UsageError({"append", "--dataset", "d", "--csv", "new.csv",
                           "--target", "y", "--expected-version", "x"}),
               HasSubstr("--expected-version: 'x' is not a version"));
@@ -319,7 +348,7 @@ TEST(BnnctlArgsTest, AppendAndDatasetVersions) {
               HasSubstr("--version"));
 }
 
-TEST(BnnctlArgsTest, SnapshotCommands) {
+TEST_F(BnnctlArgsTest, SnapshotCommands) {
   absl::StatusOr<Invocation> all = Parse({"snapshots"});
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_EQ(std::get<SnapshotsCommand>(all->command).dataset_id, "");
@@ -344,17 +373,17 @@ TEST(BnnctlArgsTest, SnapshotCommands) {
   ASSERT_TRUE(imported.ok()) << imported.status();
   EXPECT_EQ(std::get<ImportCommand>(imported->command).in_path, "s.bin");
 
-  EXPECT_THAT(UsageError({"snapshot"}), HasSubstr("SNAPSHOT_ID, got 0"));
+  EXPECT_THAT(UsageError({"snapshot"}), HasSubstr("SNAPSHOT_ID is required"));
   EXPECT_THAT(UsageError({"delete-snapshot", "a", "b"}),
-              HasSubstr("SNAPSHOT_ID, got 2"));
+              HasSubstr("unexpected argument 'b' for 'delete-snapshot'"));
   EXPECT_THAT(UsageError({"export", "--snapshot", "s"}),
-              HasSubstr("needs the flag --out"));
-  EXPECT_THAT(UsageError({"import"}), HasSubstr("needs the flag --in"));
+              HasSubstr("--out is required"));
+  EXPECT_THAT(UsageError({"import"}), HasSubstr("--in is required"));
   EXPECT_THAT(UsageError({"snapshots", "--dataset", ""}),
-              HasSubstr("--dataset must not be empty"));
+              HasSubstr("--dataset: must not be empty"));
 }
 
-TEST(BnnctlArgsTest, JobTakesOneIdAndOptionalWait) {
+TEST_F(BnnctlArgsTest, JobTakesOneIdAndOptionalWait) {
   absl::StatusOr<Invocation> parsed =
       Parse({"job", "j-1", "--wait", "--wait-timeout", "90"});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
@@ -364,14 +393,14 @@ TEST(BnnctlArgsTest, JobTakesOneIdAndOptionalWait) {
   EXPECT_EQ(job.wait_timeout_seconds, 90.0);
 
   EXPECT_THAT(UsageError({"job"}), HasSubstr("JOB_ID"));
-  EXPECT_THAT(UsageError({"job", "a", "b"}), HasSubstr("JOB_ID, got 2"));
+  EXPECT_THAT(UsageError({"job", "a", "b"}),
+              HasSubstr("unexpected argument 'b' for 'job'"));
   EXPECT_THAT(UsageError({"job", "a", "--wait-timeout", "5"}),
               HasSubstr("--wait-timeout needs --wait"));
-  EXPECT_THAT(UsageError({"job", "a", "--wait=yes"}),
-              HasSubstr("--wait takes no value"));
+  EXPECT_THAT(UsageError({"job", "a", "--wait=yes"}), HasSubstr("wait"));
 }
 
-TEST(BnnctlArgsTest, IdCommands) {
+TEST_F(BnnctlArgsTest, IdCommands) {
   absl::StatusOr<Invocation> cancel = Parse({"cancel", "j-2"});
   ASSERT_TRUE(cancel.ok()) << cancel.status();
   EXPECT_EQ(std::get<CancelCommand>(cancel->command).job_id, "j-2");
@@ -379,28 +408,36 @@ TEST(BnnctlArgsTest, IdCommands) {
   ASSERT_TRUE(dataset.ok()) << dataset.status();
   EXPECT_EQ(std::get<DatasetCommand>(dataset->command).dataset_id, "d-3");
   EXPECT_THAT(UsageError({"methods", "extra"}),
-              HasSubstr("takes no positional argument, got 'extra'"));
+              HasSubstr("unexpected argument 'extra' for 'methods'"));
 }
 
-TEST(BnnctlArgsTest, UsageErrorsNameTheFlagOrCommand) {
+TEST_F(BnnctlArgsTest, UsageErrorsNameTheFlagOrCommand) {
   EXPECT_THAT(UsageError({}), HasSubstr("missing command"));
   EXPECT_THAT(UsageError({"fly"}), HasSubstr("unknown command 'fly'"));
   EXPECT_THAT(UsageError({"datasets", "--verbose"}),
               HasSubstr("unknown flag --verbose for 'datasets'"));
   EXPECT_THAT(UsageError({"--csv", "x", "upload"}),
-              HasSubstr("unknown flag --csv before the command"));
+              HasSubstr("flag --csv of 'upload' must follow the command"));
+  EXPECT_THAT(UsageError({"--verbose", "datasets"}),
+              HasSubstr("unknown flag --verbose for 'datasets'"));
+  EXPECT_THAT(UsageError({"--verbose"}), HasSubstr("unknown flag --verbose"));
   EXPECT_THAT(UsageError({"datasets", "-v"}), HasSubstr("unknown flag -v"));
   EXPECT_THAT(UsageError({"upload", "--name", "n", "--task", "regression",
                           "--target", "y", "--csv"}),
-              HasSubstr("--csv needs a value"));
+              HasSubstr("--csv: 1 required FILE missing"));
+  // A flag that needs a value takes the next argument whatever it looks
+  // like, so here --name is "--task" and "regression" is left over.
   EXPECT_THAT(UsageError({"upload", "--name", "--task", "regression"}),
-              HasSubstr("--name needs a value"));
+              HasSubstr("unexpected argument 'regression' for 'upload'"));
   EXPECT_THAT(UsageError({"upload", "--name", "n", "--task", "ordinal", "--csv",
                           "c", "--target", "y"}),
-              HasSubstr("--task must be regression or classification"));
+              HasSubstr("--task: must be regression or classification"));
   EXPECT_THAT(UsageError({"upload", "--task", "regression", "--csv", "c",
                           "--target", "y"}),
-              HasSubstr("needs the flag --name"));
+              HasSubstr("--name is required"));
+  // An unknown flag is reported before the missing ones.
+  EXPECT_THAT(UsageError({"upload", "--nme", "n"}),
+              HasSubstr("unknown flag --nme for 'upload'"));
   EXPECT_THAT(UsageError({"datasets", "--timeout", "0"}),
               HasSubstr("--timeout"));
   EXPECT_THAT(UsageError({"datasets", "--timeout", "soon"}),
@@ -408,19 +445,104 @@ TEST(BnnctlArgsTest, UsageErrorsNameTheFlagOrCommand) {
   EXPECT_THAT(UsageError({"datasets", "--server="}), HasSubstr("--server"));
 }
 
-TEST(BnnctlArgsTest, HelpWinsOverEverythingElse) {
-  for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{
-           {"help"}, {"--help"}, {"-h"}, {"train", "--help"}}) {
-    absl::StatusOr<Invocation> parsed = Parse(args);
-    ASSERT_TRUE(parsed.ok()) << parsed.status();
-    EXPECT_TRUE(std::holds_alternative<HelpCommand>(parsed->command));
-  }
+TEST_F(BnnctlArgsTest, HelpWinsOverEverythingElse) {
+  const std::string usage = Text({"--help"});
   for (const char* command :
-       {"predict", "acquire", "append", "snapshots", "delete-snapshot",
-        "export", "import", "--prior-from-parent", "--quantiles"}) {
-    EXPECT_THAT(std::string(BnnctlUsage()), HasSubstr(command));
+       {"upload",     "append",          "datasets",  "dataset",    "train",
+        "job",        "cancel",          "predict",   "acquire",    "snapshots",
+        "snapshot",   "delete-snapshot", "export",    "import",     "methods",
+        "--server",   "--json",          "--timeout", "--token",    "--tls-ca",
+        "--tls-cert", "--tls-key",       "--version", "BNN_SERVER", "BNN_TOKEN",
+        "Exit status"}) {
+    EXPECT_THAT(usage, HasSubstr(command));
   }
+  EXPECT_EQ(Text({"-h"}), usage);
+  EXPECT_EQ(Text({"help"}), usage);
+  EXPECT_EQ(Text({"--json", "help"}), usage);
+
+  // Every command has its own help, also when its required flags are missing
+  // or another flag is wrong.
+  const std::string train = Text({"train", "--help"});
+  EXPECT_THAT(train, HasSubstr("bnnctl train"));
+  EXPECT_THAT(train, HasSubstr("--prior-from-parent"));
+  EXPECT_THAT(train, HasSubstr("--epochs"));
+  EXPECT_THAT(train, Not(HasSubstr("--quantiles")));
+  EXPECT_EQ(Text({"help", "train"}), train);
+  EXPECT_EQ(Text({"train", "-h", "--epochs", "0"}), train);
+  const std::string predict = Text({"predict", "--help"});
+  EXPECT_THAT(predict, HasSubstr("--quantiles"));
+  EXPECT_THAT(predict, HasSubstr("standard input"));
+  EXPECT_THAT(UsageError({"help", "fly"}),
+              HasSubstr("help: unknown command 'fly'"));
+}
+
+TEST_F(BnnctlArgsTest, VersionNamesTheLibraryVersionAndTheCommit) {
+  const std::string version = Text({"--version"});
+  EXPECT_THAT(version, HasSubstr(std::string("bnnctl ") + kLibraryVersion +
+                                 " (commit "));
+  EXPECT_EQ(version, BnnctlVersion() + "\n");
+  EXPECT_EQ(Text({"datasets", "--version"}), version);
+  // `dataset ID --version V` is the dataset's version.
+  absl::StatusOr<Invocation> dataset =
+      Parse({"dataset", "d", "--version", "3"});
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  EXPECT_EQ(std::get<DatasetCommand>(dataset->command).version, int64_t{3});
+}
+
+TEST_F(BnnctlArgsTest, ServerAndTokenFromTheEnvironmentUnlessGiven) {
+  setenv("BNN_SERVER", "env-host:1", 1);
+  setenv("BNN_TOKEN", "env-token", 1);
+  absl::StatusOr<Invocation> from_env = Parse({"datasets"});
+  ASSERT_TRUE(from_env.ok()) << from_env.status();
+  EXPECT_EQ(from_env->global.server, "env-host:1");
+  EXPECT_EQ(from_env->global.token, "env-token");
+
+  absl::StatusOr<Invocation> given =
+      Parse({"datasets", "--server", "flag-host:2", "--token=flag-token"});
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->global.server, "flag-host:2");
+  EXPECT_EQ(given->global.token, "flag-token");
+
+  // An empty variable is no setting.
+  setenv("BNN_SERVER", "", 1);
+  unsetenv("BNN_TOKEN");
+  absl::StatusOr<Invocation> empty = Parse({"datasets"});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->global.server, "127.0.0.1:50051");
+  EXPECT_EQ(empty->global.token, "");
+  EXPECT_THAT(UsageError({"datasets", "--token", ""}),
+              HasSubstr("--token: must not be empty"));
+}
+
+TEST_F(BnnctlArgsTest, TlsFilesMustExist) {
+  const std::string ca = testing::TempDir() + "/bnnctl_args_test_ca.pem";
+  std::ofstream(ca) << "not checked here\n";
+  absl::StatusOr<Invocation> parsed =
+      Parse({"--tls-ca", ca, "datasets", "--tls-cert", ca, "--tls-key", ca});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->global.tls_ca_file, ca);
+  EXPECT_EQ(parsed->global.tls_cert_file, ca);
+  EXPECT_EQ(parsed->global.tls_key_file, ca);
+  EXPECT_THAT(UsageError({"datasets", "--tls-ca", ca + ".missing"}),
+              HasSubstr("--tls-ca"));
+  EXPECT_THAT(UsageError({"datasets", "--tls-cert", ca}),
+              HasSubstr("--tls-cert requires --tls-key"));
+  EXPECT_THAT(UsageError({"datasets", "--tls-key", ca}),
+              HasSubstr("--tls-key requires --tls-cert"));
+  std::remove(ca.c_str());
+}
+
+TEST_F(BnnctlArgsTest, CsvPathsMayBeStandardInput) {
+  absl::StatusOr<Invocation> parsed =
+      Parse({"predict", "--snapshot", "s", "--csv", "-", "--samples", "2"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(std::get<PredictCommand>(parsed->command).csv_path, "-");
+  absl::StatusOr<Invocation> upload =
+      Parse({"upload", "--name", "n", "--task", "classification", "--csv=-",
+             "--target", "y"});
+  ASSERT_TRUE(upload.ok()) << upload.status();
+  EXPECT_EQ(std::get<UploadCommand>(upload->command).csv_path, "-");
+  EXPECT_TRUE(std::get<UploadCommand>(upload->command).classification);
 }
 
 }  // namespace

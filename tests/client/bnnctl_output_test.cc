@@ -1,7 +1,11 @@
 #include "client/bnnctl_output.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -19,6 +23,89 @@ FeatureTable OneFeature(std::vector<double> xs) {
   table.num_features = 1;
   table.features = std::move(xs);
   return table;
+}
+
+uint64_t Bits(double value) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+TEST(JsonTextTest, DoublesRoundTripExactly) {
+  // Uniform bit patterns: every exponent, subnormals included.
+  std::mt19937_64 rng(5);
+  Json values = Json::array();
+  std::vector<double> expected;
+  while (expected.size() < 20000) {
+    const uint64_t bits = rng();
+    double value = 0;
+    std::memcpy(&value, &bits, sizeof(value));
+    if (!std::isfinite(value)) continue;
+    values.push_back(value);
+    expected.push_back(value);
+  }
+  for (double value : {0.0, -0.0, 0.1, 1.0 / 3.0, 6.02214076e23,
+                       std::numeric_limits<double>::denorm_min(),
+                       std::numeric_limits<double>::max(),
+                       std::numeric_limits<double>::lowest()}) {
+    values.push_back(value);
+    expected.push_back(value);
+  }
+  const std::string text = JsonText(values);
+  const nlohmann::json parsed = nlohmann::json::parse(text);
+  ASSERT_EQ(parsed.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(Bits(parsed[i].get<double>()), Bits(expected[i])) << i;
+  }
+  // The C library's parser reads the same values.
+  char* cursor = const_cast<char*>(text.c_str()) + 1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const double value = std::strtod(cursor, &cursor);
+    ASSERT_EQ(Bits(value), Bits(expected[i])) << i;
+    ++cursor;  // ',' or ']'
+  }
+}
+
+TEST(JsonTextTest, NonFiniteNumbersAreNull) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(JsonText({{"std", nan}, {"values", {1.5, nan, -inf, inf}}}),
+            R"({"std":null,"values":[1.5,null,null,null]})");
+}
+
+TEST(JsonTextTest, IntegerExtremesAreExact) {
+  EXPECT_EQ(JsonText({std::numeric_limits<int64_t>::min(),
+                      std::numeric_limits<int64_t>::max(),
+                      std::numeric_limits<uint64_t>::max()}),
+            "[-9223372036854775808,9223372036854775807,"
+            "18446744073709551615]");
+}
+
+TEST(JsonTextTest, FieldsKeepTheirOrder) {
+  EXPECT_EQ(JsonText({{"b", 1}, {"a", {{"z", true}, {"y", nullptr}}}}),
+            R"({"b":1,"a":{"z":true,"y":null}})");
+}
+
+TEST(JsonTextTest, StringsAreEscapedAndInvalidUtf8IsReplaced) {
+  EXPECT_EQ(JsonText("a\"b\\c\n\t"), R"("a\"b\\c\n\t")");
+  EXPECT_EQ(JsonText(std::string("nul\0\x01"
+                                 "byte",
+                                 9)),
+            R"("nul\u0000\u0001byte")");
+  const std::string utf8 = "h\xC3\xA9llo \xE2\x9C\x93 \xF0\x9D\x84\x9E";
+  EXPECT_EQ(JsonText(utf8), "\"" + utf8 + "\"");
+  const std::string kReplacement = "\xEF\xBF\xBD";
+  EXPECT_EQ(JsonText("a\x80z"), "\"a" + kReplacement + "z\"");
+  for (const char* bad :
+       {"\xFF", "\xC0\xAF", "\xED\xA0\x80", "x\xE2\x82", "\xF4\x90\x80\x80"}) {
+    const std::string text = JsonText({{std::string("key") + bad, bad}});
+    EXPECT_NO_THROW(nlohmann::json::parse(text)) << text;
+    EXPECT_NE(text.find(kReplacement), std::string::npos) << text;
+  }
+  // Every ASCII character survives a real parser.
+  std::string all;
+  for (int c = 0; c < 0x80; ++c) all.push_back(static_cast<char>(c));
+  EXPECT_EQ(nlohmann::json::parse(JsonText(all)).get<std::string>(), all);
 }
 
 TEST(BnnctlOutputTest, EnumNamesAreLowerCaseWithoutPrefix) {
@@ -42,11 +129,9 @@ TEST(BnnctlOutputTest, RegressionPredictionsJsonHasStdAndNullForBadValues) {
   p->set_mean(std::numeric_limits<double>::quiet_NaN());
   p->set_variance(-1.0);
 
-  JsonWriter json;
-  WritePredictionsJson(OneFeature({-6, 0}), v1::PredictRequest(), response,
-                       &json);
-  ASSERT_TRUE(json.complete());
-  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  const std::string json = JsonText(
+      PredictionsJson(OneFeature({-6, 0}), v1::PredictRequest(), response));
+  const nlohmann::json parsed = nlohmann::json::parse(json);
   EXPECT_EQ(parsed["snapshot_id"], "s-1");
   EXPECT_EQ(parsed["num_samples"], 16);
   EXPECT_EQ(parsed["seed"], 42);
@@ -81,9 +166,9 @@ TEST(BnnctlOutputTest, ClassificationPredictionsJsonAndTable) {
   p->set_mutual_information(0.06);
   p->set_variation_ratio(0.125);
 
-  JsonWriter json;
-  WritePredictionsJson(OneFeature({3}), v1::PredictRequest(), response, &json);
-  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  const std::string json = JsonText(
+      PredictionsJson(OneFeature({3}), v1::PredictRequest(), response));
+  const nlohmann::json parsed = nlohmann::json::parse(json);
   EXPECT_EQ(parsed["task"], "classification");
   EXPECT_EQ(parsed["class_values"], nlohmann::json::array({-1.0, 1.0}));
   const nlohmann::json& row = parsed["predictions"][0];
@@ -119,9 +204,9 @@ TEST(BnnctlOutputTest, QuantilesAndPerSampleOutputsForRegression) {
   p->add_sample_outputs(0.5);
   p->add_sample_outputs(1.5);
 
-  JsonWriter json;
-  WritePredictionsJson(OneFeature({7}), request, response, &json);
-  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  const std::string json =
+      JsonText(PredictionsJson(OneFeature({7}), request, response));
+  const nlohmann::json parsed = nlohmann::json::parse(json);
   EXPECT_EQ(parsed["quantile_levels"], nlohmann::json::array({0.05, 0.95}));
   EXPECT_EQ(parsed["predictions"][0]["quantiles"],
             nlohmann::json::array({-2.25, 4.25}));
@@ -189,10 +274,9 @@ TEST(BnnctlOutputTest, JobJsonHasSortedParamsAndState) {
   (*job.mutable_params())["rank"] = "1";
   (*job.mutable_params())["beta"] = "0.1";
   job.set_last_loss(std::numeric_limits<double>::infinity());
-  JsonWriter json;
-  WriteJobJson(job, &json);
-  EXPECT_THAT(json.str(), HasSubstr(R"("params":{"beta":"0.1","rank":"1"})"));
-  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  const std::string json = JsonText(JobJson(job));
+  EXPECT_THAT(json, HasSubstr(R"("params":{"beta":"0.1","rank":"1"})"));
+  const nlohmann::json parsed = nlohmann::json::parse(json);
   EXPECT_EQ(parsed["state"], "failed");
   EXPECT_EQ(parsed["error"], "diverged: \"loss\" is NaN");
   EXPECT_TRUE(parsed["last_loss"].is_null());
@@ -212,9 +296,8 @@ TEST(BnnctlOutputTest, DatasetJsonAndText) {
   info.set_num_features(4);
   info.set_num_classes(3);
   for (double v : {0, 1, 2}) info.add_class_values(v);
-  JsonWriter json;
-  WriteDatasetJson(info, &json);
-  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  const std::string json = JsonText(DatasetJson(info));
+  const nlohmann::json parsed = nlohmann::json::parse(json);
   EXPECT_EQ(parsed["dataset_id"], "d-1");
   EXPECT_EQ(parsed["task"], "classification");
   EXPECT_EQ(parsed["num_rows"], 150);
@@ -237,9 +320,9 @@ TEST(BnnctlOutputTest, AcquisitionFromADatasetPool) {
   response.set_pool_rows(500);
   response.set_seed(9);
 
-  JsonWriter json;
-  WriteAcquisitionJson(request, response, /*pool=*/nullptr, &json);
-  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  const std::string json =
+      JsonText(AcquisitionJson(request, response, /*pool=*/nullptr));
+  const nlohmann::json parsed = nlohmann::json::parse(json);
   EXPECT_EQ(parsed["snapshot_id"], "snap-1");
   EXPECT_EQ(parsed["heuristic"], "max_variance");
   EXPECT_EQ(parsed["pool_rows"], 500);
@@ -267,9 +350,9 @@ TEST(BnnctlOutputTest, AcquisitionFromACsvPoolShowsTheChosenRows) {
   response.set_pool_rows(3);
   const FeatureTable pool = OneFeature({-1, 0, 1});
 
-  JsonWriter json;
-  WriteAcquisitionJson(v1::AcquireRequest(), response, &pool, &json);
-  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  const std::string json =
+      JsonText(AcquisitionJson(v1::AcquireRequest(), response, &pool));
+  const nlohmann::json parsed = nlohmann::json::parse(json);
   EXPECT_EQ(parsed["acquired"][0]["x"], nlohmann::json::array({1.0}));
   EXPECT_EQ(parsed["acquired"][1]["x"], nlohmann::json::array());
 
@@ -306,13 +389,11 @@ v1::SnapshotInfo ChildSnapshot() {
 }
 
 TEST(BnnctlOutputTest, SnapshotJsonHasEveryField) {
-  JsonWriter json;
-  WriteSnapshotJson(ChildSnapshot(), &json);
-  ASSERT_TRUE(json.complete());
-  EXPECT_THAT(json.str(), HasSubstr(R"("params":{"epochs":"50","rank":"1"})"));
+  const std::string json = JsonText(SnapshotJson(ChildSnapshot()));
+  EXPECT_THAT(json, HasSubstr(R"("params":{"epochs":"50","rank":"1"})"));
   // 64-bit seeds are written in full, not rounded through a double.
-  EXPECT_THAT(json.str(), HasSubstr(R"("seed":18446744073709551615)"));
-  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  EXPECT_THAT(json, HasSubstr(R"("seed":18446744073709551615)"));
+  const nlohmann::json parsed = nlohmann::json::parse(json);
   EXPECT_EQ(parsed["snapshot_id"], "snap-2");
   EXPECT_EQ(parsed["dataset_version"], 2);
   EXPECT_EQ(parsed["task"], "regression");

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <absl/strings/str_format.h>
@@ -20,6 +21,7 @@ namespace bnn::integration {
 namespace {
 
 using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
 
 // SLANG on the cubic set, one hidden layer of 10 ReLU units: the settings of
 // deploy/quickstart.sh (see there for the choice of noise_precision).
@@ -130,6 +132,68 @@ TEST_F(EndToEndTest, SlangOnTheCubicSetIsMoreUncertainAwayFromTheData) {
   ASSERT_EQ(table->exit_code, 0) << table->err;
   EXPECT_THAT(table->out, ContainsRegex("^ *x +mean +std\n"));
   EXPECT_EQ(std::count(table->out.begin(), table->out.end(), '\n'), 34);
+}
+
+// What a shell script does: CSV on standard input (RFC 4180 quoting, CRLF),
+// the server and a token from the environment, --help and --version without
+// a server.
+TEST_F(EndToEndTest, StandardInputEnvironmentHelpAndVersion) {
+  const std::string train_csv = Path("quoted_train.csv");
+  {
+    std::ofstream out(train_csv, std::ios::binary);
+    out << "\"x, input\",\"y \"\"observed\"\"\"\r\n";
+    for (int i = 0; i < 20; ++i)
+      out << i / 10.0 << ",\"" << i / 5.0 << "\"\r\n";
+  }
+  // `sh -c` so that stdin and the environment are the shell's: $0 is bnnctl,
+  // $1 the server, $2 the CSV file, the rest bnnctl's arguments.
+  const std::string script =
+      "server=$1 file=$2; shift 2; "
+      "BNN_SERVER=$server BNN_TOKEN=t0k3n exec \"$0\" \"$@\" < \"$file\"";
+  auto with_stdin = [&](const std::string& csv, std::vector<std::string> args) {
+    std::vector<std::string> argv = {"/bin/sh",   "-c",      script,
+                                     BNNCTL_PATH, address(), csv};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, Path(""), absl::Seconds(120));
+  };
+  absl::StatusOr<CommandResult> uploaded =
+      with_stdin(train_csv, {"--json", "upload", "--name", "stdin", "--task",
+                             "regression", "--csv", "-", "--target", "1"});
+  ASSERT_TRUE(uploaded.ok()) << uploaded.status();
+  ASSERT_EQ(uploaded->exit_code, 0) << uploaded->err;
+  const nlohmann::json dataset = nlohmann::json::parse(uploaded->out);
+  EXPECT_EQ(dataset["num_rows"], 20);
+  EXPECT_EQ(dataset["feature_names"], nlohmann::json::array({"x, input"}));
+  EXPECT_EQ(dataset["target_name"], "y \"observed\"");
+
+  std::vector<std::string> train = QuickSlangArgs();
+  train.insert(train.end(), {"--hidden", "4"});
+  absl::StatusOr<std::string> snapshot =
+      TrainSnapshot(dataset["dataset_id"].get<std::string>(), train);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  const std::string grid_csv = Path("quoted_grid.csv");
+  std::ofstream(grid_csv, std::ios::binary)
+      << "\"x, input\"\r\n0.5\r\n\"1.5\"\r\n";
+  absl::StatusOr<CommandResult> predicted =
+      with_stdin(grid_csv, {"predict", "--snapshot", *snapshot, "--csv", "-",
+                            "--samples", "8", "--seed", "3", "--json"});
+  ASSERT_TRUE(predicted.ok()) << predicted.status();
+  ASSERT_EQ(predicted->exit_code, 0) << predicted->err;
+  const nlohmann::json predictions = nlohmann::json::parse(predicted->out);
+  ASSERT_EQ(predictions["predictions"].size(), 2u);
+  EXPECT_EQ(predictions["predictions"][1]["x"], nlohmann::json::array({1.5}));
+
+  // Help and version need no server (none listens on port 1).
+  for (const auto& [command, expected] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"--version", " (commit "}, {"--help", "bnnctl predict"}}) {
+    absl::StatusOr<CommandResult> result =
+        RunCommand({BNNCTL_PATH, "--server", "127.0.0.1:1", "predict", command},
+                   Path(""), absl::Seconds(30));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->exit_code, 0) << result->err;
+    EXPECT_THAT(result->out, HasSubstr(expected));
+  }
 }
 
 }  // namespace
