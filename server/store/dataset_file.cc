@@ -9,9 +9,9 @@
 #include <absl/strings/str_cat.h>
 #include <google/protobuf/io/coded_stream.h>
 
+#include "bnn/io/file.h"
+#include "bnn/io/record.h"
 #include "bnn/status.h"
-
-#include "server/store/record_file.h"
 
 namespace bnn::server {
 namespace {
@@ -20,7 +20,7 @@ namespace {
 // which are little-endian on the wire.
 static_assert(ABSL_IS_LITTLE_ENDIAN, "in-place row reads need little-endian");
 
-constexpr RecordFormat kDatasetFormat{"BNNDSET1", 1};
+constexpr RecordFormat kDatasetFormat{"BNNDSET1", 1, "dataset file"};
 
 // Rows in a version file: those of the version minus those before it.
 int64_t RowsInFile(const store::DatasetMeta& meta) {
@@ -30,7 +30,8 @@ int64_t RowsInFile(const store::DatasetMeta& meta) {
 // A problem with the contents of `path`, naming it: FailedPrecondition for
 // a file from a newer server, otherwise DataLoss (the store wrote every file
 // valid).
-absl::Status InFile(const std::string& path, const absl::Status& status) {
+absl::Status DatasetFileError(const std::string& path,
+                              const absl::Status& status) {
   return absl::Status(absl::IsFailedPrecondition(status)
                           ? absl::StatusCode::kFailedPrecondition
                           : absl::StatusCode::kDataLoss,
@@ -62,12 +63,9 @@ absl::StatusOr<Dataset> RowsFromFile(const store::DatasetFile& file) {
 }
 
 absl::StatusOr<DatasetFileContents> ParseDatasetFile(absl::string_view bytes) {
-  BNN_ASSIGN_OR_RETURN(const absl::string_view payload,
-                       DecodeRecord(kDatasetFormat, bytes));
   store::DatasetFile file;
-  if (!file.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
-    return absl::DataLossError("unparseable dataset payload");
-  }
+  BNN_RETURN_IF_ERROR(
+      DecodeRecordMessage(kDatasetFormat, bytes, &file).status());
   BNN_ASSIGN_OR_RETURN(Dataset rows, RowsFromFile(file));
   return DatasetFileContents{std::move(*file.mutable_meta()), std::move(rows)};
 }
@@ -80,7 +78,7 @@ class MappedDatasetFile {
     BNN_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
     MappedDatasetFile mapped(std::move(file));
     if (absl::Status status = mapped.Index(); !status.ok()) {
-      return InFile(path, status);
+      return DatasetFileError(path, status);
     }
     return mapped;
   }
@@ -122,8 +120,9 @@ class MappedDatasetFile {
   // the metadata and records the feature runs without decoding them. The
   // writer emits one packed run, but any valid encoding is accepted.
   absl::Status Index() {
-    BNN_ASSIGN_OR_RETURN(const absl::string_view payload,
+    BNN_ASSIGN_OR_RETURN(const DecodedRecord record,
                          DecodeRecord(kDatasetFormat, file_.bytes()));
+    const absl::string_view payload = record.payload;
     if (payload.size() > static_cast<size_t>(INT_MAX)) {
       return absl::DataLossError("dataset payload exceeds 2 GiB");
     }
@@ -247,19 +246,13 @@ absl::StatusOr<std::string> EncodeDatasetFile(const Dataset& rows,
   *file.mutable_meta() = meta;
   file.mutable_features()->Add(rows.features.begin(), rows.features.end());
   file.mutable_targets()->Add(rows.targets.begin(), rows.targets.end());
-  // Protobuf cannot serialise messages of 2 GiB or more.
-  if (file.ByteSizeLong() >= static_cast<size_t>(INT_MAX)) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("dataset file of ", file.ByteSizeLong(),
-                     " bytes exceeds the 2 GiB storage limit"));
-  }
-  return EncodeRecord(kDatasetFormat, file.SerializeAsString());
+  return EncodeRecordMessage(kDatasetFormat, file);
 }
 
 absl::StatusOr<DatasetFileContents> ReadDatasetFile(const std::string& path) {
   BNN_ASSIGN_OR_RETURN(const std::string bytes, ReadFile(path));
   absl::StatusOr<DatasetFileContents> parsed = ParseDatasetFile(bytes);
-  if (!parsed.ok()) return InFile(path, parsed.status());
+  if (!parsed.ok()) return DatasetFileError(path, parsed.status());
   return parsed;
 }
 
@@ -274,7 +267,7 @@ absl::StatusOr<std::unique_ptr<PoolSource>> OpenDatasetRows(
     if (meta.num_features() != num_features ||
         meta.first_row() != rows_so_far ||
         file.num_values() != RowsInFile(meta) * num_features) {
-      return InFile(
+      return DatasetFileError(
           path, absl::DataLossError(absl::StrCat(
                     "holds ", file.num_values(), " values for rows [",
                     meta.first_row(), ", ", meta.num_rows(), ") of ",

@@ -1,8 +1,8 @@
 // The file of one dataset version: a store::DatasetFile (its metadata and
-// the rows the version added) in the checksummed frame of record_file.h.
-// Version 1 holds the upload; each later version only the appended rows, so
-// an append writes nothing twice and the rows of version N are the rows of
-// the files of versions 1..N in order.
+// the rows the version added) in the checksummed record frame of
+// bnn/io/record.h. Version 1 holds the upload; each later version only the
+// appended rows, so an append writes nothing twice and the rows of version N
+// are the rows of the files of versions 1..N in order.
 #ifndef BNN_SERVER_STORE_DATASET_FILE_H_
 #define BNN_SERVER_STORE_DATASET_FILE_H_
 

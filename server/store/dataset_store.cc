@@ -9,12 +9,13 @@
 #include <absl/time/time.h>
 #include <spdlog/spdlog.h>
 
+#include "bnn/io/file.h"
 #include "bnn/status.h"
 #include "bnn/train/trainer.h"
 
 #include "server/store/dataset_file.h"
 #include "server/store/ids.h"
-#include "server/store/record_file.h"
+#include "server/store/record_dir.h"
 
 namespace bnn::server {
 namespace {

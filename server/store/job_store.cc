@@ -7,15 +7,16 @@
 #include <absl/time/time.h>
 #include <spdlog/spdlog.h>
 
+#include "bnn/io/record.h"
 #include "bnn/status.h"
 
 #include "server/store/ids.h"
-#include "server/store/record_file.h"
+#include "server/store/record_dir.h"
 
 namespace bnn::server {
 namespace {
 
-constexpr RecordFormat kJobFormat{"BNNJOB01", 1};
+constexpr RecordFormat kJobFormat{"BNNJOB01", 1, "job record"};
 constexpr absl::string_view kExtension = ".job";
 
 }  // namespace
@@ -53,25 +54,14 @@ std::string JobStore::PathOf(absl::string_view job_id) const {
 }
 
 absl::Status JobStore::Write(const store::JobRecord& record) const {
-  return WriteFileAtomically(
-      PathOf(record.job_id()),
-      EncodeRecord(kJobFormat, record.SerializeAsString()));
+  return WriteRecordFile(PathOf(record.job_id()), kJobFormat, record);
 }
 
 absl::StatusOr<store::JobRecord> JobStore::Read(
     const std::string& job_id) const {
   const std::string path = PathOf(job_id);
-  BNN_ASSIGN_OR_RETURN(const std::string bytes, ReadFile(path));
-  absl::StatusOr<absl::string_view> payload = DecodeRecord(kJobFormat, bytes);
-  if (!payload.ok()) {
-    return absl::Status(payload.status().code(),
-                        absl::StrCat(path, ": ", payload.status().message()));
-  }
   store::JobRecord record;
-  if (!record.ParseFromArray(payload->data(),
-                             static_cast<int>(payload->size()))) {
-    return absl::DataLossError(absl::StrCat(path, ": unparseable job record"));
-  }
+  BNN_RETURN_IF_ERROR(ReadRecordFile(path, kJobFormat, &record).status());
   if (record.job_id() != job_id) {
     return absl::DataLossError(
         absl::StrCat(path, ": holds job_id '", record.job_id(), "'"));

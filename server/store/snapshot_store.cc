@@ -9,9 +9,11 @@
 #include <absl/strings/str_cat.h>
 #include <spdlog/spdlog.h>
 
+#include "bnn/io/record.h"
 #include "bnn/status.h"
 
 #include "server/store/ids.h"
+#include "server/store/record_dir.h"
 #include "server/store/snapshot_meta.h"
 
 namespace bnn::server {
@@ -19,7 +21,7 @@ namespace {
 
 constexpr absl::string_view kExtension = ".snap";
 constexpr absl::string_view kInfoExtension = ".info";
-constexpr RecordFormat kInfoFormat{"BNNSINFO", 1};
+constexpr RecordFormat kInfoFormat{"BNNSINFO", 1, "snapshot record"};
 
 absl::Status UnknownSnapshot(absl::string_view snapshot_id) {
   return absl::NotFoundError(
@@ -27,20 +29,14 @@ absl::Status UnknownSnapshot(absl::string_view snapshot_id) {
 }
 
 absl::StatusOr<store::SnapshotMeta> ReadInfo(const std::string& path) {
-  BNN_ASSIGN_OR_RETURN(const std::string bytes, ReadFile(path));
-  BNN_ASSIGN_OR_RETURN(const absl::string_view payload,
-                       DecodeRecord(kInfoFormat, bytes));
   store::SnapshotMeta meta;
-  if (!meta.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
-    return absl::DataLossError(absl::StrCat(path, ": unparseable record"));
-  }
+  BNN_RETURN_IF_ERROR(ReadRecordFile(path, kInfoFormat, &meta).status());
   return meta;
 }
 
 absl::Status WriteInfo(const std::string& path,
                        const store::SnapshotMeta& meta) {
-  return WriteFileAtomically(
-      path, EncodeRecord(kInfoFormat, meta.SerializeAsString()));
+  return WriteRecordFile(path, kInfoFormat, meta);
 }
 
 }  // namespace

@@ -18,9 +18,9 @@
 #include <absl/strings/string_view.h>
 #include <absl/synchronization/mutex.h>
 
+#include "bnn/io/file.h"
 #include "bnn/io/snapshot.h"
 
-#include "server/store/record_file.h"
 #include "store/store.pb.h"
 
 namespace bnn::server {

@@ -1,54 +1,21 @@
 #include "bnn/io/snapshot.h"
 
-#include <algorithm>
-#include <array>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fcntl.h>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
 #include "bnn/core/snapshot.pb.h"
+#include "bnn/io/file.h"
+#include "bnn/io/record.h"
 #include "bnn/posterior/posterior.h"
 #include "bnn/status.h"
 
 namespace bnn {
 namespace {
 
-constexpr char kMagic[8] = {'B', 'N', 'N', 'S', 'N', 'A', 'P', '1'};
-constexpr size_t kHeaderSize = 8 + 4 + 8;
-constexpr size_t kTrailerSize = 4;
-
-std::array<uint32_t, 256> MakeCrcTable() {
-  std::array<uint32_t, 256> table{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0x82f63b78u ^ (c >> 1) : c >> 1;
-    table[i] = c;
-  }
-  return table;
-}
-
-template <typename U>
-void PutLE(U value, std::string* out) {
-  for (size_t i = 0; i < sizeof(U); ++i) {
-    out->push_back(static_cast<char>((value >> (8 * i)) & 0xff));
-  }
-}
-
-template <typename U>
-U GetLE(const char* p) {
-  U value = 0;
-  for (size_t i = 0; i < sizeof(U); ++i) {
-    value |= static_cast<U>(static_cast<unsigned char>(p[i])) << (8 * i);
-  }
-  return value;
-}
+// The snapshot's record frame (bnn/io/record.h); the magic and layout
+// predate the shared record format, which adopted them.
+constexpr RecordFormat kSnapshotRecord{"BNNSNAP1", kSnapshotFormatVersion,
+                                       "snapshot"};
 
 absl::StatusOr<Snapshot> FromProto(const snapshot::Snapshot& p) {
   Snapshot s;
@@ -134,13 +101,6 @@ absl::StatusOr<Snapshot> FromProto(const snapshot::Snapshot& p) {
 
 }  // namespace
 
-uint32_t Crc32c(absl::string_view data) {
-  static const std::array<uint32_t, 256> table = MakeCrcTable();
-  uint32_t crc = 0xffffffffu;
-  for (unsigned char c : data) crc = table[(crc ^ c) & 0xff] ^ (crc >> 8);
-  return crc ^ 0xffffffffu;
-}
-
 absl::StatusOr<std::string> EncodeSnapshot(const Snapshot& s) {
   if (s.posterior == nullptr) {
     return absl::InvalidArgumentError("snapshot has no posterior");
@@ -181,61 +141,13 @@ absl::StatusOr<std::string> EncodeSnapshot(const Snapshot& s) {
   s.posterior->ToProto(p.mutable_posterior());
   p.set_created_unix_ms(s.created_unix_ms);
 
-  std::string payload;
-  if (!p.SerializeToString(&payload)) {
-    return absl::InternalError("snapshot serialisation failed");
-  }
-  std::string out(kMagic, sizeof(kMagic));
-  PutLE<uint32_t>(kSnapshotFormatVersion, &out);
-  PutLE<uint64_t>(payload.size(), &out);
-  out += payload;
-  PutLE<uint32_t>(Crc32c(payload), &out);
-  return out;
+  return EncodeRecordMessage(kSnapshotRecord, p);
 }
 
 absl::StatusOr<Snapshot> DecodeSnapshot(absl::string_view bytes) {
-  const size_t magic_bytes = std::min(bytes.size(), sizeof(kMagic));
-  if (std::memcmp(bytes.data(), kMagic, magic_bytes) != 0) {
-    return absl::DataLossError(
-        "not a bnn-serve snapshot (missing BNNSNAP1 header)");
-  }
-  if (bytes.size() < kHeaderSize) {
-    return absl::DataLossError(
-        absl::StrCat("snapshot is truncated: ", bytes.size(),
-                     " bytes, shorter than its ", kHeaderSize, "-byte header"));
-  }
-  const uint32_t version = GetLE<uint32_t>(bytes.data() + 8);
-  if (version > kSnapshotFormatVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "snapshot format version ", version,
-        " is newer than this build supports (", kSnapshotFormatVersion,
-        "); upgrade bnn-serve to load it"));
-  }
-  if (version == 0) {
-    return absl::DataLossError("snapshot format version 0 is invalid");
-  }
-  const uint64_t size = GetLE<uint64_t>(bytes.data() + 12);
-  if (bytes.size() < kHeaderSize + kTrailerSize ||
-      size != bytes.size() - kHeaderSize - kTrailerSize) {
-    return absl::DataLossError(absl::StrCat(
-        "snapshot is truncated or has trailing bytes: header declares ", size,
-        " payload bytes, file holds ",
-        bytes.size() >= kHeaderSize + kTrailerSize
-            ? bytes.size() - kHeaderSize - kTrailerSize
-            : 0));
-  }
-  const absl::string_view payload = bytes.substr(kHeaderSize, size);
-  const uint32_t stored = GetLE<uint32_t>(bytes.data() + kHeaderSize + size);
-  const uint32_t actual = Crc32c(payload);
-  if (stored != actual) {
-    return absl::DataLossError(absl::StrCat(
-        "snapshot checksum mismatch (stored CRC32C ", absl::Hex(stored),
-        ", computed ", absl::Hex(actual), "): the file is corrupted"));
-  }
   snapshot::Snapshot p;
-  if (!p.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
-    return absl::DataLossError("snapshot payload is not a valid message");
-  }
+  BNN_ASSIGN_OR_RETURN(const uint32_t version,
+                       DecodeRecordMessage(kSnapshotRecord, bytes, &p));
   if (p.format_version() != version) {
     return absl::DataLossError(
         absl::StrCat("snapshot payload format_version ", p.format_version(),
@@ -244,65 +156,17 @@ absl::StatusOr<Snapshot> DecodeSnapshot(absl::string_view bytes) {
   return FromProto(p);
 }
 
-absl::Status WriteFileDurably(const std::string& path,
-                              absl::string_view bytes) {
-  // Write a temporary, fsync it, rename over the target and fsync the
-  // directory: after a crash the file is either the old or the new one.
-  const std::string tmp = path + ".tmp";
-  auto fail = [&](absl::string_view what) {
-    return absl::InternalError(
-        absl::StrCat(what, " ", tmp, ": ", std::strerror(errno)));
-  };
-  const int fd =
-      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail("cannot create");
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      return fail("cannot write");
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    return fail("cannot fsync");
-  }
-  if (::close(fd) != 0) return fail("cannot close");
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path,
-                                            ": ", std::strerror(errno)));
-  }
-  const size_t slash = path.find_last_of('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : path.substr(0, slash);
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
-  return absl::OkStatus();
-}
-
 absl::Status WriteSnapshotFile(const std::string& path,
                                const Snapshot& snapshot) {
-  BNN_ASSIGN_OR_RETURN(std::string bytes, EncodeSnapshot(snapshot));
-  return WriteFileDurably(path, bytes);
+  BNN_ASSIGN_OR_RETURN(const std::string bytes, EncodeSnapshot(snapshot));
+  return WriteFileAtomically(path, bytes);
 }
 
 absl::StatusOr<Snapshot> ReadSnapshotFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  absl::StatusOr<Snapshot> s = DecodeSnapshot(ss.str());
-  if (!s.ok()) {
-    return absl::Status(s.status().code(),
-                        absl::StrCat(path, ": ", s.status().message()));
-  }
-  return s;
+  BNN_ASSIGN_OR_RETURN(const std::string bytes, ReadFile(path));
+  absl::StatusOr<Snapshot> snapshot = DecodeSnapshot(bytes);
+  if (!snapshot.ok()) return InFile(path, snapshot.status());
+  return snapshot;
 }
 
 }  // namespace bnn

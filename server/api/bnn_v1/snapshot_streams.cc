@@ -17,7 +17,6 @@
 #include "server/api/bnn_v1/stream_reader.h"
 #include "server/api/bnn_v1/to_wire.h"
 #include "server/common/status_util.h"
-#include "server/store/record_file.h"
 
 namespace bnn::server {
 namespace {

@@ -11,11 +11,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bnn/io/file.h"
+#include "bnn/io/record.h"
 #include "bnn/train/trainer.h"
 
 #include "server/store/dataset_file.h"
 #include "server/store/ids.h"
-#include "server/store/record_file.h"
 #include "tests/server/server_test_util.h"
 
 namespace bnn::server {
@@ -160,7 +161,7 @@ TEST_F(DatasetStoreTest, CorruptionIsReportedOnLoadAndAfterRestart) {
   // Indexed with its error: not "not found", but the file and the cause.
   EXPECT_THAT(store->Get(id).status(),
               StatusIs(absl::StatusCode::kDataLoss,
-                       PathOf(id) + ": record checksum mismatch"));
+                       PathOf(id) + ": dataset file checksum mismatch"));
   EXPECT_THAT(store->Load(id).status(),
               StatusIs(absl::StatusCode::kDataLoss, "checksum mismatch"));
   EXPECT_EQ(store->size(), 1);
@@ -305,7 +306,7 @@ TEST_F(DatasetStoreTest, CorruptVersionBreaksItAndLaterOnes) {
   EXPECT_EQ(store->Load(id, 1)->num_rows(), 10);
   EXPECT_THAT(store->Get(id, 2).status(),
               StatusIs(absl::StatusCode::kDataLoss,
-                       PathOf(id, 2) + ": record checksum mismatch"));
+                       PathOf(id, 2) + ": dataset file checksum mismatch"));
   EXPECT_THAT(store->Get(id, 3).status(),
               StatusIs(absl::StatusCode::kDataLoss,
                        "version 3 cannot be read: it builds on version 2, "
@@ -363,7 +364,7 @@ TEST_F(DatasetStoreTest, RowsPoolVerifiesTheFiles) {
   FlipByte(PathOf(id, 3), 20);
   EXPECT_THAT(store->OpenRows(id).status(),
               StatusIs(absl::StatusCode::kDataLoss,
-                       PathOf(id, 3) + ": record checksum mismatch"));
+                       PathOf(id, 3) + ": dataset file checksum mismatch"));
   EXPECT_TRUE(store->OpenRows(id, 2).ok());
 }
 

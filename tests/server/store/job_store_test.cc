@@ -160,7 +160,7 @@ TEST_F(JobStoreTest, CorruptRecordIsDataLoss) {
   std::unique_ptr<JobStore> store = Open();
   EXPECT_THAT(store->Get(id).status(),
               StatusIs(absl::StatusCode::kDataLoss,
-                       path + ": record checksum mismatch"));
+                       path + ": job record checksum mismatch"));
   EXPECT_TRUE(store->CountByState().empty());
 }
 

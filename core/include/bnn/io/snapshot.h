@@ -1,10 +1,9 @@
 // Versioned, checksummed posterior snapshots.
 //
-// File frame (little-endian):
-//   magic "BNNSNAP1" (8 bytes) | format_version u32 | payload_size u64 |
-//   payload (bnn.snapshot.Snapshot protobuf) | CRC32C(payload) u32
-// Loading checks the magic, the version (a newer one is rejected), the size
-// (truncation), the checksum (corruption), then the payload's contents.
+// A snapshot is a record (bnn/io/record.h) with magic "BNNSNAP1", format
+// version kSnapshotFormatVersion and a bnn.snapshot.Snapshot payload.
+// Loading checks the frame (magic, version: a newer one is refused, size:
+// truncation, checksum: corruption), then the payload's contents.
 #ifndef BNN_IO_SNAPSHOT_H_
 #define BNN_IO_SNAPSHOT_H_
 
@@ -63,15 +62,13 @@ absl::StatusOr<std::string> EncodeSnapshot(const Snapshot& snapshot);
 // FailedPrecondition on a newer format, InvalidArgument on bad contents.
 absl::StatusOr<Snapshot> DecodeSnapshot(absl::string_view bytes);
 
-// Writes through a temporary file, fsync and rename, so that a crash leaves
-// either the old file or the complete new one.
-absl::Status WriteFileDurably(const std::string& path, absl::string_view bytes);
+// EncodeSnapshot written with WriteFileAtomically (bnn/io/file.h): a crash
+// leaves either the old file or the complete new one.
 absl::Status WriteSnapshotFile(const std::string& path,
                                const Snapshot& snapshot);
+// DecodeSnapshot of the file; NotFound if it does not exist, other errors
+// name the path.
 absl::StatusOr<Snapshot> ReadSnapshotFile(const std::string& path);
-
-// CRC32C (Castagnoli), as used in the frame.
-uint32_t Crc32c(absl::string_view data);
 
 }  // namespace bnn
 

@@ -1,0 +1,151 @@
+#include "bnn/io/file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+#include "bnn/status.h"
+
+namespace bnn {
+namespace {
+
+absl::Status ErrnoError(absl::string_view what, const std::string& path) {
+  const int error = errno;
+  return absl::InternalError(
+      absl::StrCat("cannot ", what, " ", path, ": ", std::strerror(error)));
+}
+
+// Closes the descriptor on every path out.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  // Closes now so that the error of close() (which can report a failed
+  // write-back) is seen.
+  bool Close() {
+    const int fd = fd_;
+    fd_ = -1;
+    return ::close(fd) == 0;
+  }
+
+ private:
+  int fd_;
+};
+
+// The size of the file `fd` has open for reading, `path` naming it in
+// errors; NotFound if the open failed because `path` does not exist. Call
+// right after the open, which leaves its error in errno.
+absl::StatusOr<size_t> SizeOfOpened(const Fd& fd, const std::string& path) {
+  if (fd.get() < 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+    }
+    return ErrnoError("open", path);
+  }
+  struct stat info;
+  if (::fstat(fd.get(), &info) != 0) return ErrnoError("stat", path);
+  return static_cast<size_t>(info.st_size);
+}
+
+}  // namespace
+
+absl::Status WriteFileAtomically(const std::string& path,
+                                 absl::string_view contents) {
+  const std::string temp = absl::StrCat(path, kTempSuffix);
+  {
+    Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (fd.get() < 0) return ErrnoError("create", temp);
+    const char* data = contents.data();
+    size_t left = contents.size();
+    while (left > 0) {
+      const ssize_t written = ::write(fd.get(), data, left);
+      if (written < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoError("write", temp);
+      }
+      data += written;
+      left -= static_cast<size_t>(written);
+    }
+    if (::fsync(fd.get()) != 0) return ErrnoError("fsync", temp);
+    if (!fd.Close()) return ErrnoError("close", temp);
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    return ErrnoError("rename into place", path);
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return SyncDirectory(dir.empty() ? "." : dir);
+}
+
+absl::Status SyncDirectory(const std::string& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoError("open directory", dir);
+  if (::fsync(fd.get()) != 0) return ErrnoError("fsync directory", dir);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  BNN_ASSIGN_OR_RETURN(const size_t size, SizeOfOpened(fd, path));
+  std::string contents(size, '\0');
+  size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t got =
+        ::read(fd.get(), contents.data() + done, contents.size() - done);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("read", path);
+    }
+    if (got == 0) break;  // shrank while reading; a frame check reports it
+    done += static_cast<size_t>(got);
+  }
+  contents.resize(done);
+  return contents;
+}
+
+absl::Status RemoveFile(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return ErrnoError("delete", path);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  BNN_ASSIGN_OR_RETURN(const size_t size, SizeOfOpened(fd, path));
+  if (size == 0) return MappedFile(nullptr, 0);
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (data == MAP_FAILED) return ErrnoError("map", path);
+  // The mapping outlives the descriptor, which Fd closes.
+  return MappedFile(static_cast<const char*>(data), size);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+}
+
+}  // namespace bnn

@@ -1,0 +1,169 @@
+#include "bnn/io/record.h"
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include <google/protobuf/message_lite.h>
+
+#include "bnn/io/file.h"
+#include "bnn/status.h"
+
+namespace bnn {
+namespace {
+
+constexpr size_t kMagicBytes = 8;
+
+std::array<uint32_t, 256> MakeCrcTable() {
+  std::array<uint32_t, 256> table{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0x82f63b78u ^ (c >> 1) : c >> 1;
+    table[i] = c;
+  }
+  return table;
+}
+
+template <typename U>
+void PutLittleEndian(U value, std::string* out) {
+  for (size_t i = 0; i < sizeof(U); ++i) {
+    out->push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+  }
+}
+
+template <typename U>
+U GetLittleEndian(const char* p) {
+  U value = 0;
+  for (size_t i = 0; i < sizeof(U); ++i) {
+    value |= static_cast<U>(static_cast<unsigned char>(p[i])) << (8 * i);
+  }
+  return value;
+}
+
+}  // namespace
+
+uint32_t Crc32c(absl::string_view data) {
+  static const std::array<uint32_t, 256> table = MakeCrcTable();
+  uint32_t crc = 0xffffffffu;
+  for (unsigned char c : data) crc = table[(crc ^ c) & 0xff] ^ (crc >> 8);
+  return crc ^ 0xffffffffu;
+}
+
+std::string EncodeRecord(const RecordFormat& format,
+                         absl::string_view payload) {
+  std::string out;
+  out.reserve(kRecordHeaderBytes + payload.size() + kRecordTrailerBytes);
+  out.append(format.magic.data(), format.magic.size());
+  PutLittleEndian<uint32_t>(format.version, &out);
+  PutLittleEndian<uint64_t>(payload.size(), &out);
+  out.append(payload.data(), payload.size());
+  PutLittleEndian<uint32_t>(Crc32c(payload), &out);
+  return out;
+}
+
+absl::StatusOr<DecodedRecord> DecodeRecord(const RecordFormat& format,
+                                           absl::string_view bytes) {
+  const absl::string_view kind = format.kind;
+  // A prefix of the magic is a truncated record, anything else another kind
+  // of file.
+  const size_t magic_bytes = std::min(bytes.size(), kMagicBytes);
+  if (bytes.substr(0, magic_bytes) != format.magic.substr(0, magic_bytes)) {
+    return absl::DataLossError(absl::StrCat(
+        "not a bnn-serve ", kind, " (missing ", format.magic, " header)"));
+  }
+  if (bytes.size() < kRecordHeaderBytes) {
+    return absl::DataLossError(absl::StrCat(
+        kind, " is truncated: ", bytes.size(), " bytes, shorter than its ",
+        kRecordHeaderBytes, "-byte header"));
+  }
+  const uint32_t version = GetLittleEndian<uint32_t>(bytes.data() + 8);
+  if (version > format.version) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kind, " format version ", version,
+                     " is newer than this build supports (", format.version,
+                     "); upgrade bnn-serve to load it"));
+  }
+  if (version == 0) {
+    return absl::DataLossError(
+        absl::StrCat(kind, " format version 0 is invalid"));
+  }
+  const uint64_t size = GetLittleEndian<uint64_t>(bytes.data() + 12);
+  const uint64_t available =
+      bytes.size() >= kRecordHeaderBytes + kRecordTrailerBytes
+          ? bytes.size() - kRecordHeaderBytes - kRecordTrailerBytes
+          : 0;
+  if (size > available ||
+      bytes.size() < kRecordHeaderBytes + kRecordTrailerBytes) {
+    return absl::DataLossError(
+        absl::StrCat(kind, " is truncated: its header declares ", size,
+                     " payload bytes, the file holds ", available));
+  }
+  if (size < available) {
+    return absl::DataLossError(
+        absl::StrCat(kind, " has trailing bytes: its header declares ", size,
+                     " payload bytes, the file holds ", available));
+  }
+  const absl::string_view payload = bytes.substr(kRecordHeaderBytes, size);
+  const uint32_t stored =
+      GetLittleEndian<uint32_t>(bytes.data() + kRecordHeaderBytes + size);
+  const uint32_t actual = Crc32c(payload);
+  if (stored != actual) {
+    return absl::DataLossError(absl::StrCat(
+        kind, " checksum mismatch (stored CRC32C ", absl::Hex(stored),
+        ", computed ", absl::Hex(actual), "): the file is corrupted"));
+  }
+  return DecodedRecord{version, payload};
+}
+
+absl::StatusOr<std::string> EncodeRecordMessage(
+    const RecordFormat& format, const google::protobuf::MessageLite& message) {
+  std::string payload;
+  // Protobuf cannot serialise messages of 2 GiB or more.
+  if (message.ByteSizeLong() >= static_cast<size_t>(INT_MAX) ||
+      !message.SerializeToString(&payload)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(format.kind, " of ", message.ByteSizeLong(),
+                     " bytes exceeds the 2 GiB limit of a record"));
+  }
+  return EncodeRecord(format, payload);
+}
+
+absl::StatusOr<uint32_t> DecodeRecordMessage(
+    const RecordFormat& format, absl::string_view bytes,
+    google::protobuf::MessageLite* message) {
+  BNN_ASSIGN_OR_RETURN(const DecodedRecord record, DecodeRecord(format, bytes));
+  if (record.payload.size() > static_cast<size_t>(INT_MAX) ||
+      !message->ParseFromArray(record.payload.data(),
+                               static_cast<int>(record.payload.size()))) {
+    return absl::DataLossError(
+        absl::StrCat(format.kind, " payload is not a valid message"));
+  }
+  return record.version;
+}
+
+absl::Status WriteRecordFile(const std::string& path,
+                             const RecordFormat& format,
+                             const google::protobuf::MessageLite& message) {
+  BNN_ASSIGN_OR_RETURN(const std::string bytes,
+                       EncodeRecordMessage(format, message));
+  return WriteFileAtomically(path, bytes);
+}
+
+absl::StatusOr<uint32_t> ReadRecordFile(
+    const std::string& path, const RecordFormat& format,
+    google::protobuf::MessageLite* message) {
+  BNN_ASSIGN_OR_RETURN(const std::string bytes, ReadFile(path));
+  absl::StatusOr<uint32_t> version =
+      DecodeRecordMessage(format, bytes, message);
+  if (!version.ok()) return InFile(path, version.status());
+  return version;
+}
+
+absl::Status InFile(absl::string_view path, const absl::Status& status) {
+  return absl::Status(status.code(),
+                      absl::StrCat(path, ": ", status.message()));
+}
+
+}  // namespace bnn

@@ -1,0 +1,29 @@
+// The store's directories: one record file (bnn/io/record.h) per dataset
+// version, job or snapshot, written with bnn::WriteFileAtomically.
+#ifndef BNN_SERVER_STORE_RECORD_DIR_H_
+#define BNN_SERVER_STORE_RECORD_DIR_H_
+
+#include <string>
+#include <vector>
+
+#include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
+
+namespace bnn::server {
+
+// Opens a store directory: creates `dir` if missing, deletes temporaries
+// left by a crash in bnn::WriteFileAtomically (names ending in
+// bnn::kTempSuffix), and returns the stems of the files
+// "<stem><extension>", sorted.
+absl::StatusOr<std::vector<std::string>> ScanRecordStems(
+    const std::string& dir, absl::string_view extension);
+
+// ScanRecordStems, keeping the stems that are ids of the form
+// IsId(id_prefix, id).
+absl::StatusOr<std::vector<std::string>> ScanRecordDir(
+    const std::string& dir, absl::string_view id_prefix,
+    absl::string_view extension);
+
+}  // namespace bnn::server
+
+#endif  // BNN_SERVER_STORE_RECORD_DIR_H_

@@ -1,0 +1,199 @@
+// The record frame shared by snapshots and the server's store: round trips,
+// and every damaged record (each flipped byte, each truncation, trailing
+// bytes, another kind's magic, a newer or zero version) is refused with its
+// own status and message.
+#include "bnn/io/record.h"
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "bnn/core/snapshot.pb.h"
+#include "bnn/io/file.h"
+
+#include "tests/test_util/test_util.h"
+
+namespace bnn {
+namespace {
+
+using ::bnn::testing::Msg;
+using ::testing::AllOf;
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr RecordFormat kFormat{"TESTREC1", 2, "test record"};
+
+snapshot::TrainingSummary Message() {
+  snapshot::TrainingSummary message;
+  message.set_dataset_id("ds-00000000000000aa");
+  message.set_steps(12345);
+  message.set_final_loss(-0.25);
+  return message;
+}
+
+TEST(RecordTest, RoundTripsPayloads) {
+  for (const std::string& payload :
+       {std::string(), std::string("hello"), std::string(100000, '\0')}) {
+    const std::string bytes = EncodeRecord(kFormat, payload);
+    EXPECT_EQ(bytes.size(),
+              kRecordHeaderBytes + payload.size() + kRecordTrailerBytes);
+    const absl::StatusOr<DecodedRecord> decoded = DecodeRecord(kFormat, bytes);
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    EXPECT_EQ(decoded->payload, payload);
+    EXPECT_EQ(decoded->version, 2u);
+  }
+}
+
+TEST(RecordTest, FrameLayoutIsLittleEndianWithCrc32cOfThePayload) {
+  const std::string bytes = EncodeRecord(kFormat, "abc");
+  EXPECT_EQ(bytes.substr(0, 8), "TESTREC1");
+  EXPECT_EQ(bytes.substr(8, 4), std::string("\x02\0\0\0", 4));
+  EXPECT_EQ(bytes.substr(12, 8), std::string("\x03\0\0\0\0\0\0\0", 8));
+  EXPECT_EQ(bytes.substr(20, 3), "abc");
+  const uint32_t crc = Crc32c("abc");
+  std::string trailer;
+  for (int i = 0; i < 4; ++i)
+    trailer.push_back(static_cast<char>(crc >> 8 * i));
+  EXPECT_EQ(bytes.substr(23), trailer);
+}
+
+TEST(RecordTest, RoundTripsMessagesAndFiles) {
+  const std::string bytes = *EncodeRecordMessage(kFormat, Message());
+  snapshot::TrainingSummary back;
+  EXPECT_EQ(*DecodeRecordMessage(kFormat, bytes, &back), 2u);
+  EXPECT_EQ(back.SerializeAsString(), Message().SerializeAsString());
+
+  testing::ScopedTempDir dir;
+  const std::string path = dir.File("message.rec");
+  ASSERT_TRUE(WriteRecordFile(path, kFormat, Message()).ok());
+  EXPECT_EQ(*ReadFile(path), bytes);
+  snapshot::TrainingSummary read;
+  EXPECT_EQ(*ReadRecordFile(path, kFormat, &read), 2u);
+  EXPECT_EQ(read.steps(), 12345);
+}
+
+TEST(RecordTest, AcceptsOlderVersions) {
+  const std::string bytes = EncodeRecord({"TESTREC1", 1, "test record"}, "old");
+  const absl::StatusOr<DecodedRecord> decoded = DecodeRecord(kFormat, bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->version, 1u);
+  EXPECT_EQ(decoded->payload, "old");
+}
+
+TEST(RecordTest, NewerVersionIsFailedPrecondition) {
+  const std::string bytes = EncodeRecord({"TESTREC1", 3, "test record"}, "new");
+  const absl::Status status = DecodeRecord(kFormat, bytes).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Msg(status),
+            "test record format version 3 is newer than this build supports "
+            "(2); upgrade bnn-serve to load it");
+}
+
+TEST(RecordTest, VersionZeroIsDataLoss) {
+  const std::string bytes = EncodeRecord({"TESTREC1", 0, "test record"}, "x");
+  const absl::Status status = DecodeRecord(kFormat, bytes).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Msg(status), HasSubstr("format version 0 is invalid"));
+}
+
+// Flipping any bit of any byte is detected: in the magic as another kind of
+// file, in the version as an invalid or newer version, in the size as a
+// truncation or trailing bytes, in the payload or checksum as a checksum
+// mismatch.
+TEST(RecordTest, DetectsEveryFlippedByte) {
+  const std::string bytes = *EncodeRecordMessage(kFormat, Message());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string damaged = bytes;
+      damaged[i] = static_cast<char>(damaged[i] ^ (1 << bit));
+      const absl::Status status = DecodeRecord(kFormat, damaged).status();
+      ASSERT_FALSE(status.ok()) << "byte " << i << " bit " << bit;
+      if (i < 8) {
+        EXPECT_THAT(Msg(status), HasSubstr("missing TESTREC1 header")) << i;
+      } else if (i < 12) {
+        EXPECT_THAT(Msg(status), HasSubstr("format version")) << i;
+      } else if (i < kRecordHeaderBytes) {
+        EXPECT_THAT(Msg(status), AnyOf(HasSubstr("is truncated"),
+                                       HasSubstr("has trailing bytes")))
+            << i;
+      } else {
+        EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << i;
+        EXPECT_THAT(Msg(status), HasSubstr("checksum mismatch")) << i;
+      }
+      if (i < 8 || i >= 12) {
+        EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << i;
+      }
+    }
+  }
+}
+
+TEST(RecordTest, DetectsEveryTruncation) {
+  const std::string bytes = *EncodeRecordMessage(kFormat, Message());
+  for (size_t keep = 0; keep < bytes.size(); ++keep) {
+    const absl::Status status =
+        DecodeRecord(kFormat, bytes.substr(0, keep)).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << keep;
+    EXPECT_THAT(Msg(status),
+                AllOf(StartsWith("test record"), HasSubstr("truncated")))
+        << keep;
+  }
+}
+
+TEST(RecordTest, TrailingBytesAreDataLoss) {
+  const std::string bytes = EncodeRecord(kFormat, "payload") + "x";
+  const absl::Status status = DecodeRecord(kFormat, bytes).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Msg(status), HasSubstr("has trailing bytes"));
+}
+
+TEST(RecordTest, AnotherKindOfFileIsDataLoss) {
+  const std::string bytes = EncodeRecord({"OTHERREC", 2, "other"}, "payload");
+  const absl::Status status = DecodeRecord(kFormat, bytes).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(Msg(status),
+            "not a bnn-serve test record (missing TESTREC1 header)");
+}
+
+TEST(RecordTest, UnparsablePayloadWithValidChecksumIsDataLoss) {
+  snapshot::TrainingSummary message;
+  const absl::Status status =
+      DecodeRecordMessage(kFormat, EncodeRecord(kFormat, "\xff\xff\xff"),
+                          &message)
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Msg(status), HasSubstr("test record payload is not a valid"));
+}
+
+TEST(RecordTest, FileErrorsNameThePath) {
+  testing::ScopedTempDir dir;
+  const std::string path = dir.File("damaged.rec");
+  std::string bytes = *EncodeRecordMessage(kFormat, Message());
+  bytes[kRecordHeaderBytes] ^= 1;
+  ASSERT_TRUE(WriteFileAtomically(path, bytes).ok());
+  snapshot::TrainingSummary message;
+  const absl::Status status = ReadRecordFile(path, kFormat, &message).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Msg(status),
+              AllOf(StartsWith(path + ": "), HasSubstr("checksum mismatch")));
+  EXPECT_EQ(
+      ReadRecordFile(dir.File("absent"), kFormat, &message).status().code(),
+      absl::StatusCode::kNotFound);
+}
+
+TEST(Crc32cTest, KnownAnswers) {
+  EXPECT_EQ(Crc32c("123456789"), 0xE3069283u);
+  EXPECT_EQ(Crc32c(""), 0u);
+  // RFC 3720 (iSCSI) B.4 test vectors.
+  EXPECT_EQ(Crc32c(std::string(32, '\0')), 0x8A9136AAu);
+  EXPECT_EQ(Crc32c(std::string(32, '\xff')), 0x62A8AB43u);
+  std::string ascending(32, '\0');
+  for (int i = 0; i < 32; ++i) ascending[i] = static_cast<char>(i);
+  EXPECT_EQ(Crc32c(ascending), 0x46DD794Eu);
+}
+
+}  // namespace
+}  // namespace bnn
