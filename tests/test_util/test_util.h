@@ -3,9 +3,12 @@
 #define BNN_TESTS_TEST_UTIL_TEST_UTIL_H_
 
 #include <filesystem>
+#include <fstream>
 #include <stdlib.h>
 #include <string>
+#include <sys/resource.h>
 #include <system_error>
+#include <unistd.h>
 
 #include "absl/status/status.h"
 #include <gtest/gtest.h>
@@ -40,6 +43,19 @@ class ScopedTempDir {
  private:
   std::string path_;
 };
+
+// Caps the process's address space at its current size plus `extra_bytes`
+// (RLIMIT_AS), so that larger allocations fail with std::bad_alloc instead
+// of being overcommitted. For death tests, which run in a forked child.
+inline bool LimitAddressSpace(int64_t extra_bytes) {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0;
+  if (!(statm >> pages)) return false;
+  const rlim_t limit =
+      static_cast<rlim_t>(pages * sysconf(_SC_PAGESIZE) + extra_bytes);
+  const struct rlimit rl = {limit, limit};
+  return setrlimit(RLIMIT_AS, &rl) == 0;
+}
 
 }  // namespace bnn::testing
 

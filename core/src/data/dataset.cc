@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+
+#include "bnn/status.h"
 
 namespace bnn {
 
@@ -30,6 +33,45 @@ absl::StatusOr<Task> StringToTask(absl::string_view name) {
 }
 
 bool IsClassification(Task task) { return task != Task::kRegression; }
+
+namespace {
+
+absl::Status RangeError(absl::string_view column, double lo, double hi) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      column, " spans [", lo, ", ", hi,
+      "]: max - min overflows double precision, so the column cannot be "
+      "standardised; rescale it"));
+}
+
+// Standardisation (standardizer.h) subtracts the mean, which lies between
+// min and max, so it stays finite exactly when every column's max - min
+// does. Values are finite (checked before).
+absl::Status CheckRanges(const Dataset& data) {
+  const int64_t n = data.num_rows();
+  if (n == 0) return absl::OkStatus();
+  std::vector<double> lo(data.row(0), data.row(0) + data.num_features);
+  std::vector<double> hi = lo;
+  for (int64_t i = 1; i < n; ++i) {
+    const double* row = data.row(i);
+    for (int64_t j = 0; j < data.num_features; ++j) {
+      lo[j] = std::min(lo[j], row[j]);
+      hi[j] = std::max(hi[j], row[j]);
+    }
+  }
+  for (int64_t j = 0; j < data.num_features; ++j) {
+    if (!std::isfinite(hi[j] - lo[j])) {
+      return RangeError(absl::StrCat("feature ", j), lo[j], hi[j]);
+    }
+  }
+  if (!IsClassification(data.task)) {
+    const auto [min, max] =
+        std::minmax_element(data.targets.begin(), data.targets.end());
+    if (!std::isfinite(*max - *min)) return RangeError("target", *min, *max);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status Dataset::Validate() const {
   if (num_features < 1) {
@@ -59,6 +101,7 @@ absl::Status Dataset::Validate() const {
           absl::StrCat("row ", i, ": target is not finite (", targets[i], ")"));
     }
   }
+  BNN_RETURN_IF_ERROR(CheckRanges(*this));
   if (IsClassification(task)) {
     if (num_classes < 2 || (task == Task::kBinary && num_classes != 2)) {
       return absl::InvalidArgumentError(

@@ -1,5 +1,7 @@
 #include "bnn/io/snapshot.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
@@ -16,6 +18,18 @@ namespace {
 // predate the shared record format, which adopted them.
 constexpr RecordFormat kSnapshotRecord{"BNNSNAP1", kSnapshotFormatVersion,
                                        "snapshot"};
+
+absl::Status CheckFiniteField(absl::string_view field, double value) {
+  if (std::isfinite(value)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("snapshot ", field, " = ", value, " is not finite"));
+}
+
+absl::Status CheckPositiveField(absl::string_view field, double value) {
+  if (value > 0 && std::isfinite(value)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "snapshot ", field, " = ", value, " must be positive and finite"));
+}
 
 absl::StatusOr<Snapshot> FromProto(const snapshot::Snapshot& p) {
   Snapshot s;
@@ -51,16 +65,21 @@ absl::StatusOr<Snapshot> FromProto(const snapshot::Snapshot& p) {
         "snapshot standardisation has ", s.standardization.feature_mean.size(),
         " features; the model has ", m.input_dim));
   }
-  for (double sd : s.standardization.feature_std) {
-    if (!(sd > 0)) {
-      return absl::InvalidArgumentError(
-          "snapshot standardisation has a non-positive feature std");
-    }
+  // Every number a prediction is computed from must be finite: a NaN or Inf
+  // here turns into NaN outputs served as answers.
+  const Standardization& z = s.standardization;
+  for (size_t j = 0; j < z.feature_mean.size(); ++j) {
+    BNN_RETURN_IF_ERROR(
+        CheckFiniteField(absl::StrCat("standardization.feature_mean[", j, "]"),
+                         z.feature_mean[j]));
+    BNN_RETURN_IF_ERROR(
+        CheckPositiveField(absl::StrCat("standardization.feature_std[", j, "]"),
+                           z.feature_std[j]));
   }
-  if (!(s.standardization.target_std > 0)) {
-    return absl::InvalidArgumentError(
-        "snapshot standardisation has a non-positive target std");
-  }
+  BNN_RETURN_IF_ERROR(
+      CheckFiniteField("standardization.target_mean", z.target_mean));
+  BNN_RETURN_IF_ERROR(
+      CheckPositiveField("standardization.target_std", z.target_std));
   if (m.likelihood != LikelihoodForTask(s.task)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "snapshot task ", TaskToString(s.task), " does not match its ",
@@ -75,10 +94,14 @@ absl::StatusOr<Snapshot> FromProto(const snapshot::Snapshot& p) {
                        " class_values; the model has ", classes, " classes"));
     }
   }
+  for (size_t c = 0; c < s.class_values.size(); ++c) {
+    BNN_RETURN_IF_ERROR(CheckFiniteField(absl::StrCat("class_values[", c, "]"),
+                                         s.class_values[c]));
+  }
   s.noise_precision = p.noise_precision();
-  if (m.likelihood == Likelihood::kGaussian && !(s.noise_precision > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "snapshot noise_precision = ", s.noise_precision, " must be positive"));
+  if (m.likelihood == Likelihood::kGaussian) {
+    BNN_RETURN_IF_ERROR(
+        CheckPositiveField("noise_precision", s.noise_precision));
   }
   const auto& t = p.training();
   s.training = {t.dataset_id(),
@@ -92,9 +115,14 @@ absl::StatusOr<Snapshot> FromProto(const snapshot::Snapshot& p) {
                 t.seed(),
                 t.parent_snapshot_id(),
                 t.prior_from_parent()};
-  BNN_ASSIGN_OR_RETURN(std::unique_ptr<Posterior> posterior,
-                       PosteriorFromProto(p.posterior(), m));
-  s.posterior = std::move(posterior);
+  absl::StatusOr<std::unique_ptr<Posterior>> posterior =
+      PosteriorFromProto(p.posterior(), m);
+  if (!posterior.ok()) {
+    return absl::Status(
+        posterior.status().code(),
+        absl::StrCat("snapshot posterior: ", posterior.status().message()));
+  }
+  s.posterior = *std::move(posterior);
   s.created_unix_ms = p.created_unix_ms();
   return s;
 }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "bnn/memory.h"
 #include "bnn/random.h"
 #include "bnn/status.h"
 
@@ -112,9 +113,11 @@ absl::Status AcquireOptions::Validate() const {
   return CheckIntRange("chunk_rows", chunk_rows, 1, 1 << 24);
 }
 
-absl::StatusOr<Acquisition> Acquire(const Predictor& predictor,
-                                    const PoolSource& pool,
-                                    const AcquireOptions& options) {
+namespace {
+
+absl::StatusOr<Acquisition> AcquireImpl(const Predictor& predictor,
+                                        const PoolSource& pool,
+                                        const AcquireOptions& options) {
   BNN_RETURN_IF_ERROR(options.Validate());
   const Snapshot& snap = predictor.snapshot();
   const bool classification = IsClassification(snap.task);
@@ -149,15 +152,39 @@ absl::StatusOr<Acquisition> Acquire(const Predictor& predictor,
   PredictOptions predict;
   predict.num_samples = options.num_samples;
   predict.seed = options.seed;
+  predict.cache_samples = options.cache_samples;
+  predict.interrupt = options.interrupt;
+  if (!random) {
+    // One draw serves every chunk, cached or not.
+    BNN_ASSIGN_OR_RETURN(predict.samples, predictor.DrawSamples(predict));
+  }
 
   std::priority_queue<Candidate, std::vector<Candidate>, WorseOnTop> best;
   std::vector<double> rows;
   for (int64_t begin = 0; begin < n; begin += options.chunk_rows) {
+    // Stopped by the interrupt (here or inside Predict): say where.
+    const auto stopped = [&](const absl::Status& status) {
+      return absl::Status(
+          status.code(),
+          absl::StrCat(status.message(), " (acquisition at pool row ", begin,
+                       " of ", n, ")"));
+    };
+    if (absl::Status status = options.interrupt.Check(); !status.ok()) {
+      return stopped(status);
+    }
     const int64_t m = std::min<int64_t>(options.chunk_rows, n - begin);
     Prediction p;
     if (!random) {
       BNN_RETURN_IF_ERROR(pool.Read(begin, m, &rows));
-      BNN_ASSIGN_OR_RETURN(p, predictor.Predict(rows, m, predict));
+      absl::StatusOr<Prediction> predicted =
+          predictor.Predict(rows, m, predict);
+      if (!predicted.ok()) {
+        return absl::IsCancelled(predicted.status()) ||
+                       absl::IsDeadlineExceeded(predicted.status())
+                   ? stopped(predicted.status())
+                   : predicted.status();
+      }
+      p = *std::move(predicted);
     }
     for (int64_t i = 0; i < m; ++i) {
       Candidate c{0.0, begin + i, 0.0};
@@ -197,6 +224,15 @@ absl::StatusOr<Acquisition> Acquire(const Predictor& predictor,
     out.scores.push_back(c.score);
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<Acquisition> Acquire(const Predictor& predictor,
+                                    const PoolSource& pool,
+                                    const AcquireOptions& options) {
+  return FailOnAllocationError(
+      "acquisition", [&] { return AcquireImpl(predictor, pool, options); });
 }
 
 }  // namespace bnn

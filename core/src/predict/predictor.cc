@@ -4,11 +4,13 @@
 #include <cmath>
 #include <list>
 #include <map>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 
+#include "bnn/memory.h"
 #include "bnn/model/likelihood.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/posterior.h"
@@ -37,20 +39,79 @@ int64_t EvenChunk(int64_t num_rows, int64_t max_chunk) {
 
 double NormalCdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
+// Bisection halvings of MixtureQuantile's bracket. After 53 halvings the
+// bracket is narrower than one unit in the last place of its initial width,
+// so 64 converge to double precision whatever the scale, and the loop ends
+// even when no tolerance is reachable (a tolerance relative to the bracket
+// width never ended for y ~ 1e7 + x in original units: the midpoint stopped
+// moving before the bracket shrank below 1e-10 of its width).
+constexpr int kQuantileBisections = 64;
+
 // The `level` quantile of (1/S) sum_s N(means[s], sigma^2), by bisection on
-// the mixture CDF (monotone), to 1e-10 of the bracket width.
+// the mixture CDF (monotone). Callers pass standardised units (means and
+// sigma of order one), so that the bracket is well resolved in double.
 double MixtureQuantile(const double* means, int count, double sigma,
                        double level) {
   double lo = *std::min_element(means, means + count) - 10 * sigma;
   double hi = *std::max_element(means, means + count) + 10 * sigma;
-  const double tolerance = 1e-10 * (hi - lo + 1e-300);
-  while (hi - lo > tolerance) {
+  for (int k = 0; k < kQuantileBisections; ++k) {
     const double mid = 0.5 * (lo + hi);
+    if (mid <= lo || mid >= hi) break;  // adjacent doubles: converged
     double cdf = 0;
     for (int s = 0; s < count; ++s) cdf += NormalCdf((mid - means[s]) / sigma);
     (cdf / count < level ? lo : hi) = mid;
   }
   return 0.5 * (lo + hi);
+}
+
+// Internal unless every output of `p` is finite. NaN or Inf outputs come
+// from a posterior or standardisation that overflows on these inputs (e.g.
+// huge weights); they are an error, never an answer.
+absl::Status CheckFiniteOutputs(const Prediction& p, absl::string_view name) {
+  const int64_t n = std::max<int64_t>(1, p.num_rows);
+  const std::pair<const char*, const std::vector<double>*> outputs[] = {
+      {"mean", &p.mean},
+      {"variance", &p.variance},
+      {"epistemic_variance", &p.epistemic_variance},
+      {"aleatoric_variance", &p.aleatoric_variance},
+      {"quantiles", &p.quantiles},
+      {"probabilities", &p.probabilities},
+      {"predicted_class", &p.predicted_class},
+      {"entropy", &p.entropy},
+      {"expected_entropy", &p.expected_entropy},
+      {"mutual_information", &p.mutual_information},
+      {"variation_ratio", &p.variation_ratio},
+      {"sample_outputs", &p.sample_outputs},
+  };
+  for (const auto& [field, values] : outputs) {
+    const auto bad = std::find_if(values->begin(), values->end(),
+                                  [](double v) { return !std::isfinite(v); });
+    if (bad == values->end()) continue;
+    // Every output is row-major over rows (sample_outputs: per sample).
+    const int64_t k = bad - values->begin();
+    const int64_t per_row =
+        std::max<int64_t>(1, static_cast<int64_t>(values->size()) / n);
+    const int64_t row = field == std::string_view("sample_outputs")
+                            ? (k / std::max(1, p.num_classes)) % n
+                            : k / per_row;
+    return absl::InternalError(absl::StrCat(
+        name.empty() ? "the snapshot" : absl::StrCat("snapshot '", name, "'"),
+        " gave a non-finite prediction (", field, " = ", *bad, " for row ", row,
+        "): its weights or standardisation overflow on these inputs; the "
+        "snapshot cannot serve them"));
+  }
+  return absl::OkStatus();
+}
+
+// The interrupt's status, saying how far the prediction got.
+absl::Status Interrupted(const Interrupt& interrupt, int64_t done,
+                         int64_t num_rows) {
+  const absl::Status status = interrupt.Check();
+  if (status.ok()) return status;
+  return absl::Status(
+      status.code(),
+      absl::StrCat(status.message(), ": prediction stopped after ", done,
+                   " of ", num_rows, " rows"));
 }
 
 double Entropy(const double* p, int n) {
@@ -70,7 +131,28 @@ struct Predictor::Impl {
                                              absl::Span<const double> rows,
                                              int64_t num_rows,
                                              const PredictOptions& o) const = 0;
+  // The D x S samples of (S, seed), from the cache or drawn (and cached when
+  // `cache`).
+  virtual std::shared_ptr<const WeightSamples> Draw(const Snapshot& snap,
+                                                    int s_count, uint64_t seed,
+                                                    bool cache) const = 0;
   virtual CacheStats Stats() const = 0;
+};
+
+// A block of weight samples (MatrixX<T> of the engine's precision) with the
+// request it was drawn for.
+class WeightSamples {
+ public:
+  WeightSamples(const Predictor::Impl* owner, int num_samples, uint64_t seed,
+                std::shared_ptr<const void> block)
+      : owner(owner),
+        num_samples(num_samples),
+        seed(seed),
+        block(std::move(block)) {}
+  const Predictor::Impl* owner;
+  int num_samples;
+  uint64_t seed;
+  std::shared_ptr<const void> block;
 };
 
 namespace {
@@ -89,6 +171,13 @@ class Engine final : public Predictor::Impl {
                         : PredictMonteCarlo(snap, rows, num_rows, o);
   }
 
+  std::shared_ptr<const WeightSamples> Draw(const Snapshot& snap, int s_count,
+                                            uint64_t seed,
+                                            bool cache) const override {
+    return std::make_shared<const WeightSamples>(
+        this, s_count, seed, Samples(snap, s_count, seed, cache));
+  }
+
   Predictor::CacheStats Stats() const override {
     absl::MutexLock lock(&mu_);
     return stats_;
@@ -99,8 +188,10 @@ class Engine final : public Predictor::Impl {
   using Key = std::pair<int, uint64_t>;  // (S, seed)
 
   // The D x S weight samples for (S, seed): drawn once, then shared by every
-  // request with that key until evicted.
-  Block Samples(const Snapshot& snap, int s_count, uint64_t seed) const {
+  // request with that key until evicted. With `cache` false a miss is drawn
+  // for the caller alone and not inserted (one-shot requests).
+  Block Samples(const Snapshot& snap, int s_count, uint64_t seed,
+                bool cache) const {
     const Key key(s_count, seed);
     {
       absl::MutexLock lock(&mu_);
@@ -122,7 +213,7 @@ class Engine final : public Predictor::Impl {
       block = std::make_shared<const MatrixX<T>>(theta.template cast<T>());
     }
     const int64_t bytes = static_cast<int64_t>(block->size() * sizeof(T));
-    if (bytes > options_.cache_bytes) return block;
+    if (!cache || bytes > options_.cache_bytes) return block;
     absl::MutexLock lock(&mu_);
     if (auto it = index_.find(key); it != index_.end()) {
       return it->second->second;  // another request drew it meanwhile
@@ -141,23 +232,34 @@ class Engine final : public Predictor::Impl {
     return block;
   }
 
-  template <typename U>
   // Rows begin .. begin + m - 1 standardised into the first m rows of `x`,
   // which gets `padded_rows` >= m rows; the padding rows are zero (the
-  // feature means) and their outputs are ignored.
-  static void StandardizeChunk(const Snapshot& snap,
-                               absl::Span<const double> rows, int64_t begin,
-                               int64_t m, int64_t padded_rows, MatrixX<U>* x) {
+  // feature means) and their outputs are ignored. InvalidArgument for an
+  // input the snapshot's standardisation maps outside the double range.
+  template <typename U>
+  static absl::Status StandardizeChunk(const Snapshot& snap,
+                                       absl::Span<const double> rows,
+                                       int64_t begin, int64_t m,
+                                       int64_t padded_rows, MatrixX<U>* x) {
     const int64_t p = snap.model.input_dim;
     const Standardization& st = snap.standardization;
     x->resize(padded_rows, p);
     x->bottomRows(padded_rows - m).setZero();
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < p; ++j) {
-        (*x)(i, j) = U((rows[(begin + i) * p + j] - st.feature_mean[j]) /
-                       st.feature_std[j]);
+        const double raw = rows[(begin + i) * p + j];
+        const U z = U((raw - st.feature_mean[j]) / st.feature_std[j]);
+        if (!std::isfinite(static_cast<double>(z))) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "row ", begin + i, ", feature ", j, " = ", raw,
+              " is out of range for this snapshot: standardised by mean ",
+              st.feature_mean[j], " and std ", st.feature_std[j],
+              " it overflows"));
+        }
+        (*x)(i, j) = z;
       }
     }
+    return absl::OkStatus();
   }
 
   static void AllocateRegression(int64_t n, size_t levels, Prediction* out) {
@@ -179,8 +281,12 @@ class Engine final : public Predictor::Impl {
     const int classes = spec.likelihood == Likelihood::kCategorical ? k : 2;
     const int per_sample_width = classification ? classes : 1;
     const Standardization& st = snap.standardization;
+    // Regression statistics are computed in the network's standardised
+    // units and mapped back once: in original units a target offset much
+    // larger than the spread (y ~ 1e9 + x) cancels catastrophically in the
+    // variance and leaves the quantile bisection no representable midpoint.
     const double aleatoric_sd =
-        classification ? 0.0 : st.target_std / std::sqrt(snap.noise_precision);
+        classification ? 0.0 : 1.0 / std::sqrt(snap.noise_precision);
 
     Prediction out;
     out.num_rows = num_rows;
@@ -199,7 +305,10 @@ class Engine final : public Predictor::Impl {
       out.sample_outputs.resize(s_count * num_rows * per_sample_width);
     }
 
-    const Block theta = Samples(snap, s_count, o.seed);
+    const Block theta =
+        o.samples != nullptr
+            ? std::static_pointer_cast<const MatrixX<T>>(o.samples->block)
+            : Samples(snap, s_count, o.seed, o.cache_samples);
     const int64_t chunk = EvenChunk(
         num_rows,
         std::min<int64_t>(options_.chunk_rows, kMaxRowsTimesSamples / s_count));
@@ -213,33 +322,36 @@ class Engine final : public Predictor::Impl {
     probs.resize(classes, s_count);
     votes.resize(classes);
     for (int64_t begin = 0; begin < num_rows; begin += chunk) {
+      BNN_RETURN_IF_ERROR(Interrupted(o.interrupt, begin, num_rows));
       const int64_t m = std::min(chunk, num_rows - begin);
       // Every pass has `chunk` rows (the last one padded), so the pass
       // buffers keep their shape across chunks and requests.
-      StandardizeChunk(snap, rows, begin, m, chunk, &x);
+      BNN_RETURN_IF_ERROR(StandardizeChunk(snap, rows, begin, m, chunk, &x));
       net_.Forward(x, *theta, &pass);
       const MatrixX<T>& f = pass.output();
       for (int64_t i = 0; i < m; ++i) {
         const int64_t r = begin + i;
         if (!classification) {
           for (int s = 0; s < s_count; ++s) {
-            sample_means[s] =
-                st.UnscaleMean(static_cast<double>(f(s * chunk + i, 0)));
+            sample_means[s] = static_cast<double>(f(s * chunk + i, 0));
           }
           const double mean = sample_means.mean();
-          out.mean[r] = mean;
+          out.mean[r] = st.UnscaleMean(mean);
           out.epistemic_variance[r] =
-              (sample_means.array() - mean).square().mean();
-          out.aleatoric_variance[r] = aleatoric_sd * aleatoric_sd;
+              st.UnscaleVariance((sample_means.array() - mean).square().mean());
+          out.aleatoric_variance[r] =
+              st.UnscaleVariance(aleatoric_sd * aleatoric_sd);
           out.variance[r] =
               out.epistemic_variance[r] + out.aleatoric_variance[r];
           for (size_t q = 0; q < o.quantiles.size(); ++q) {
-            out.quantiles[r * o.quantiles.size() + q] = MixtureQuantile(
-                sample_means.data(), s_count, aleatoric_sd, o.quantiles[q]);
+            out.quantiles[r * o.quantiles.size() + q] =
+                st.UnscaleMean(MixtureQuantile(sample_means.data(), s_count,
+                                               aleatoric_sd, o.quantiles[q]));
           }
           if (o.per_sample) {
             for (int s = 0; s < s_count; ++s) {
-              out.sample_outputs[s * num_rows + r] = sample_means[s];
+              out.sample_outputs[s * num_rows + r] =
+                  st.UnscaleMean(sample_means[s]);
             }
           }
           continue;
@@ -293,7 +405,7 @@ class Engine final : public Predictor::Impl {
                                                int64_t num_rows,
                                                const PredictOptions& o) const {
     const Standardization& st = snap.standardization;
-    const double aleatoric = st.UnscaleVariance(1.0 / snap.noise_precision);
+    const double aleatoric = 1.0 / snap.noise_precision;  // standardised
     Prediction out;
     out.num_rows = num_rows;
     AllocateRegression(num_rows, o.quantiles.size(), &out);
@@ -302,23 +414,27 @@ class Engine final : public Predictor::Impl {
     ForwardPass<double> pass;
     PerExampleGrads<double> jacobian;
     for (int64_t begin = 0; begin < num_rows; begin += options_.chunk_rows) {
+      BNN_RETURN_IF_ERROR(Interrupted(o.interrupt, begin, num_rows));
       const int64_t m =
           std::min<int64_t>(options_.chunk_rows, num_rows - begin);
-      StandardizeChunk(snap, rows, begin, m, m, &x);
+      BNN_RETURN_IF_ERROR(StandardizeChunk(snap, rows, begin, m, m, &x));
       net64_.Forward(x, mu, &pass);
       net64_.OutputGradients(mu, pass, 0, &jacobian);
       BNN_ASSIGN_OR_RETURN(Eigen::VectorXd var,
                            snap.posterior->LinearizedVariance(jacobian));
       for (int64_t i = 0; i < m; ++i) {
         const int64_t r = begin + i;
-        out.mean[r] = st.UnscaleMean(pass.output()(i, 0));
-        out.epistemic_variance[r] = st.UnscaleVariance(std::max(0.0, var[i]));
-        out.aleatoric_variance[r] = aleatoric;
-        out.variance[r] = out.epistemic_variance[r] + aleatoric;
-        const double sd = std::sqrt(out.variance[r]);
+        // Standardised units first, as in PredictMonteCarlo.
+        const double mean = pass.output()(i, 0);
+        const double epistemic = std::max(0.0, var[i]);
+        const double sd = std::sqrt(epistemic + aleatoric);
+        out.mean[r] = st.UnscaleMean(mean);
+        out.epistemic_variance[r] = st.UnscaleVariance(epistemic);
+        out.aleatoric_variance[r] = st.UnscaleVariance(aleatoric);
+        out.variance[r] = out.epistemic_variance[r] + out.aleatoric_variance[r];
         for (size_t q = 0; q < o.quantiles.size(); ++q) {
           out.quantiles[r * o.quantiles.size() + q] =
-              MixtureQuantile(&out.mean[r], 1, sd, o.quantiles[q]);
+              st.UnscaleMean(MixtureQuantile(&mean, 1, sd, o.quantiles[q]));
         }
       }
     }
@@ -381,7 +497,8 @@ absl::Status PredictorOptions::Validate() const {
 }
 
 absl::StatusOr<std::unique_ptr<Predictor>> Predictor::Create(
-    std::shared_ptr<const Snapshot> snapshot, const PredictorOptions& options) {
+    std::shared_ptr<const Snapshot> snapshot, const PredictorOptions& options,
+    std::string name) {
   BNN_RETURN_IF_ERROR(options.Validate());
   if (snapshot == nullptr || snapshot->posterior == nullptr) {
     return absl::InvalidArgumentError("snapshot has no posterior");
@@ -406,15 +523,16 @@ absl::StatusOr<std::unique_ptr<Predictor>> Predictor::Create(
   } else {
     impl = std::make_unique<Engine<double>>(*snapshot, options);
   }
-  return std::unique_ptr<Predictor>(
-      new Predictor(std::move(snapshot), options, std::move(impl)));
+  return std::unique_ptr<Predictor>(new Predictor(
+      std::move(snapshot), options, std::move(name), std::move(impl)));
 }
 
 Predictor::Predictor(std::shared_ptr<const Snapshot> snapshot,
-                     const PredictorOptions& options,
+                     const PredictorOptions& options, std::string name,
                      std::unique_ptr<Impl> impl)
     : snapshot_(std::move(snapshot)),
       options_(options),
+      name_(std::move(name)),
       impl_(std::move(impl)) {}
 
 Predictor::~Predictor() = default;
@@ -422,6 +540,36 @@ Predictor::~Predictor() = default;
 int64_t Predictor::num_features() const { return snapshot_->model.input_dim; }
 
 Predictor::CacheStats Predictor::cache_stats() const { return impl_->Stats(); }
+
+absl::StatusOr<std::shared_ptr<const WeightSamples>> Predictor::DrawSamples(
+    const PredictOptions& options) const {
+  BNN_RETURN_IF_ERROR(CheckIntRange("num_samples", options.num_samples, 1,
+                                    options_.max_samples));
+  return FailOnAllocationError(
+      "drawing weight samples",
+      [&]() -> absl::StatusOr<std::shared_ptr<const WeightSamples>> {
+        return impl_->Draw(*snapshot_, options.num_samples, options.seed,
+                           options.cache_samples);
+      });
+}
+
+absl::Status Predictor::CheckSamples(const WeightSamples& samples,
+                                     const PredictOptions& options) const {
+  if (samples.owner != impl_.get()) {
+    return absl::InvalidArgumentError(
+        "samples were drawn by another predictor");
+  }
+  if (options.linearized || samples.num_samples != options.num_samples ||
+      samples.seed != options.seed) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "samples were drawn for num_samples = ", samples.num_samples,
+        ", seed = ", samples.seed, "; the request asks for ",
+        options.linearized ? "a linearised prediction"
+                           : absl::StrCat("num_samples = ", options.num_samples,
+                                          ", seed = ", options.seed)));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Prediction> Predictor::Predict(
     absl::Span<const double> rows, int64_t num_rows,
@@ -466,7 +614,18 @@ absl::StatusOr<Prediction> Predictor::Predict(
           absl::StrCat("quantiles[", q, "] = ", level, " must be in (0, 1)"));
     }
   }
-  return impl_->Predict(*snapshot_, rows, num_rows, options);
+  if (options.samples != nullptr) {
+    BNN_RETURN_IF_ERROR(CheckSamples(*options.samples, options));
+  }
+  BNN_ASSIGN_OR_RETURN(
+      Prediction prediction,
+      FailOnAllocationError(
+          name_.empty()
+              ? "prediction"
+              : absl::StrCat("prediction with snapshot '", name_, "'"),
+          [&] { return impl_->Predict(*snapshot_, rows, num_rows, options); }));
+  BNN_RETURN_IF_ERROR(CheckFiniteOutputs(prediction, name_));
+  return prediction;
 }
 
 }  // namespace bnn

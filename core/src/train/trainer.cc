@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
+#include "bnn/memory.h"
 #include "bnn/methods/method.h"
 #include "bnn/posterior/posterior.h"
 #include "bnn/random.h"
@@ -116,10 +117,13 @@ std::string DatasetHash(const Dataset& data) {
   return sha.HexDigest();
 }
 
-absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
-                               const MethodRegistry& registry,
-                               const ProgressCallback& progress,
-                               const std::atomic<bool>* cancel) {
+namespace {
+
+absl::StatusOr<Snapshot> TrainImpl(const TrainRequest& request,
+                                   const Dataset& data,
+                                   const MethodRegistry& registry,
+                                   const ProgressCallback& progress,
+                                   const std::atomic<bool>* cancel) {
   const auto start = std::chrono::steady_clock::now();
   BNN_RETURN_IF_ERROR(data.Validate());
   if (data.num_rows() < 1) {
@@ -258,6 +262,17 @@ absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
   snapshot.training.dataset_hash = DatasetHash(data);
   snapshot.training.epochs = epochs;
   return snapshot;
+}
+
+}  // namespace
+
+absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
+                               const MethodRegistry& registry,
+                               const ProgressCallback& progress,
+                               const std::atomic<bool>* cancel) {
+  return FailOnAllocationError("training", [&] {
+    return TrainImpl(request, data, registry, progress, cancel);
+  });
 }
 
 }  // namespace bnn

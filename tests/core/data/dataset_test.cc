@@ -115,6 +115,32 @@ TEST(DatasetValidateTest, NonFiniteTargetNamesRow) {
                             HasSubstr("not finite")));
 }
 
+// Issue 10, finding 9: y = +-1e308 overflowed the standardisation's mean and
+// variance, and training "succeeded" with NaN predictions. A column whose
+// max - min overflows is refused naming it; a large but finite range is
+// accepted.
+TEST(DatasetValidateTest, RangeThatOverflowsStandardisationIsRejected) {
+  Dataset d = Regression();
+  d.targets = {1e308, -1e308, 0};
+  absl::Status s = d.Validate();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(s), AllOf(HasSubstr("target spans [-1e+308, 1e+308]"),
+                            HasSubstr("standardised")));
+
+  d = Regression();
+  d.features[3] = -1.5e308;  // row 1, feature 1
+  d.features[5] = 1.5e308;   // row 2, feature 1
+  s = d.Validate();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(s), HasSubstr("feature 1 spans"));
+
+  d = Regression();
+  d.targets = {1e308, 1.7e308, 1.2e308};
+  EXPECT_TRUE(d.Validate().ok());
+  // Class indices are not standardised; their labels may be anything finite.
+  EXPECT_TRUE(Multiclass().Validate().ok());
+}
+
 TEST(DatasetValidateTest, RejectsClassIndexOutOfRange) {
   Dataset d = Multiclass();
   d.targets[3] = 3;  // num_classes = 3

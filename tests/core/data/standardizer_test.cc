@@ -160,6 +160,45 @@ TEST_F(StandardizerTest, ApplyWithWrongFeatureCountIsInvalid) {
   EXPECT_THAT(d.targets, ElementsAre(4));
 }
 
+// The sums are taken on values scaled by a power of two: near the top of the
+// double range the plain sum overflowed to inf (y = 1e308 + ...), and for
+// ordinary values the result is bit for bit the plain formula's.
+TEST(StandardizerScaleTest, HugeValuesGiveFiniteStatistics) {
+  Dataset d;
+  d.num_features = 1;
+  d.features = {1.7e308, 1.5e308, 1.6e308, 1.4e308};
+  d.targets = {1e308, 1.7e308, 1.2e308, 1.1e308};
+  ASSERT_TRUE(d.Validate().ok());
+  const Standardization s = FitStandardization(d);
+  EXPECT_NEAR(s.feature_mean[0] / 1e308, 1.55, 1e-12);
+  // Deviations +-0.15, +-0.05 (x 1e308): variance 0.0125e616.
+  EXPECT_NEAR(s.feature_std[0] / 1e308, std::sqrt(0.0125), 1e-12);
+  EXPECT_NEAR(s.target_mean / 1e308, 1.25, 1e-12);
+  EXPECT_TRUE(std::isfinite(s.target_std));
+  Dataset z = d;
+  ASSERT_TRUE(s.Apply(&z).ok());
+  for (double v : z.features) EXPECT_TRUE(std::isfinite(v));
+  for (double v : z.targets) EXPECT_TRUE(std::isfinite(v));
+  EXPECT_NEAR(z.features[0], 0.15 / std::sqrt(0.0125), 1e-12);
+}
+
+TEST(StandardizerScaleTest, OrdinaryValuesMatchThePlainFormulaBitForBit) {
+  Dataset d;
+  d.num_features = 1;
+  double sum = 0;
+  for (int i = 0; i < 101; ++i) {
+    d.features.push_back(0.1 * i * i - 3.7 + 1.0 / (i + 1));
+    d.targets.push_back(1e5 + std::sin(i));
+    sum += d.targets.back();
+  }
+  const double mean = sum / 101;
+  double var = 0;
+  for (double y : d.targets) var += (y - mean) * (y - mean);
+  const Standardization s = FitStandardization(d);
+  EXPECT_EQ(s.target_mean, mean);
+  EXPECT_EQ(s.target_std, std::sqrt(var / 101));
+}
+
 TEST(StandardizationDefaultTest, DefaultIsEmptyIdentity) {
   const Standardization s;
   EXPECT_TRUE(s.empty());

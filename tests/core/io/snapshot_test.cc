@@ -8,9 +8,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <stdlib.h>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -414,13 +418,71 @@ TEST_F(SnapshotTest, NonPositiveStdIsInvalid) {
   s.standardization.feature_std[1] = 0.0;
   absl::StatusOr<Snapshot> back = DecodeSnapshot(*EncodeSnapshot(s));
   EXPECT_EQ(back.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(Msg(back.status()), HasSubstr("feature std"));
+  EXPECT_THAT(Msg(back.status()),
+              HasSubstr("standardization.feature_std[1] = 0"));
 
   s = snapshot_;
   s.standardization.target_std = -1.0;
   back = DecodeSnapshot(*EncodeSnapshot(s));
   EXPECT_EQ(back.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(Msg(back.status()), HasSubstr("target std"));
+  EXPECT_THAT(Msg(back.status()), HasSubstr("standardization.target_std"));
+}
+
+// Issue 10, finding 9: NaN/Inf in what predictions are computed from was
+// accepted and served NaN answers. Each is refused naming the field.
+TEST_F(SnapshotTest, NonFiniteValuesAreInvalidNamingTheField) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  struct Case {
+    std::function<void(Snapshot*)> corrupt;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {[&](Snapshot* s) { s->standardization.feature_mean[2] = kNaN; },
+       "standardization.feature_mean[2] = nan"},
+      {[&](Snapshot* s) { s->standardization.feature_std[0] = kInf; },
+       "standardization.feature_std[0] = inf"},
+      {[&](Snapshot* s) { s->standardization.target_mean = -kInf; },
+       "standardization.target_mean = -inf"},
+      {[&](Snapshot* s) { s->standardization.target_std = kNaN; },
+       "standardization.target_std = nan"},
+      {[&](Snapshot* s) { s->class_values[1] = kNaN; },
+       "class_values[1] = nan"},
+  };
+  for (const Case& c : cases) {
+    Snapshot s = snapshot_;
+    c.corrupt(&s);
+    const absl::StatusOr<Snapshot> back = DecodeSnapshot(*EncodeSnapshot(s));
+    EXPECT_EQ(back.status().code(), absl::StatusCode::kInvalidArgument)
+        << c.field;
+    EXPECT_THAT(Msg(back.status()), HasSubstr(c.field));
+  }
+
+  // The Gaussian likelihood's noise precision (a regression snapshot).
+  snapshot::Snapshot p = PayloadProto();
+  p.set_task("regression");
+  p.mutable_model()->set_likelihood("gaussian");
+  p.mutable_model()->set_output_dim(1);
+  p.clear_class_values();
+  p.set_noise_precision(kInf);
+  absl::StatusOr<Snapshot> back = DecodeSnapshot(Frame(Serialize(p)));
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(back.status()), HasSubstr("noise_precision = inf"));
+
+  // Posterior state: the mean, U and d of the low-rank family.
+  for (const auto& [name, corrupt] :
+       std::vector<std::pair<std::string,
+                             std::function<void(snapshot::LowRankGaussian*)>>>{
+           {"mean", [&](auto* q) { q->set_mean(3, kNaN); }},
+           {"U", [&](auto* q) { q->set_u(5, kInf); }},
+           {"d[7]", [&](auto* q) { q->set_d(7, kInf); }}}) {
+    p = PayloadProto();
+    corrupt(p.mutable_posterior()->mutable_low_rank());
+    back = DecodeSnapshot(Frame(Serialize(p)));
+    EXPECT_EQ(back.status().code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_THAT(Msg(back.status()), HasSubstr("snapshot posterior"));
+    EXPECT_THAT(Msg(back.status()), HasSubstr(name));
+  }
 }
 
 TEST_F(SnapshotTest, InvalidModelInPayloadIsInvalid) {

@@ -3,9 +3,12 @@
 #include "bnn/predict/acquisition.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <numeric>
 #include <set>
 #include <sys/resource.h>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -244,6 +247,35 @@ TEST(AcquireTest, AMillionRowPoolIsScoredInBoundedMemory) {
   EXPECT_EQ(got->pool_rows, 1000000);
   // All 1e6 x 16 outputs would be 128 MB; streaming needs a few chunks.
   EXPECT_LT(PeakRssKb() - before, 32 * 1024) << "peak RSS grew too much";
+}
+
+// Issue 10, finding 5: cancelling an acquisition over a large pool returns
+// promptly (the pool is checked chunk by chunk) with the interrupt's status.
+TEST(AcquireTest, CancelledAcquisitionOverALargePoolReturnsPromptly) {
+  auto predictor = Predictor::Create(MakeSnapshot(Task::kRegression, 0, 2));
+  ASSERT_TRUE(predictor.ok());
+  GeneratedPool pool(100000000);  // ~10 minutes to score in full
+  std::atomic<bool> cancel{false};
+  AcquireOptions options;
+  options.num_samples = 64;
+  options.interrupt = Interrupt::OnFlag(&cancel, "acquisition");
+  std::thread canceller([&cancel] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cancel = true;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const auto got = Acquire(**predictor, pool, options);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  canceller.join();
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kCancelled) << got.status();
+  EXPECT_NE(got.status().message().find("of 100000000"),
+            absl::string_view::npos)
+      << got.status();
+  // 200 ms until the flag, then at most one chunk (4096 rows x 64 samples,
+  // milliseconds) before the check sees it.
+  EXPECT_LT(seconds, 2.0);
 }
 
 }  // namespace

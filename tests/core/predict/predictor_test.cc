@@ -3,13 +3,21 @@
 #include "bnn/predict/predictor.h"
 
 #include <cmath>
+#include <cstdio>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include "bnn/model/likelihood.h"
 #include "bnn/model/network.h"
+#include "bnn/posterior/gaussian_families.h"
 #include "bnn/posterior/low_rank_gaussian.h"
 #include "bnn/posterior/sample_families.h"
+#include "bnn/predict/acquisition.h"
+#include "bnn/status.h"
+#include "bnn/train/trainer.h"
+
+#include "tests/test_util/test_util.h"
 
 namespace bnn {
 namespace {
@@ -294,6 +302,220 @@ TEST(PredictorTest, QuantilesOfTheMixtureMatchBruteForce) {
     }
     EXPECT_NEAR(p->quantiles[k], y, 2e-4) << options.quantiles[k];
   }
+}
+
+// y = offset + x: the standardised targets are the same for every offset, so
+// the trained models and their predictions minus the offset agree up to the
+// rounding of y. In original units the quantile bisection never ended for
+// offsets >= ~1e7 (no representable midpoint within its relative tolerance).
+TEST(PredictorTest, LargeTargetOffsetsGiveTheSamePredictionsShifted) {
+  struct Result {
+    Prediction mc, linearized;
+    Acquisition acquired;
+  };
+  std::vector<double> x;
+  for (int i = 0; i < 40; ++i) x.push_back(-2.0 + 0.1 * i);
+  const std::vector<double> grid = {-3.0, -1.0, 0.0, 1.5, 4.0};
+  auto run = [&](double offset) -> absl::StatusOr<Result> {
+    Dataset data;
+    data.num_features = 1;
+    data.features = x;
+    for (double v : x) data.targets.push_back(offset + v);
+    TrainRequest request;
+    request.method = "slang";
+    request.hidden_sizes = {8};
+    request.params = {{"epochs", "20"}, {"seed", "3"}, {"batch_size", "10"}};
+    BNN_ASSIGN_OR_RETURN(Snapshot snapshot,
+                         Train(request, data, MethodRegistry::Builtin()));
+    BNN_ASSIGN_OR_RETURN(std::unique_ptr<Predictor> predictor,
+                         Predictor::Create(std::make_shared<const Snapshot>(
+                             std::move(snapshot))));
+    Result result;
+    PredictOptions options;
+    options.num_samples = 32;
+    options.seed = 9;
+    options.quantiles = {0.05, 0.5, 0.95};
+    BNN_ASSIGN_OR_RETURN(result.mc, predictor->Predict(grid, 5, options));
+    options.linearized = true;
+    BNN_ASSIGN_OR_RETURN(result.linearized,
+                         predictor->Predict(grid, 5, options));
+    AcquireOptions acquire;
+    acquire.k = 2;
+    acquire.num_samples = 32;
+    acquire.chunk_rows = 2;
+    BNN_ASSIGN_OR_RETURN(result.acquired,
+                         Acquire(*predictor, SpanPool(grid, 1), acquire));
+    return result;
+  };
+  const absl::StatusOr<Result> base = run(0.0);
+  ASSERT_TRUE(base.ok()) << base.status();
+  for (const double offset : {1e3, 1e6, 1e9, 1e12}) {
+    SCOPED_TRACE(offset);
+    const absl::StatusOr<Result> shifted = run(offset);
+    ASSERT_TRUE(shifted.ok()) << shifted.status();
+    // The rounding of offset + x (ulp(1e12) ~ 1e-4) perturbs training.
+    const double tol = 1e-3 + 1e-15 * offset;
+    for (const auto& [got, want] :
+         {std::pair{&shifted->mc, &base->mc},
+          std::pair{&shifted->linearized, &base->linearized}}) {
+      for (int i = 0; i < 5; ++i) {
+        EXPECT_NEAR(got->mean[i] - offset, want->mean[i], tol) << i;
+        EXPECT_NEAR(got->epistemic_variance[i], want->epistemic_variance[i],
+                    tol * (1 + want->epistemic_variance[i]))
+            << i;
+        for (int q = 0; q < 3; ++q) {
+          EXPECT_NEAR(got->quantiles[3 * i + q] - offset,
+                      want->quantiles[3 * i + q], tol)
+              << i << " " << q;
+        }
+        EXPECT_LT(got->quantiles[3 * i], got->quantiles[3 * i + 1]);
+        EXPECT_LT(got->quantiles[3 * i + 1], got->quantiles[3 * i + 2]);
+      }
+    }
+    EXPECT_EQ(shifted->acquired.indices, base->acquired.indices);
+  }
+}
+
+// Issue 10, finding 9: a NaN or Inf output is an Internal error naming the
+// snapshot, never an answer. Here the variance overflows when mapped back to
+// original units through a huge (but finite) target std.
+TEST(PredictorTest, NonFiniteOutputIsAnInternalErrorNamingTheSnapshot) {
+  auto snapshot = MakeSnapshot(Task::kRegression, 0);
+  snapshot->standardization.target_std = 1e200;
+  auto predictor = Predictor::Create(snapshot, {}, "snap-huge");
+  ASSERT_TRUE(predictor.ok()) << predictor.status();
+  PredictOptions options;
+  options.num_samples = 8;
+  const auto p = (*predictor)->Predict(kRows, 3, options);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInternal) << p.status();
+  EXPECT_NE(p.status().message().find("snapshot 'snap-huge'"),
+            absl::string_view::npos)
+      << p.status();
+  EXPECT_NE(p.status().message().find("variance = inf for row 0"),
+            absl::string_view::npos)
+      << p.status();
+}
+
+// An input that the snapshot's standardisation maps outside the double range
+// is the request's fault: InvalidArgument naming the row and feature.
+TEST(PredictorTest, InputThatOverflowsStandardisationIsInvalid) {
+  auto snapshot = MakeSnapshot(Task::kRegression, 0);
+  snapshot->standardization.feature_std = {1e-300, 0.5};
+  auto predictor = Predictor::Create(snapshot);
+  ASSERT_TRUE(predictor.ok());
+  const std::vector<double> rows = {0.5, 0.0, 1e10, 1.0};
+  const auto p = (*predictor)->Predict(rows, 2, PredictOptions());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("row 1, feature 0 = 1e+10"),
+            absl::string_view::npos)
+      << p.status();
+}
+
+// Issue 10, finding 10: requests whose seed the client did not choose are
+// not cached, so a stream of them cannot evict reusable draws; a cached draw
+// still serves them.
+TEST(PredictorTest, UncachedRequestsLeaveTheCacheAlone) {
+  auto predictor = Predictor::Create(MakeSnapshot(Task::kRegression, 0));
+  ASSERT_TRUE(predictor.ok());
+  PredictOptions options;
+  options.num_samples = 8;
+  options.seed = 1;
+  ASSERT_TRUE((*predictor)->Predict(kRows, 3, options).ok());
+  EXPECT_EQ((*predictor)->cache_stats().entries, 1);
+  options.cache_samples = false;
+  for (uint64_t seed = 100; seed < 110; ++seed) {
+    options.seed = seed;
+    ASSERT_TRUE((*predictor)->Predict(kRows, 3, options).ok());
+  }
+  auto stats = (*predictor)->cache_stats();
+  EXPECT_EQ(stats.entries, 1);
+  EXPECT_EQ(stats.misses, 11);
+  options.seed = 1;  // the cached draw serves an uncached request
+  ASSERT_TRUE((*predictor)->Predict(kRows, 3, options).ok());
+  EXPECT_EQ((*predictor)->cache_stats().hits, 1);
+}
+
+// DrawSamples: one draw reused by later calls gives the same numbers as
+// drawing in each call; a handle for other options is refused.
+TEST(PredictorTest, DrawnSamplesAreReusedAndChecked) {
+  auto snapshot = MakeSnapshot(Task::kRegression, 0);
+  PredictorOptions no_cache;
+  no_cache.cache_bytes = 0;
+  auto predictor = Predictor::Create(snapshot, no_cache);
+  auto other = Predictor::Create(snapshot, no_cache);
+  ASSERT_TRUE(predictor.ok() && other.ok());
+  PredictOptions options;
+  options.num_samples = 8;
+  options.seed = 4;
+  const auto direct = (*predictor)->Predict(kRows, 3, options);
+  ASSERT_TRUE(direct.ok());
+  auto samples = (*predictor)->DrawSamples(options);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  options.samples = *samples;
+  const auto reused = (*predictor)->Predict(kRows, 3, options);
+  ASSERT_TRUE(reused.ok()) << reused.status();
+  EXPECT_EQ(reused->mean, direct->mean);
+  EXPECT_EQ(reused->variance, direct->variance);
+  EXPECT_EQ((*predictor)->cache_stats().misses, 2);  // direct + DrawSamples
+
+  options.seed = 5;
+  EXPECT_EQ((*predictor)->Predict(kRows, 3, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.seed = 4;
+  EXPECT_EQ((*other)->Predict(kRows, 3, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Issue 10, finding 5: the interrupt is checked between chunks; its status
+// ends the call, saying how far it got.
+TEST(PredictorTest, InterruptStopsBetweenChunks) {
+  PredictorOptions small_chunks;
+  small_chunks.chunk_rows = 1;
+  auto predictor =
+      Predictor::Create(MakeSnapshot(Task::kRegression, 0), small_chunks);
+  ASSERT_TRUE(predictor.ok());
+  for (const bool linearized : {false, true}) {
+    int checks = 0;
+    PredictOptions options;
+    options.linearized = linearized;
+    options.interrupt = Interrupt([&checks] {
+      return ++checks > 2 ? absl::DeadlineExceededError("deadline passed")
+                          : absl::OkStatus();
+    });
+    const auto p = (*predictor)->Predict(kRows, 3, options);
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_NE(p.status().message().find("stopped after 2 of 3 rows"),
+              absl::string_view::npos)
+        << p.status();
+  }
+}
+
+// Issue 10, finding 2: an allocation failure inside Predict fails that
+// request with ResourceExhausted instead of aborting the process: 4096
+// samples of a million-parameter model (a 32 GB block) in a child capped
+// 256 MiB above its size.
+TEST(PredictorDeathTest, AllocationFailureIsResourceExhausted) {
+  auto s = std::make_shared<Snapshot>();
+  s->model = ModelSpec::ForTask(Task::kRegression, 2, 0, {1000, 1000},
+                                Activation::kTanh);
+  const int64_t dim = s->model.NumParameters();
+  s->posterior = *DiagonalGaussianPosterior::Create(Eigen::VectorXd::Zero(dim),
+                                                    Eigen::VectorXd::Ones(dim));
+  s->standardization.feature_mean = {0, 0};
+  s->standardization.feature_std = {1, 1};
+  auto predictor = Predictor::Create(s, {}, "snap-big");
+  ASSERT_TRUE(predictor.ok()) << predictor.status();
+  EXPECT_EXIT(
+      {
+        if (!bnn::testing::LimitAddressSpace(int64_t{256} << 20)) _exit(2);
+        PredictOptions options;
+        options.num_samples = 4096;
+        const auto p = (*predictor)->Predict(kRows, 3, options);
+        std::fprintf(stderr, "%s\n", p.status().ToString().c_str());
+        _exit(p.status().code() == absl::StatusCode::kResourceExhausted ? 0
+                                                                        : 1);
+      },
+      ::testing::ExitedWithCode(0), "snapshot 'snap-big'");
 }
 
 TEST(PredictorTest, CachedSamplesServeLaterRequestsWithoutResampling) {

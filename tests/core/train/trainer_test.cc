@@ -3,11 +3,15 @@
 #include "bnn/train/trainer.h"
 
 #include <atomic>
+#include <cstdio>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include "bnn/io/snapshot.h"
 #include "bnn/posterior/posterior.h"
+
+#include "tests/test_util/test_util.h"
 
 namespace bnn {
 namespace {
@@ -61,6 +65,26 @@ TEST(TrainerTest, ProducesACompleteSnapshot) {
   for (size_t i = 1; i < seen.size(); ++i) {
     EXPECT_GE(seen[i].step, seen[i - 1].step);
   }
+}
+
+// Issue 10, finding 2: an allocation failure inside a training job fails the
+// job with ResourceExhausted instead of aborting the process. The child of
+// the death test caps its address space 256 MiB above its size and trains a
+// model whose state (9 M parameters, U of rank 64: 4.6 GB) cannot fit.
+TEST(TrainerDeathTest, AllocationFailureIsResourceExhausted) {
+  const auto train_too_big = [] {
+    if (!bnn::testing::LimitAddressSpace(int64_t{256} << 20)) _exit(2);
+    TrainRequest r = SlangRequest();
+    r.hidden_sizes = {3000, 3000};
+    r.params["rank"] = "64";
+    r.params["epochs"] = "1";
+    const absl::StatusOr<Snapshot> s =
+        Train(r, Linear(40), MethodRegistry::Builtin());
+    std::fprintf(stderr, "%s\n", s.status().ToString().c_str());
+    _exit(s.status().code() == absl::StatusCode::kResourceExhausted ? 0 : 1);
+  };
+  EXPECT_EXIT(train_too_big(), ::testing::ExitedWithCode(0),
+              "RESOURCE_EXHAUSTED: training ran out");
 }
 
 TEST(TrainerTest, StepsReplaceEpochsAndEndMidPass) {

@@ -45,8 +45,10 @@ struct Dataset {
     return features.data() + i * num_features;
   }
 
-  // Checks sizes, finiteness of every value and, for classification, that
-  // targets are valid class indices. The message names the row and column.
+  // Checks sizes, finiteness of every value, that every feature's (and a
+  // regression target's) range max - min is finite, so that standardisation
+  // cannot overflow (y = +-1e308 is refused), and, for classification, that
+  // targets are valid class indices. The message names the row or column.
   absl::Status Validate() const;
 
   // The rows `indices` (in that order), everything else copied.

@@ -58,10 +58,13 @@ struct AcquireOptions {
   // Rows to return, 1 <= k <= pool size.
   int k = 1;
   AcquisitionHeuristic heuristic = AcquisitionHeuristic::kMaxVariance;
-  // Posterior samples per prediction and their seed (the predictor's sample
-  // cache makes every chunk reuse one draw).
+  // Posterior samples per prediction and their seed; one draw serves every
+  // chunk of the pool.
   int num_samples = 64;
   uint64_t seed = 0;
+  // Keep that draw in the predictor's cache (PredictOptions::cache_samples:
+  // false for a seed the client did not choose).
+  bool cache_samples = true;
   // Batch diversity by stochastic power acquisition (Kirsch et al. 2023):
   // draw the k rows without replacement with probability proportional to
   // score^power (Gumbel-top-k), so k > 1 does not return k near-duplicates
@@ -69,6 +72,9 @@ struct AcquireOptions {
   double diversity_power = 0.0;
   // Pool rows scored per batched prediction.
   int chunk_rows = 4096;
+  // Checked before every chunk (and within each chunk's prediction); a
+  // non-OK status ends the call with that status.
+  Interrupt interrupt;
 
   absl::Status Validate() const;
 };
@@ -80,6 +86,8 @@ struct Acquisition {
   int64_t pool_rows = 0;
 };
 
+// Errors as Predictor::Predict's (InvalidArgument for a bad request,
+// ResourceExhausted if an allocation fails, the interrupt's status).
 absl::StatusOr<Acquisition> Acquire(const Predictor& predictor,
                                     const PoolSource& pool,
                                     const AcquireOptions& options);

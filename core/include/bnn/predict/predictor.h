@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
+#include "bnn/interrupt.h"
 #include "bnn/io/snapshot.h"
 
 namespace bnn {
@@ -32,6 +33,9 @@ struct PredictorOptions {
   absl::Status Validate() const;
 };
 
+// Weight samples drawn by a Predictor for one (num_samples, seed); opaque.
+class WeightSamples;
+
 struct PredictOptions {
   // S: posterior samples; 1 <= S <= PredictorOptions::max_samples.
   int num_samples = 64;
@@ -45,6 +49,19 @@ struct PredictOptions {
   std::vector<double> quantiles;
   // Also return every sample's output (see Prediction::sample_outputs).
   bool per_sample = false;
+  // Keep the drawn weight samples in the predictor's cache for later
+  // requests with the same (num_samples, seed). Set it false for requests
+  // whose seed the client did not choose: their draw is never asked for
+  // again and would only evict reusable ones. A cached draw is used either
+  // way.
+  bool cache_samples = true;
+  // Samples from Predictor::DrawSamples for this num_samples and seed, to
+  // reuse one draw over several calls (the chunks of an acquisition pool);
+  // null: drawn, or taken from the cache, by this call.
+  std::shared_ptr<const WeightSamples> samples;
+  // Checked before every chunk of rows; a non-OK status (cancelled,
+  // deadline passed) ends the call with that status.
+  Interrupt interrupt;
 };
 
 struct Prediction {
@@ -78,21 +95,33 @@ struct Prediction {
 // Thread-safe: Predict() may run concurrently from many threads.
 class Predictor {
  public:
+  // `name` identifies the snapshot in error messages (a store's snapshot
+  // id); empty: "the snapshot".
   static absl::StatusOr<std::unique_ptr<Predictor>> Create(
       std::shared_ptr<const Snapshot> snapshot,
-      const PredictorOptions& options = {});
+      const PredictorOptions& options = {}, std::string name = "");
   ~Predictor();
 
+  const std::string& name() const { return name_; }
   int64_t num_features() const;
   const Snapshot& snapshot() const { return *snapshot_; }
   std::shared_ptr<const Snapshot> shared_snapshot() const { return snapshot_; }
 
   // `rows` is row-major num_rows x num_features() in raw (unstandardised)
-  // units. InvalidArgument on a non-finite value, a bad sample count or an
-  // option the task does not support.
+  // units. InvalidArgument on a non-finite value (or one the snapshot's
+  // standardisation overflows on), a bad sample count or an option the task
+  // does not support. Internal, naming the snapshot, if any output is not
+  // finite: a NaN is never returned as an answer. ResourceExhausted if an
+  // allocation fails (the process survives).
   absl::StatusOr<Prediction> Predict(absl::Span<const double> rows,
                                      int64_t num_rows,
                                      const PredictOptions& options) const;
+
+  // The weight samples options.num_samples and options.seed select, drawn
+  // (or taken from the cache; cached per options.cache_samples) once for use
+  // as PredictOptions::samples in later calls on this predictor.
+  absl::StatusOr<std::shared_ptr<const WeightSamples>> DrawSamples(
+      const PredictOptions& options) const;
 
   struct CacheStats {
     int64_t hits = 0;
@@ -106,11 +135,16 @@ class Predictor {
   struct Impl;
 
  private:
+  absl::Status CheckSamples(const WeightSamples& samples,
+                            const PredictOptions& options) const;
+
   Predictor(std::shared_ptr<const Snapshot> snapshot,
-            const PredictorOptions& options, std::unique_ptr<Impl> impl);
+            const PredictorOptions& options, std::string name,
+            std::unique_ptr<Impl> impl);
 
   std::shared_ptr<const Snapshot> snapshot_;
   PredictorOptions options_;
+  std::string name_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -87,7 +87,8 @@ using ProgressCallback = std::function<void(const TrainProgress&)>;
 
 // Trains on `data` (raw units) and returns the snapshot. Checks `cancel`
 // between steps (Cancelled status when set). Fails with InvalidArgument on a
-// bad request (unknown method or parameter, invalid options, empty data).
+// bad request (unknown method or parameter, invalid options, empty data),
+// and with ResourceExhausted if an allocation fails (the process survives).
 absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
                                const MethodRegistry& registry,
                                const ProgressCallback& progress = nullptr,

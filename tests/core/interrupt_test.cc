@@ -1,0 +1,46 @@
+// Interrupt: the checks long computations run between units of work.
+#include "bnn/interrupt.h"
+
+#include <atomic>
+
+#include <gtest/gtest.h>
+
+namespace bnn {
+namespace {
+
+TEST(InterruptTest, DefaultNeverInterrupts) {
+  const Interrupt none;
+  EXPECT_FALSE(none);
+  EXPECT_TRUE(none.Check().ok());
+}
+
+TEST(InterruptTest, FlagCancelsOnceSet) {
+  std::atomic<bool> flag{false};
+  const Interrupt interrupt = Interrupt::OnFlag(&flag, "training");
+  EXPECT_TRUE(interrupt);
+  EXPECT_TRUE(interrupt.Check().ok());
+  flag = true;
+  const absl::Status status = interrupt.Check();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(status.message(), "training cancelled");
+}
+
+TEST(InterruptTest, DeadlineExceededOncePassed) {
+  EXPECT_TRUE(Interrupt::AtDeadline(absl::Now() + absl::Hours(1)).Check().ok());
+  EXPECT_EQ(
+      Interrupt::AtDeadline(absl::Now() - absl::Seconds(1)).Check().code(),
+      absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(InterruptTest, EitherReportsTheFirstThatFires) {
+  std::atomic<bool> flag{false};
+  const Interrupt both =
+      Interrupt::Either(Interrupt::OnFlag(&flag),
+                        Interrupt::AtDeadline(absl::Now() - absl::Seconds(1)));
+  EXPECT_EQ(both.Check().code(), absl::StatusCode::kDeadlineExceeded);
+  flag = true;
+  EXPECT_EQ(both.Check().code(), absl::StatusCode::kCancelled);
+}
+
+}  // namespace
+}  // namespace bnn

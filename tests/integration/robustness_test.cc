@@ -1,0 +1,121 @@
+// Requests that once hung the real bnn-server or were answered with garbage:
+// each must finish within its deadline with a correct answer or a clear
+// error, and leave the server serving. Every call has a client deadline, so a
+// regression fails here (DEADLINE_EXCEEDED) instead of wedging CI.
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <absl/strings/str_cat.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "client/bnn_client.h"
+#include "tests/integration/server_fixture.h"
+
+namespace bnn::integration {
+namespace {
+
+using ::bnn::client::BnnClient;
+
+class RobustnessTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    ServerTest::SetUp();
+    BnnClient::Options options;
+    options.target = address();
+    options.rpc_timeout = absl::Seconds(30);
+    absl::StatusOr<std::unique_ptr<BnnClient>> client =
+        BnnClient::Create(options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  // Uploads y = offset + x for x = -2, -1.9, ..., 1.9 and trains a small
+  // SLANG model on it; returns the snapshot id.
+  absl::StatusOr<std::string> TrainOffsetLine(double offset) {
+    std::vector<double> x, y;
+    for (int i = 0; i < 40; ++i) {
+      x.push_back(-2.0 + 0.1 * i);
+      y.push_back(offset + x.back());
+    }
+    v1::DatasetHeader header;
+    header.set_name(absl::StrCat("offset-", offset));
+    header.set_task(v1::TASK_REGRESSION);
+    header.set_num_features(1);
+    absl::StatusOr<v1::DatasetInfo> info = client_->UploadDataset(header, x, y);
+    if (!info.ok()) return info.status();
+    v1::StartTrainingRequest request;
+    request.set_dataset_id(info->dataset_id());
+    request.set_method("slang");
+    request.mutable_model()->add_hidden_sizes(8);
+    request.set_epochs(20);
+    request.set_seed(3);
+    absl::StatusOr<std::string> job_id = client_->StartTraining(request);
+    if (!job_id.ok()) return job_id.status();
+    absl::StatusOr<v1::Job> job =
+        client_->WaitForJob(*job_id, absl::Seconds(60));
+    if (!job.ok()) return job.status();
+    if (job->state() != v1::JOB_STATE_SUCCEEDED) {
+      return absl::InternalError(absl::StrCat(
+          "job ", v1::JobState_Name(job->state()), ": ", job->error()));
+    }
+    return job->snapshot_id();
+  }
+
+  std::unique_ptr<BnnClient> client_;
+};
+
+// Finding 1 of issue 10: with y ~ 1e7 + x, Predict with quantiles never
+// returned and wedged the compute workers.
+TEST_F(RobustnessTest, QuantilesAndAcquireReturnForLargeTargetOffsets) {
+  for (const double offset : {1e3, 1e6, 1e9, 1e12}) {
+    SCOPED_TRACE(offset);
+    absl::StatusOr<std::string> snapshot_id = TrainOffsetLine(offset);
+    ASSERT_TRUE(snapshot_id.ok()) << snapshot_id.status();
+
+    v1::PredictRequest predict;
+    predict.set_snapshot_id(*snapshot_id);
+    for (const double x : {-3.0, 0.0, 4.0}) predict.add_rows()->add_x(x);
+    predict.set_num_samples(64);
+    predict.set_seed(1);
+    for (const double q : {0.05, 0.5, 0.95}) predict.add_quantiles(q);
+    for (const bool linearized : {false, true}) {
+      predict.set_linearized(linearized);
+      absl::StatusOr<v1::PredictResponse> response = client_->Predict(predict);
+      ASSERT_TRUE(response.ok()) << response.status();
+      ASSERT_EQ(response->predictions_size(), 3);
+      for (int i = 0; i < 3; ++i) {
+        const v1::RowPrediction& row = response->predictions(i);
+        const double x = predict.rows(i).x(0);
+        // The model learnt y - offset ~ x (to within its uncertainty).
+        EXPECT_NEAR(row.mean() - offset, x,
+                    1.0 + 3 * std::sqrt(row.variance()));
+        ASSERT_EQ(row.quantiles_size(), 3);
+        EXPECT_LT(row.quantiles(0), row.quantiles(1));
+        EXPECT_LT(row.quantiles(1), row.quantiles(2));
+        EXPECT_LE(row.quantiles(0), row.mean());
+        EXPECT_GE(row.quantiles(2), row.mean());
+      }
+    }
+
+    v1::AcquireRequest acquire;
+    acquire.set_snapshot_id(*snapshot_id);
+    for (int i = 0; i < 20; ++i) {
+      acquire.mutable_rows()->add_rows()->add_x(-6.0 + 0.6 * i);
+    }
+    acquire.set_k(2);
+    acquire.set_heuristic("max_variance");
+    acquire.set_seed(2);
+    absl::StatusOr<v1::AcquireResponse> acquired = client_->Acquire(acquire);
+    ASSERT_TRUE(acquired.ok()) << acquired.status();
+    ASSERT_EQ(acquired->indices_size(), 2);
+    EXPECT_GT(acquired->scores(0), 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace bnn::integration
