@@ -54,7 +54,7 @@ absl::StatusOr<std::shared_ptr<const Predictor>> PredictorCache::Load(
   BNN_ASSIGN_OR_RETURN(Snapshot snapshot, snapshots_->Read(snapshot_id));
   absl::StatusOr<std::unique_ptr<Predictor>> created =
       Predictor::Create(std::make_shared<const Snapshot>(std::move(snapshot)),
-                        options_.predictor);
+                        options_.predictor, std::string(snapshot_id));
   if (!created.ok()) return SnapshotLoadError(snapshot_id, created.status());
   return std::shared_ptr<const Predictor>(*std::move(created));
 }

@@ -51,6 +51,9 @@ absl::StatusOr<PredictOptions> BuildPredictOptions(
   PredictOptions options;
   options.num_samples = num_samples;
   options.seed = SeedOf(request);
+  // A seed the server drew is never asked for again: keep its samples out
+  // of the cache, where they would only evict reusable draws.
+  options.cache_samples = request.has_seed();
   options.linearized = request.linearized();
   options.quantiles.assign(request.quantiles().begin(),
                            request.quantiles().end());
@@ -125,6 +128,7 @@ absl::StatusOr<AcquireOptions> BuildAcquireOptions(
   BNN_ASSIGN_OR_RETURN(options.num_samples,
                        ResolveNumSamples(request.num_samples(), limits));
   options.seed = SeedOf(request);
+  options.cache_samples = request.has_seed();
   options.diversity_power = request.diversity_power();
   BNN_RETURN_IF_ERROR(options.Validate());
   return options;

@@ -59,14 +59,18 @@ TEST(BuildPredictOptionsTest, CopiesTheRequest) {
   EXPECT_TRUE(options->linearized);
   EXPECT_THAT(options->quantiles, ElementsAre(0.05, 0.95));
   EXPECT_TRUE(options->per_sample);
+  EXPECT_TRUE(options->cache_samples);
 }
 
-TEST(BuildPredictOptionsTest, DrawsASeedWhenNoneIsGiven) {
+// A drawn seed is one-shot: its samples stay out of the predictor's cache
+// (issue 10, finding 10).
+TEST(BuildPredictOptionsTest, DrawsASeedWhenNoneIsGivenAndDoesNotCacheIt) {
   const PredictOptions a =
       *BuildPredictOptions(TwoRows(), Regression(), ServerLimits());
   const PredictOptions b =
       *BuildPredictOptions(TwoRows(), Regression(), ServerLimits());
   EXPECT_NE(a.seed, b.seed);
+  EXPECT_FALSE(a.cache_samples);
 }
 
 TEST(BuildPredictOptionsTest, ChecksRowsAndSamples) {
@@ -188,8 +192,11 @@ TEST(BuildAcquireOptionsTest, CopiesTheRequest) {
   EXPECT_EQ(options->num_samples, 32);
   EXPECT_EQ(options->seed, 5u);
   EXPECT_EQ(options->diversity_power, 2.0);
-  EXPECT_EQ(BuildAcquireOptions(Acquisition(), 10, ServerLimits())->num_samples,
-            kDefaultPredictSamples);
+  EXPECT_TRUE(options->cache_samples);
+  const AcquireOptions unseeded =
+      *BuildAcquireOptions(Acquisition(), 10, ServerLimits());
+  EXPECT_EQ(unseeded.num_samples, kDefaultPredictSamples);
+  EXPECT_FALSE(unseeded.cache_samples);
 }
 
 TEST(BuildAcquireOptionsTest, ChecksEveryField) {
