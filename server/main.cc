@@ -45,8 +45,9 @@ ABSL_FLAG(int64_t, max_upload_rows, kDefaults.limits.max_upload_rows,
 ABSL_FLAG(int64_t, max_message_bytes, kDefaults.limits.max_message_bytes,
           "Largest gRPC message the server accepts.");
 ABSL_FLAG(int, threads, kDefaults.threads,
-          "Compute (OpenMP/Eigen) threads per training job and per Predict "
-          "or Acquire call; 0 = one per core.");
+          "Most compute (OpenMP/Eigen) threads per training job and per "
+          "Predict or Acquire call; 0 = one per core. Jobs and requests too "
+          "small to gain from threads run on one.");
 ABSL_FLAG(int, compute_workers, kDefaults.compute_workers,
           "Predict and Acquire calls computed at once; later ones queue.");
 ABSL_FLAG(int64_t, predict_cache_bytes, kDefaults.predict_cache_bytes,

@@ -44,8 +44,9 @@ class Server {
     // --max-concurrent-jobs: training jobs run at once; later ones wait in
     // FIFO order. >= 1.
     int max_concurrent_jobs = 1;
-    // --threads: OpenMP (Eigen GEMM) threads per training job and per
-    // Predict or Acquire call; 0 = one per core. >= 0.
+    // --threads: most OpenMP (Eigen GEMM) threads per training job and per
+    // Predict or Acquire call; 0 = one per core. >= 0. Small computations
+    // run on one thread regardless (bnn/compute_threads.h).
     int threads = 0;
     // --compute-workers: Predict and Acquire calls computed at once; later
     // ones queue. >= 1.

@@ -5,7 +5,7 @@
 namespace bnn::server {
 
 void UseComputeThreads(int num_threads) {
-  if (num_threads > 0) omp_set_num_threads(num_threads);
+  omp_set_num_threads(num_threads > 0 ? num_threads : omp_get_num_procs());
 }
 
 }  // namespace bnn::server

@@ -7,7 +7,9 @@
 namespace bnn::server {
 
 // Limits core computations started from the calling thread to
-// `num_threads`; 0 keeps the OpenMP default (one per core).
+// `num_threads`; 0 means one per core (whatever OMP_NUM_THREADS says). The
+// core still runs computations too small to gain from threads on one
+// (bnn/compute_threads.h), so the default wastes nothing on small nets.
 void UseComputeThreads(int num_threads);
 
 }  // namespace bnn::server

@@ -214,9 +214,9 @@ absl::StatusOr<std::string> JobRunner::Train(const store::JobRecord& job,
             JobStore::Durability::kMemoryOnly)
         .IgnoreError();
   };
-  BNN_ASSIGN_OR_RETURN(
-      const Snapshot snapshot,
-      bnn::Train(request, data, *registry_, progress, &cancel));
+  BNN_ASSIGN_OR_RETURN(const Snapshot snapshot,
+                       bnn::Train(request, data, *registry_, progress,
+                                  Interrupt::OnFlag(&cancel, "training")));
   BNN_ASSIGN_OR_RETURN(const store::SnapshotMeta stored,
                        snapshots_->Create(snapshot));
   metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));

@@ -3,7 +3,9 @@
 // error, and leave the server serving. Every call has a client deadline, so a
 // regression fails here (DEADLINE_EXCEEDED) instead of wedging CI.
 #include <cmath>
+#include <iostream>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 
 #include "client/bnn_client.h"
 #include "tests/integration/server_fixture.h"
+#include "tests/integration/subprocess.h"
 
 namespace bnn::integration {
 namespace {
@@ -115,6 +118,77 @@ TEST_F(RobustnessTest, QuantilesAndAcquireReturnForLargeTargetOffsets) {
     ASSERT_EQ(acquired->indices_size(), 2);
     EXPECT_GT(acquired->scores(0), 0.0);
   }
+}
+
+// Issue 10, finding 11: with the default --threads (one per core) a small
+// SLANG job took 22.2 s where --threads 1 took 1.2 s (every tiny GEMM split
+// across threads that spin and wait for each other). The default must never
+// be slower than one thread: the same job on this suite's server (defaults)
+// and on a second one started with --threads 1. 315 steps keep it short;
+// the margin absorbs a shared machine's noise (the fault was 18x).
+TEST_F(RobustnessTest, DefaultThreadsAreNotSlowerThanOneOnASmallJob) {
+  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  absl::StatusOr<std::unique_ptr<ServerProcess>> one_thread =
+      ServerProcess::Start(BNN_SERVER_PATH, (*dir)->path() + "/data",
+                           (*dir)->path() + "/server.log", absl::Seconds(30),
+                           {"--threads", "1"});
+  ASSERT_TRUE(one_thread.ok()) << one_thread.status();
+
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> uniform(-2, 2);
+  std::normal_distribution<double> noise(0, 0.1);
+  std::vector<double> x, y;
+  for (int i = 0; i < 2000; ++i) {
+    const double a = uniform(rng), b = uniform(rng);
+    x.push_back(a);
+    x.push_back(b);
+    y.push_back(std::sin(a) * b + noise(rng));
+  }
+  // Seconds of training as the server measured them.
+  auto train_seconds =
+      [&](const std::string& address) -> absl::StatusOr<double> {
+    BnnClient::Options options;
+    options.target = address;
+    options.rpc_timeout = absl::Seconds(60);
+    absl::StatusOr<std::unique_ptr<BnnClient>> client =
+        BnnClient::Create(options);
+    if (!client.ok()) return client.status();
+    v1::DatasetHeader header;
+    header.set_name("small-job");
+    header.set_task(v1::TASK_REGRESSION);
+    header.set_num_features(2);
+    absl::StatusOr<v1::DatasetInfo> info =
+        (*client)->UploadDataset(header, x, y);
+    if (!info.ok()) return info.status();
+    v1::StartTrainingRequest request;
+    request.set_dataset_id(info->dataset_id());
+    request.set_method("slang");
+    request.mutable_model()->add_hidden_sizes(50);
+    request.mutable_model()->add_hidden_sizes(50);
+    request.set_epochs(5);
+    request.set_seed(1);
+    (*request.mutable_params())["batch_size"] = "32";
+    absl::StatusOr<std::string> job_id = (*client)->StartTraining(request);
+    if (!job_id.ok()) return job_id.status();
+    absl::StatusOr<v1::Job> job =
+        (*client)->WaitForJob(*job_id, absl::Seconds(120));
+    if (!job.ok()) return job.status();
+    if (job->state() != v1::JOB_STATE_SUCCEEDED) {
+      return absl::InternalError(job->error());
+    }
+    absl::StatusOr<v1::SnapshotInfo> snapshot =
+        (*client)->GetSnapshot(job->snapshot_id());
+    if (!snapshot.ok()) return snapshot.status();
+    return snapshot->train_seconds();
+  };
+  const absl::StatusOr<double> one = train_seconds((*one_thread)->address());
+  ASSERT_TRUE(one.ok()) << one.status();
+  const absl::StatusOr<double> by_default = train_seconds(address());
+  ASSERT_TRUE(by_default.ok()) << by_default.status();
+  std::cout << "small job: default threads " << *by_default
+            << " s, --threads 1 " << *one << " s" << std::endl;
+  EXPECT_LE(*by_default, 2.0 * *one + 0.5);
 }
 
 }  // namespace

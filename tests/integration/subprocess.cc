@@ -139,11 +139,17 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     const std::string& binary, const std::string& data_dir,
-    const std::string& log_path, absl::Duration startup_timeout) {
-  absl::StatusOr<pid_t> pid =
-      Spawn({binary, "--listen", "127.0.0.1:0", "--data-dir", data_dir,
-             "--metrics-listen", ""},
-            log_path, log_path);
+    const std::string& log_path, absl::Duration startup_timeout,
+    const std::vector<std::string>& extra_args) {
+  std::vector<std::string> argv = {binary,
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--data-dir",
+                                   data_dir,
+                                   "--metrics-listen",
+                                   ""};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  absl::StatusOr<pid_t> pid = Spawn(argv, log_path, log_path);
   if (!pid.ok()) return pid.status();
   std::unique_ptr<ServerProcess> server(new ServerProcess(*pid, log_path));
 

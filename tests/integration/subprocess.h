@@ -50,12 +50,13 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
 class ServerProcess {
  public:
   // Starts `binary --listen 127.0.0.1:0 --data-dir DATA_DIR
-  // --metrics-listen ''` and waits (up to `startup_timeout`) for the line
-  // "bnn-server listening on 127.0.0.1:PORT".
+  // --metrics-listen '' EXTRA_ARGS...` and waits (up to `startup_timeout`)
+  // for the line "bnn-server listening on 127.0.0.1:PORT".
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
       const std::string& binary, const std::string& data_dir,
       const std::string& log_path,
-      absl::Duration startup_timeout = absl::Seconds(30));
+      absl::Duration startup_timeout = absl::Seconds(30),
+      const std::vector<std::string>& extra_args = {});
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;

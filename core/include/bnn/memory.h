@@ -48,6 +48,9 @@ struct MemoryEstimate {
   };
   int64_t bytes = 0;
   std::vector<Part> parts;
+  // Of `bytes`, what the computation returns and its caller keeps (a
+  // training job's exported posterior, a Prediction's arrays).
+  int64_t kept_bytes = 0;
 
   // Adds a part (saturating); zero-byte parts are skipped.
   void Add(std::string what, int64_t part_bytes);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
+#include "bnn/memory.h"
 #include "bnn/status.h"
 
 namespace bnn {
@@ -155,6 +156,10 @@ absl::Status Dataset::Append(const Dataset& other) {
   features.insert(features.end(), other.features.begin(), other.features.end());
   targets.insert(targets.end(), other.targets.begin(), other.targets.end());
   return absl::OkStatus();
+}
+
+int64_t DatasetBytes(int64_t num_rows, int64_t num_features) {
+  return MulBytes({num_rows, num_features + 1, sizeof(double)});
 }
 
 absl::Status EncodeClassLabels(Dataset* dataset) {

@@ -160,6 +160,13 @@ void LowRankPrecision<T>::Sample(const Eigen::Ref<const VectorX<T>>& mu,
 }
 
 template <typename T>
+int64_t LowRankPrecision<T>::MemoryBytes() const {
+  return static_cast<int64_t>(sizeof(T)) *
+         (d_.size() + inv_sqrt_d_.size() + v_.size() + k_.size() + w_.size() +
+          scratch_.size() + scratch_small_.size());
+}
+
+template <typename T>
 VectorX<double> LowRankPrecision<T>::MarginalVariances() const {
   VectorX<double> var = d_.template cast<double>().cwiseInverse();
   if (v_.cols() > 0) {

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include "bnn/check.h"
+#include "bnn/memory.h"
 #include "bnn/model/likelihood.h"
 
 #include "model/activation.h"
@@ -31,6 +32,36 @@ int SampleThreads(int64_t m, int64_t dim, int s_count) {
 }
 
 }  // namespace
+
+int64_t ForwardPassBytes(const ModelSpec& spec, int64_t rows,
+                         int scalar_bytes) {
+  int64_t width = 0;  // sum over layers of (in + 1) + out
+  for (const LayerShape& shape : spec.Layers())
+    width += shape.in + 1 + shape.out;
+  return MulBytes({rows, width, scalar_bytes});
+}
+
+double LargestGemmFlops(const ModelSpec& spec, int64_t rows) {
+  double largest = 0;
+  for (const LayerShape& shape : spec.Layers()) {
+    largest = std::max(
+        largest, 2.0 * static_cast<double>(rows) * (shape.in + 1) * shape.out);
+  }
+  return largest;
+}
+
+int64_t PerExampleGradsBytes(const ModelSpec& spec, int64_t rows,
+                             int scalar_bytes) {
+  int64_t deltas = 0, widest_in = 0, widest_out = 0;
+  for (const LayerShape& shape : spec.Layers()) {
+    deltas += shape.out;
+    widest_in = std::max<int64_t>(widest_in, shape.in + 1);
+    widest_out = std::max<int64_t>(widest_out, shape.out);
+  }
+  // scratch_a_ (rows x out), scratch_b_ (rows x (in + 1)) and a probe
+  // buffer (rows x out) at their largest.
+  return MulBytes({rows, deltas + 2 * widest_out + widest_in, scalar_bytes});
+}
 
 template <typename T>
 Network<T>::Network(const ModelSpec& spec)

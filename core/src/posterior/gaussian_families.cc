@@ -1,10 +1,12 @@
 #include "bnn/posterior/gaussian_families.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 
 #include "bnn/core/snapshot.pb.h"
+#include "bnn/memory.h"
 #include "bnn/status.h"
 
 namespace bnn {
@@ -316,6 +318,58 @@ void KroneckerPosterior::ToProto(snapshot::Posterior* proto) const {
         layer.in_factor.data(),
         layer.in_factor.data() + layer.in_factor.size());
   }
+}
+
+int64_t DiagonalGaussianPosterior::MemoryBytes() const {
+  return MulBytes({2, dim(), sizeof(double)});
+}
+
+int64_t DiagonalGaussianPosterior::SampleBytes(int num_samples) const {
+  // The result and the standard deviations.
+  return MulBytes({dim(), num_samples + 1, sizeof(double)});
+}
+
+int64_t FullGaussianPosterior::MemoryBytes() const {
+  // Mean, precision and its Cholesky factor.
+  return MulBytes({dim(), 2 * dim() + 1, sizeof(double)});
+}
+
+int64_t FullGaussianPosterior::SampleBytes(int num_samples) const {
+  return MulBytes({dim(), num_samples, sizeof(double)});  // solved in place
+}
+
+int64_t KroneckerPosterior::MemoryBytes() const {
+  int64_t values = mean_.size();
+  for (const Layer& l : layers_) {
+    values += l.mean.size() + l.out_factor.size() + l.in_factor.size();
+  }
+  return MulBytes({values, sizeof(double)});
+}
+
+int64_t KroneckerPosterior::SampleBytes(int num_samples) const {
+  // The result, plus E and two out x (in + 1) products of the widest layer.
+  int64_t widest = 0;
+  for (const LayerShape& shape : shapes_)
+    widest = std::max(widest, shape.size());
+  return AddBytes(MulBytes({dim(), num_samples, sizeof(double)}),
+                  MulBytes({3, widest, sizeof(double)}));
+}
+
+int64_t DiagonalGaussianPosterior::LinearizedVarianceBytes(int64_t rows) const {
+  return MulBytes({rows, sizeof(double)});
+}
+
+int64_t FullGaussianPosterior::LinearizedVarianceBytes(int64_t rows) const {
+  return MulBytes({dim() + 1, rows, sizeof(double)});  // J itself (D x rows)
+}
+
+int64_t KroneckerPosterior::LinearizedVarianceBytes(int64_t rows) const {
+  // The widest layer's products A L_in and Delta L_out.
+  int64_t widest = 0;
+  for (const LayerShape& shape : shapes_) {
+    widest = std::max<int64_t>(widest, shape.in + 1 + shape.out);
+  }
+  return MulBytes({rows, widest + 3, sizeof(double)});
 }
 
 }  // namespace bnn

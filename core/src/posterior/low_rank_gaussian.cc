@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 
 #include "bnn/core/snapshot.pb.h"
+#include "bnn/memory.h"
 #include "bnn/status.h"
 
 namespace bnn {
@@ -88,6 +89,22 @@ void LowRankGaussianPosterior::ToProto(snapshot::Posterior* proto) const {
   lr->set_rank(static_cast<int32_t>(u_.cols()));
   lr->mutable_u()->Assign(u_.data(), u_.data() + u_.size());
   lr->mutable_d()->Assign(d_.data(), d_.data() + d_.size());
+}
+
+int64_t LowRankGaussianPosterior::MemoryBytes() const {
+  return static_cast<int64_t>(sizeof(double)) *
+             (mean_.size() + u_.size() + d_.size()) +
+         factor_.MemoryBytes();
+}
+
+int64_t LowRankGaussianPosterior::SampleBytes(int num_samples) const {
+  // eps and the result (D x S each), V^T eps (L x S).
+  return MulBytes({2 * dim() + factor_.rank(), num_samples, sizeof(double)});
+}
+
+int64_t LowRankGaussianPosterior::LinearizedVarianceBytes(int64_t rows) const {
+  // 1/d and Z (D x L), t = J^T Z and t W (rows x L), the result.
+  return MulBytes({dim() + rows, factor_.rank() + 1, sizeof(double)});
 }
 
 }  // namespace bnn

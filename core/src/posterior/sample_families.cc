@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 
 #include "bnn/core/snapshot.pb.h"
+#include "bnn/memory.h"
 
 namespace bnn {
 
@@ -147,5 +148,28 @@ void DropoutPosterior::ToProto(snapshot::Posterior* proto) const {
   p->set_rate(rate_);
   for (bool b : drop_inputs_) p->add_drop_inputs(b);
 }
+
+int64_t SampleSetPosterior::MemoryBytes() const {
+  return MulBytes({dim(), num_stored() + 1, sizeof(double)});
+}
+
+int64_t SampleSetPosterior::SampleBytes(int num_samples) const {
+  return AddBytes(MulBytes({dim(), num_samples, sizeof(double)}),
+                  MulBytes({num_stored(), sizeof(int)}));
+}
+
+int64_t DropoutPosterior::MemoryBytes() const {
+  return MulBytes({dim(), sizeof(double)});
+}
+
+int64_t DropoutPosterior::SampleBytes(int num_samples) const {
+  return MulBytes({dim(), num_samples, sizeof(double)});
+}
+
+int64_t SampleSetPosterior::LinearizedVarianceBytes(int64_t) const {
+  return 0;  // no linearised predictive
+}
+
+int64_t DropoutPosterior::LinearizedVarianceBytes(int64_t) const { return 0; }
 
 }  // namespace bnn

@@ -228,6 +228,26 @@ absl::StatusOr<Acquisition> AcquireImpl(const Predictor& predictor,
 
 }  // namespace
 
+MemoryEstimate EstimateAcquireMemory(const Predictor& predictor,
+                                     int64_t pool_rows,
+                                     const AcquireOptions& options) {
+  const int64_t chunk = std::min<int64_t>(options.chunk_rows, pool_rows);
+  MemoryEstimate e;
+  e.Add("pool chunk rows",
+        MulBytes({chunk, predictor.num_features(), sizeof(double)}));
+  if (options.heuristic != AcquisitionHeuristic::kRandom) {
+    // The samples, drawn once, and one chunk's prediction with them.
+    PredictOptions predict;
+    predict.num_samples = options.num_samples;
+    e.Add("", predictor.EstimateMemory(chunk, predict));
+  }
+  const int64_t kept = MulBytes({options.k, sizeof(double) + sizeof(int64_t)});
+  e.Add("best candidates", MulBytes({options.k, sizeof(Candidate)}));
+  e.Add("acquired rows and scores", kept);
+  e.kept_bytes = kept;
+  return e;
+}
+
 absl::StatusOr<Acquisition> Acquire(const Predictor& predictor,
                                     const PoolSource& pool,
                                     const AcquireOptions& options) {

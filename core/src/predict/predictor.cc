@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 
+#include "bnn/compute_threads.h"
 #include "bnn/memory.h"
 #include "bnn/model/likelihood.h"
 #include "bnn/model/network.h"
@@ -312,6 +313,9 @@ class Engine final : public Predictor::Impl {
     const int64_t chunk = EvenChunk(
         num_rows,
         std::min<int64_t>(options_.chunk_rows, kMaxRowsTimesSamples / s_count));
+    // Small chunks run on one thread (bnn/compute_threads.h).
+    const ScopedComputeThreads threads(
+        ComputeThreadsFor(LargestGemmFlops(spec, chunk * s_count)));
     WorkspaceLease lease(this);
     MatrixX<T>& x = lease->x;
     ForwardPass<T>& pass = lease->pass;
@@ -413,6 +417,8 @@ class Engine final : public Predictor::Impl {
     Eigen::MatrixXd x;
     ForwardPass<double> pass;
     PerExampleGrads<double> jacobian;
+    const ScopedComputeThreads threads(ComputeThreadsFor(LargestGemmFlops(
+        snap.model, std::min<int64_t>(options_.chunk_rows, num_rows))));
     for (int64_t begin = 0; begin < num_rows; begin += options_.chunk_rows) {
       BNN_RETURN_IF_ERROR(Interrupted(o.interrupt, begin, num_rows));
       const int64_t m =
@@ -540,6 +546,66 @@ Predictor::~Predictor() = default;
 int64_t Predictor::num_features() const { return snapshot_->model.input_dim; }
 
 Predictor::CacheStats Predictor::cache_stats() const { return impl_->Stats(); }
+
+MemoryEstimate Predictor::EstimateMemory(int64_t num_rows,
+                                         const PredictOptions& options) const {
+  const ModelSpec& spec = snapshot_->model;
+  const Posterior& posterior = *snapshot_->posterior;
+  const bool classification = IsClassification(snapshot_->task);
+  const int b =
+      options_.precision == "float32" ? sizeof(float) : sizeof(double);
+  const int64_t s_count = std::max(1, options.num_samples);
+  const int64_t classes = spec.likelihood == Likelihood::kCategorical
+                              ? spec.output_dim
+                              : (classification ? 2 : 0);
+  MemoryEstimate e;
+  MemoryEstimate draw;  // drawing the samples, before any chunk
+  if (options.linearized) {
+    const int64_t chunk = std::min<int64_t>(options_.chunk_rows, num_rows);
+    e.Add("standardised chunk", MulBytes({chunk, spec.input_dim, 8}));
+    e.Add("mean forward pass", ForwardPassBytes(spec, chunk, sizeof(double)));
+    e.Add("Jacobian factors",
+          PerExampleGradsBytes(spec, chunk, sizeof(double)));
+    e.Add("linearised variance", posterior.LinearizedVarianceBytes(chunk));
+  } else {
+    const int64_t block = MulBytes({posterior.dim(), s_count, b});
+    if (options.samples == nullptr) {
+      draw.Add(absl::StrCat("drawing the weight samples (D x S = ",
+                            posterior.dim(), " x ", s_count, ", in double)"),
+               posterior.SampleBytes(static_cast<int>(s_count)));
+      if (b == sizeof(float)) draw.Add("their float32 copy", block);
+      e.Add(absl::StrCat("weight samples (D x S = ", posterior.dim(), " x ",
+                         s_count, ")"),
+            block);
+    }
+    const int64_t chunk = EvenChunk(
+        num_rows,
+        std::min<int64_t>(options_.chunk_rows, kMaxRowsTimesSamples / s_count));
+    e.Add("standardised chunk", MulBytes({chunk, spec.input_dim, b}));
+    e.Add(
+        absl::StrCat("forward pass (", chunk, " rows x ", s_count, " samples)"),
+        ForwardPassBytes(spec, MulBytes({chunk, s_count}), b));
+    e.Add("per-row sample statistics",
+          MulBytes({s_count, std::max<int64_t>(1, classes) + 1, 8}));
+  }
+  // The Prediction: regression mean, variance, epistemic, aleatoric and the
+  // quantiles; classification probabilities and five per-row statistics;
+  // per-sample outputs.
+  const int64_t per_row =
+      classification ? classes + 5
+                     : 4 + static_cast<int64_t>(options.quantiles.size());
+  int64_t kept = MulBytes({num_rows, per_row, sizeof(double)});
+  if (options.per_sample) {
+    kept = AddBytes(kept,
+                    MulBytes({num_rows, s_count, std::max<int64_t>(1, classes),
+                              sizeof(double)}));
+  }
+  e.Add("prediction arrays", kept);
+  e.kept_bytes = kept;
+  // The draw's temporaries are gone before the first chunk.
+  draw.kept_bytes = kept;
+  return draw.bytes > e.bytes ? draw : e;
+}
 
 absl::StatusOr<std::shared_ptr<const WeightSamples>> Predictor::DrawSamples(
     const PredictOptions& options) const {

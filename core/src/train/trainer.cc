@@ -7,8 +7,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
+#include "bnn/compute_threads.h"
 #include "bnn/memory.h"
 #include "bnn/methods/method.h"
+#include "bnn/model/network.h"
 #include "bnn/posterior/posterior.h"
 #include "bnn/random.h"
 #include "bnn/status.h"
@@ -78,6 +80,31 @@ absl::StatusOr<ModelSpec> ParentSpec(const TrainRequest& request,
   return parent.model;
 }
 
+// The architecture of a fresh run: the requested hidden layers on the data's
+// inputs and outputs.
+absl::StatusOr<ModelSpec> RequestedSpec(const TrainRequest& request,
+                                        const DatasetShape& data) {
+  std::vector<Activation> activations = request.activations;
+  if (activations.size() == 1 && request.hidden_sizes.size() != 1) {
+    activations.assign(request.hidden_sizes.size(), activations[0]);
+  }
+  ModelSpec spec = ModelSpec::ForTask(
+      data.task, static_cast<int>(data.num_features), data.num_classes,
+      request.hidden_sizes, Activation::kRelu);
+  spec.activations = activations;
+  BNN_RETURN_IF_ERROR(spec.Validate());
+  return spec;
+}
+
+// Minibatch steps of a run over `num_rows` rows in batches of `batch` (0:
+// the whole set, as full-batch methods report before Initialize()).
+int64_t TotalSteps(const TrainOptions& options, int64_t num_rows,
+                   int64_t batch) {
+  const int64_t m = batch > 0 ? std::min<int64_t>(batch, num_rows) : num_rows;
+  const int64_t steps_per_epoch = (num_rows + m - 1) / m;
+  return options.steps > 0 ? options.steps : steps_per_epoch * options.epochs;
+}
+
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -104,6 +131,46 @@ const std::vector<std::string>& TrainerParamNames() {
   return *names;
 }
 
+DatasetShape ShapeOf(const Dataset& data) {
+  return {data.task, data.num_rows(), data.num_features, data.num_classes};
+}
+
+absl::StatusOr<MemoryEstimate> EstimateTrainingMemory(
+    const TrainRequest& request, const DatasetShape& data,
+    const MethodRegistry& registry) {
+  BNN_ASSIGN_OR_RETURN(const TrainOptions options,
+                       ResolveTrainOptions(request));
+  BNN_ASSIGN_OR_RETURN(
+      const std::unique_ptr<VariationalMethod> method,
+      registry.Create(request.method, request.params, TrainerParamNames()));
+  ModelSpec spec;
+  if (request.parent != nullptr) {
+    spec = request.parent->model;
+  } else {
+    BNN_ASSIGN_OR_RETURN(spec, RequestedSpec(request, data));
+  }
+  const int64_t n = std::max<int64_t>(1, data.num_rows);
+  const MemoryEstimate own = method->EstimateMemory(
+      spec, n, TotalSteps(options, n, method->batch_size()));
+  const int64_t dataset = DatasetBytes(n, data.num_features);
+
+  MemoryEstimate training;
+  training.Add("training set as loaded (N x (P + 1) doubles)", dataset);
+  training.Add("standardised copy of the training set", dataset);
+  training.Add("minibatch order (N indices)", MulBytes({n, sizeof(int64_t)}));
+  training.Add(absl::StrCat(method->name(), ": "), own);
+  training.kept_bytes = own.kept_bytes;
+  // Encoding the snapshot (after Train returns: the method and the copy are
+  // gone) holds the posterior, its protobuf, the payload and the framed
+  // file bytes, each about the posterior's size.
+  MemoryEstimate saving;
+  saving.Add("training set as loaded (N x (P + 1) doubles)", dataset);
+  saving.Add("snapshot encoding (posterior, protobuf, payload, file bytes)",
+             MulBytes({4, own.kept_bytes}));
+  saving.kept_bytes = own.kept_bytes;
+  return saving.bytes > training.bytes ? saving : training;
+}
+
 std::string DatasetHash(const Dataset& data) {
   internal::Sha256 sha;
   sha.Update(TaskToString(data.task));
@@ -123,7 +190,7 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainRequest& request,
                                    const Dataset& data,
                                    const MethodRegistry& registry,
                                    const ProgressCallback& progress,
-                                   const std::atomic<bool>* cancel) {
+                                   const Interrupt& interrupt) {
   const auto start = std::chrono::steady_clock::now();
   BNN_RETURN_IF_ERROR(data.Validate());
   if (data.num_rows() < 1) {
@@ -147,15 +214,7 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainRequest& request,
     // The parent's weights live in its standardised units.
     standardization = request.parent->standardization;
   } else {
-    std::vector<Activation> activations = request.activations;
-    if (activations.size() == 1 && request.hidden_sizes.size() != 1) {
-      activations.assign(request.hidden_sizes.size(), activations[0]);
-    }
-    spec = ModelSpec::ForTask(data.task, static_cast<int>(data.num_features),
-                              data.num_classes, request.hidden_sizes,
-                              Activation::kRelu);
-    spec.activations = activations;
-    BNN_RETURN_IF_ERROR(spec.Validate());
+    BNN_ASSIGN_OR_RETURN(spec, RequestedSpec(request, ShapeOf(data)));
     // Standardise features (and regression targets) on the training set.
     standardization =
         FitStandardization(data, options.standardize, options.standardize);
@@ -176,9 +235,12 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainRequest& request,
   const int64_t n = train.num_rows();
   const int64_t m = std::min<int64_t>(method->batch_size(), n);
   const int64_t steps_per_epoch = (n + m - 1) / m;
+  // Small steps run on one thread: the fork and join of parallel GEMMs
+  // would cost more than the products (bnn/compute_threads.h).
+  const ScopedComputeThreads threads(ComputeThreadsFor(
+      LargestGemmFlops(spec, m * method->samples_per_step())));
   TrainProgress state;
-  state.total_steps =
-      options.steps > 0 ? options.steps : steps_per_epoch * options.epochs;
+  state.total_steps = TotalSteps(options, n, m);
   const int epochs = static_cast<int>(
       (state.total_steps + steps_per_epoch - 1) / steps_per_epoch);
   method->SetSchedule(steps_per_epoch, state.total_steps);
@@ -228,9 +290,9 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainRequest& request,
     int64_t epoch_rows = 0;
     for (int64_t begin = 0; begin < n && state.step < state.total_steps;
          begin += m) {
-      if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
-        return absl::CancelledError(
-            absl::StrCat("training cancelled after ", state.step, " steps"));
+      if (absl::Status stop = interrupt.Check(); !stop.ok()) {
+        return absl::Status(stop.code(), absl::StrCat(stop.message(), " after ",
+                                                      state.step, " steps"));
       }
       const int64_t end = std::min(n, begin + m);
       batch.assign(order.begin() + begin, order.begin() + end);
@@ -269,9 +331,9 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainRequest& request,
 absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
                                const MethodRegistry& registry,
                                const ProgressCallback& progress,
-                               const std::atomic<bool>* cancel) {
+                               const Interrupt& interrupt) {
   return FailOnAllocationError("training", [&] {
-    return TrainImpl(request, data, registry, progress, cancel);
+    return TrainImpl(request, data, registry, progress, interrupt);
   });
 }
 

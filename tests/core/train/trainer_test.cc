@@ -135,9 +135,24 @@ TEST(TrainerTest, CancelStopsBetweenSteps) {
         last_step = p.step;
         if (p.step == 2) cancel = true;
       },
-      &cancel);
+      Interrupt::OnFlag(&cancel, "training"));
   EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(result.status().message(), "training cancelled after 2 steps");
   EXPECT_EQ(last_step, 2);
+}
+
+// Issue 10, finding 5: a deadline stops training between steps with
+// DeadlineExceeded.
+TEST(TrainerTest, DeadlineStopsBetweenSteps) {
+  int checks = 0;
+  const Interrupt deadline([&checks] {
+    return ++checks > 3 ? absl::DeadlineExceededError("deadline exceeded")
+                        : absl::OkStatus();
+  });
+  auto result = Train(SlangRequest(), Linear(40), MethodRegistry::Builtin(),
+                      nullptr, deadline);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(result.status().message(), "deadline exceeded after 3 steps");
 }
 
 TEST(TrainerTest, RejectsBadRequestsWithNamedFields) {

@@ -58,6 +58,10 @@ struct Dataset {
   absl::Status Append(const Dataset& other);
 };
 
+// Heap bytes of a Dataset's rows: num_rows x num_features features and
+// num_rows targets, as doubles (bnn/memory.h).
+int64_t DatasetBytes(int64_t num_rows, int64_t num_features);
+
 // Turns raw classification labels (any real values) in `targets` into class
 // indices: distinct values sorted ascending become 0..C-1, C == 2 gives
 // kBinary, C > 2 kMulticlass. Fails on fewer than two distinct labels or

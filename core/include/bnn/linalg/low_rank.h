@@ -58,6 +58,8 @@ class LowRankPrecision {
   VectorX<double> MarginalVariances() const;
   // log det(U U^T + D) = sum log d + log det(I + V^T V).
   double LogDetPrecision() const;
+  // Heap bytes of the factorisation (d, d^-1/2, V, the L x L factors).
+  int64_t MemoryBytes() const;
 
  private:
   VectorX<T> d_;

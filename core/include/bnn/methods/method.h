@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 
 #include "bnn/data/dataset.h"
+#include "bnn/memory.h"
 #include "bnn/methods/options.h"
 #include "bnn/model/model_spec.h"
 #include "bnn/random.h"
@@ -62,6 +63,12 @@ class VariationalMethod {
   // Rows of `train` per step (the trainer draws minibatches of this size).
   virtual int batch_size() const = 0;
 
+  // Weight samples per step: a step's network passes run over batch_size()
+  // x samples_per_step() rows (S of SLANG, NNG, BBB and VOGN; HMC's
+  // chains). Sizes a step's GEMMs for the thread policy
+  // (bnn/compute_threads.h).
+  virtual int samples_per_step() const { return 1; }
+
   // One update on the rows `batch` of the training set.
   virtual absl::StatusOr<StepStats> Step(const std::vector<int64_t>& batch,
                                          Rng& rng) = 0;
@@ -74,6 +81,17 @@ class VariationalMethod {
 
   // The method's options in canonical string form (for snapshots).
   virtual ParamMap Params() const = 0;
+
+  // Peak heap bytes of training with this method's options on `num_rows`
+  // rows of a model `spec` for `total_steps` steps, estimated before
+  // Initialize() so that a job that cannot fit is refused before it
+  // allocates: the posterior family's state and optimiser state, the
+  // per-step workspaces (the minibatch's forward and backward passes over
+  // S x M rows, weight samples, factorisations) and the posterior
+  // ExportPosterior() returns (its bytes also in `kept_bytes`). The
+  // training data is the trainer's (EstimateTrainingMemory).
+  virtual MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
+                                        int64_t total_steps) const = 0;
 };
 
 }  // namespace bnn

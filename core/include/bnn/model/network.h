@@ -28,6 +28,15 @@ struct ForwardPass {
   const MatrixX<T>& output() const { return pre.back(); }
 };
 
+// Heap bytes of a ForwardPass of `spec` over `rows` rows (M * S) with
+// scalars of `scalar_bytes` bytes: every layer's inputs [a, 1] and
+// pre-activations. For memory estimates (bnn/memory.h).
+int64_t ForwardPassBytes(const ModelSpec& spec, int64_t rows, int scalar_bytes);
+// Flops of the largest layer GEMM of a forward pass over `rows` rows,
+// 2 x rows x (in + 1) x out: how parallel a pass can usefully be
+// (bnn/compute_threads.h).
+double LargestGemmFlops(const ModelSpec& spec, int64_t rows);
+
 template <typename T>
 class PerExampleGrads;
 
@@ -91,6 +100,14 @@ class Network {
 // ((M*S) x out), with g_i restricted to layer l = vec(delta_{l,i} a_{l,i}^T).
 // J itself is never formed; every product below costs O(D * M * S) per
 // column of its argument and allocates only when a shape changes.
+// Heap bytes a PerExampleGrads of `spec` over `rows` rows holds once
+// Backward or OutputGradients has filled it: every layer's deltas plus the
+// scratch of its products (Sum, SquaredSum, TransposeTimes, Times, one
+// thread's probe buffer; Gram and Materialize, which allocate their results,
+// excluded).
+int64_t PerExampleGradsBytes(const ModelSpec& spec, int64_t rows,
+                             int scalar_bytes);
+
 template <typename T>
 class PerExampleGrads {
  public:

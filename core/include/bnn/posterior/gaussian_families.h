@@ -31,6 +31,9 @@ class DiagonalGaussianPosterior final : public Posterior {
   absl::StatusOr<Eigen::VectorXd> LinearizedVariance(
       const PerExampleGrads<double>& jacobian) const override;
   void ToProto(snapshot::Posterior* proto) const override;
+  int64_t MemoryBytes() const override;
+  int64_t SampleBytes(int num_samples) const override;
+  int64_t LinearizedVarianceBytes(int64_t rows) const override;
 
  private:
   Eigen::VectorXd mean_, variance_;
@@ -59,6 +62,9 @@ class FullGaussianPosterior final : public Posterior {
   absl::StatusOr<Eigen::VectorXd> LinearizedVariance(
       const PerExampleGrads<double>& jacobian) const override;
   void ToProto(snapshot::Posterior* proto) const override;
+  int64_t MemoryBytes() const override;
+  int64_t SampleBytes(int num_samples) const override;
+  int64_t LinearizedVarianceBytes(int64_t rows) const override;
 
  private:
   Eigen::VectorXd mean_;
@@ -94,6 +100,9 @@ class KroneckerPosterior final : public Posterior {
   absl::StatusOr<Eigen::VectorXd> LinearizedVariance(
       const PerExampleGrads<double>& jacobian) const override;
   void ToProto(snapshot::Posterior* proto) const override;
+  int64_t MemoryBytes() const override;
+  int64_t SampleBytes(int num_samples) const override;
+  int64_t LinearizedVarianceBytes(int64_t rows) const override;
 
  private:
   std::vector<LayerShape> shapes_;

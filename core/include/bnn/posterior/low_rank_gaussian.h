@@ -27,6 +27,9 @@ class LowRankGaussianPosterior final : public Posterior {
   absl::StatusOr<Eigen::VectorXd> LinearizedVariance(
       const PerExampleGrads<double>& jacobian) const override;
   void ToProto(snapshot::Posterior* proto) const override;
+  int64_t MemoryBytes() const override;
+  int64_t SampleBytes(int num_samples) const override;
+  int64_t LinearizedVarianceBytes(int64_t rows) const override;
 
   const Eigen::MatrixXd& u() const { return u_; }
   const Eigen::VectorXd& d() const { return d_; }

@@ -48,6 +48,16 @@ class Posterior {
   virtual absl::StatusOr<Eigen::VectorXd> LinearizedVariance(
       const PerExampleGrads<double>& jacobian) const = 0;
   virtual void ToProto(snapshot::Posterior* proto) const = 0;
+
+  // Heap bytes this posterior holds (its state and factorisations), for
+  // memory estimates (bnn/memory.h).
+  virtual int64_t MemoryBytes() const = 0;
+  // Peak heap bytes Sample(num_samples) allocates: the D x S result and the
+  // family's temporaries.
+  virtual int64_t SampleBytes(int num_samples) const = 0;
+  // Peak heap bytes LinearizedVariance allocates for a Jacobian of `rows`
+  // rows (0 for families without it).
+  virtual int64_t LinearizedVarianceBytes(int64_t rows) const = 0;
 };
 
 // Rebuilds a posterior from a snapshot, checking its shapes against `model`

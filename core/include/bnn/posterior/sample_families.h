@@ -33,6 +33,9 @@ class SampleSetPosterior final : public Posterior {
   absl::StatusOr<Eigen::VectorXd> LinearizedVariance(
       const PerExampleGrads<double>& jacobian) const override;
   void ToProto(snapshot::Posterior* proto) const override;
+  int64_t MemoryBytes() const override;
+  int64_t SampleBytes(int num_samples) const override;
+  int64_t LinearizedVarianceBytes(int64_t rows) const override;
 
  private:
   Eigen::MatrixXd samples_;
@@ -61,6 +64,9 @@ class DropoutPosterior final : public Posterior {
   absl::StatusOr<Eigen::VectorXd> LinearizedVariance(
       const PerExampleGrads<double>& jacobian) const override;
   void ToProto(snapshot::Posterior* proto) const override;
+  int64_t MemoryBytes() const override;
+  int64_t SampleBytes(int num_samples) const override;
+  int64_t LinearizedVarianceBytes(int64_t rows) const override;
 
  private:
   std::vector<LayerShape> shapes_;

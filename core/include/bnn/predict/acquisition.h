@@ -86,6 +86,14 @@ struct Acquisition {
   int64_t pool_rows = 0;
 };
 
+// Peak heap bytes of Acquire over a pool of `pool_rows` rows, estimated
+// before it allocates: the weight samples drawn once, one chunk's rows read
+// from the pool and its prediction (Predictor::EstimateMemory of a chunk
+// with those samples), and the k best candidates (kept_bytes: the result).
+MemoryEstimate EstimateAcquireMemory(const Predictor& predictor,
+                                     int64_t pool_rows,
+                                     const AcquireOptions& options);
+
 // Errors as Predictor::Predict's (InvalidArgument for a bad request,
 // ResourceExhausted if an allocation fails, the interrupt's status).
 absl::StatusOr<Acquisition> Acquire(const Predictor& predictor,

@@ -14,6 +14,7 @@
 
 #include "bnn/interrupt.h"
 #include "bnn/io/snapshot.h"
+#include "bnn/memory.h"
 
 namespace bnn {
 
@@ -116,6 +117,17 @@ class Predictor {
   absl::StatusOr<Prediction> Predict(absl::Span<const double> rows,
                                      int64_t num_rows,
                                      const PredictOptions& options) const;
+
+  // Peak heap bytes of Predict(rows, num_rows, options), estimated before it
+  // allocates: the larger of drawing the D x S weight samples
+  // (Posterior::SampleBytes, plus their float32 copy) and computing with
+  // them: the samples, one chunk's forward pass over chunk x S rows and its
+  // standardised inputs (or the linearised predictive's Jacobian factors),
+  // and the Prediction's arrays (kept_bytes). No draw when options.samples
+  // is given; a draw the cache holds is counted, as it may be evicted
+  // meanwhile. Not the caller's rows, nor a response built from the result.
+  MemoryEstimate EstimateMemory(int64_t num_rows,
+                                const PredictOptions& options) const;
 
   // The weight samples options.num_samples and options.seed select, drawn
   // (or taken from the cache; cached per options.cache_samples) once for use

@@ -4,7 +4,6 @@
 #ifndef BNN_TRAIN_TRAINER_H_
 #define BNN_TRAIN_TRAINER_H_
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,7 +13,9 @@
 #include "absl/status/statusor.h"
 
 #include "bnn/data/dataset.h"
+#include "bnn/interrupt.h"
 #include "bnn/io/snapshot.h"
+#include "bnn/memory.h"
 #include "bnn/methods/options.h"
 #include "bnn/methods/registry.h"
 #include "bnn/model/model_spec.h"
@@ -85,14 +86,36 @@ struct TrainProgress {
 // Called after every step from the training thread; must be cheap.
 using ProgressCallback = std::function<void(const TrainProgress&)>;
 
-// Trains on `data` (raw units) and returns the snapshot. Checks `cancel`
-// between steps (Cancelled status when set). Fails with InvalidArgument on a
+// Trains on `data` (raw units) and returns the snapshot. Checks `interrupt`
+// between steps and stops with its status ("training cancelled after 12
+// steps"; a deadline's DeadlineExceeded). Fails with InvalidArgument on a
 // bad request (unknown method or parameter, invalid options, empty data),
 // and with ResourceExhausted if an allocation fails (the process survives).
 absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
                                const MethodRegistry& registry,
                                const ProgressCallback& progress = nullptr,
-                               const std::atomic<bool>* cancel = nullptr);
+                               const Interrupt& interrupt = Interrupt());
+
+// A training set's size, for estimates made before it is loaded.
+struct DatasetShape {
+  Task task = Task::kRegression;
+  int64_t num_rows = 0;
+  int64_t num_features = 0;
+  int num_classes = 0;  // classification only
+};
+DatasetShape ShapeOf(const Dataset& data);
+
+// Peak heap bytes of Train(request, data) followed by encoding its snapshot
+// (EncodeSnapshot), estimated before anything is loaded or allocated: the
+// training set as its caller holds it and Train's standardised copy, the
+// method's own estimate (VariationalMethod::EstimateMemory: posterior and
+// optimiser state, per-step workspaces, the exported posterior), and the
+// snapshot encoding (the posterior, its protobuf, the payload and the framed
+// copy). kept_bytes is the snapshot's posterior. Fails as Train would on a
+// bad method, parameter or model.
+absl::StatusOr<MemoryEstimate> EstimateTrainingMemory(
+    const TrainRequest& request, const DatasetShape& data,
+    const MethodRegistry& registry);
 
 // Hex SHA-256 of a dataset's schema and rows (the snapshot's dataset_hash).
 std::string DatasetHash(const Dataset& data);

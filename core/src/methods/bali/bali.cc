@@ -15,6 +15,7 @@
 // C_in = s_l^2 R and C_out = Sigma.
 #include "bnn/methods/bali.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <vector>
@@ -152,6 +153,33 @@ class Bali final : public VariationalMethod {
     }
     stats.loss = nll;
     return stats;
+  }
+
+  MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
+                                int64_t) const override {
+    const int64_t b = std::min<int64_t>(options_.batch_size, num_rows);
+    int64_t state = 0, batch = 0, transient = 0, exported = 0;
+    for (const LayerShape& shape : spec.Layers()) {
+      const int64_t dx = shape.in + 1, dy = shape.out;
+      // EMAs X'X, X'Y, Y'Y; the Cholesky factor of R^-1; M, the weight
+      // sample; Sigma and its factor.
+      state += 2 * dx * dx + 3 * dx * dy + 3 * dy * dy + dy;
+      batch += b * (dx + 2 * dy);  // X, Z and G
+      // The conjugate update's and the sampler's temporaries, pseudo-targets
+      // and (BALI-L) the R^-1 X^T solve and the output noise.
+      transient = std::max(transient, 4 * dx * dx + 3 * dx * dy + 2 * dy * dy +
+                                          2 * b * (dx + dy));
+      exported += dx * dy + dy * dy + 2 * dx * dx;  // mean, factors, R
+    }
+    exported += spec.NumParameters();
+    MemoryEstimate e;
+    e.Add("layer posteriors and statistics", MulBytes({state, 8}));
+    e.Add("minibatch activations and gradients (B rows)", MulBytes({batch, 8}));
+    e.Add("one layer's update temporaries", MulBytes({transient, 8}));
+    e.Add("exported posterior (layer means and factors)",
+          MulBytes({exported, 8}));
+    e.kept_bytes = MulBytes({exported, 8});
+    return e;
   }
 
   std::unique_ptr<Posterior> ExportPosterior() const override {

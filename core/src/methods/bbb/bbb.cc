@@ -5,6 +5,7 @@
 // with g_s the minibatch gradient of -log p at sample s; Adam on (mu, rho).
 #include "bnn/methods/bbb.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "bnn/posterior/gaussian_families.h"
 #include "bnn/status.h"
 
+#include "methods/method_memory.h"
+
 namespace bnn {
 namespace {
 
@@ -25,6 +28,7 @@ class Bbb final : public VariationalMethod {
 
   absl::string_view name() const override { return "bbb"; }
   int batch_size() const override { return options_.batch_size; }
+  int samples_per_step() const override { return options_.mc_samples; }
   double noise_precision() const override { return options_.noise_precision; }
   ParamMap Params() const override {
     return BbbOptionsSchema().ToParams(options_);
@@ -98,6 +102,25 @@ class Bbb final : public VariationalMethod {
     StepStats stats;
     stats.loss = nll_.mean();
     return stats;
+  }
+
+  MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
+                                int64_t) const override {
+    const int64_t dim = spec.NumParameters();
+    const int64_t m = std::min<int64_t>(options_.batch_size, num_rows);
+    MemoryEstimate e;
+    // mu, rho, lambda, Adam's moments of both, sigma, the two gradients and
+    // their temporaries.
+    e.Add("variational parameters, Adam moments and gradients (12 x D)",
+          internal::VectorBytes(12, dim, 8));
+    e.Add("noise, weight samples and per-sample gradients (4 x D x S)",
+          internal::VectorBytes(4, MulBytes({dim, options_.mc_samples}), 8));
+    internal::AddMinibatchPasses(spec, m, options_.mc_samples, sizeof(double),
+                                 1, &e);
+    const int64_t exported = internal::VectorBytes(3, dim, 8);
+    e.Add("exported posterior (mean, variances)", exported);
+    e.kept_bytes = exported;
+    return e;
   }
 
   std::unique_ptr<Posterior> ExportPosterior() const override {

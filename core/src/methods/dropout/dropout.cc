@@ -4,6 +4,7 @@
 // which is MC dropout's weight-space view.
 #include "bnn/methods/dropout.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "bnn/posterior/sample_families.h"
 #include "bnn/status.h"
 
+#include "methods/method_memory.h"
 #include "model/activation.h"
 
 namespace bnn {
@@ -123,6 +125,23 @@ class Dropout final : public VariationalMethod {
     StepStats stats;
     stats.loss = nll / b;
     return stats;
+  }
+
+  MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
+                                int64_t) const override {
+    const int64_t dim = spec.NumParameters();
+    const int64_t b = std::min<int64_t>(options_.batch_size, num_rows);
+    int64_t inputs = 0;
+    for (const LayerShape& shape : spec.Layers()) inputs += shape.in;
+    MemoryEstimate e;
+    e.Add("weights, Adam moments, gradient and temporaries (6 x D)",
+          internal::VectorBytes(6, dim, 8));
+    internal::AddMinibatchPasses(spec, b, 1, sizeof(double), 1, &e);
+    e.Add("dropout masks (B x sum of layer inputs)", MulBytes({b, inputs, 8}));
+    const int64_t exported = internal::VectorBytes(1, dim, 8);
+    e.Add("exported posterior (weights)", exported);
+    e.kept_bytes = exported;
+    return e;
   }
 
   std::unique_ptr<Posterior> ExportPosterior() const override {

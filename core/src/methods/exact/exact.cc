@@ -12,6 +12,7 @@
 
 #include "bnn/check.h"
 #include "bnn/linalg/optimize.h"
+#include "bnn/memory.h"
 #include "bnn/model/likelihood.h"
 #include "bnn/posterior/gaussian_families.h"
 #include "bnn/status.h"
@@ -92,6 +93,33 @@ class Exact final : public VariationalMethod {
     StepStats stats;
     stats.loss = expected_nll_ / static_cast<double>(x_.rows());
     return stats;
+  }
+
+  MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
+                                int64_t) const override {
+    const int64_t dim = spec.NumParameters();
+    const int64_t params = Size(dim);
+    MemoryEstimate e;
+    e.Add("design matrix [x, 1] (N x D)", MulBytes({num_rows, dim + 1, 8}));
+    e.Add(absl::StrCat("L-BFGS state and history (", 2 * options_.lbfgs_memory,
+                       " + 6 vectors of ", params, ")"),
+          MulBytes({2 * options_.lbfgs_memory + 6, params, 8}));
+    if (full_) {
+      // L, X L (N x D) and the gradient G L; exporting forms L^-1, P and the
+      // posterior's precision and Cholesky factor.
+      e.Add("objective: L, X L and G L",
+            MulBytes({num_rows + 2 * dim, dim, 8}));
+      e.Add("exported posterior and its temporaries (5 x D^2)",
+            MulBytes({5, dim, dim, 8}));
+      e.kept_bytes = MulBytes({2 * dim + 1, dim, 8});
+    } else {
+      // X.^2 formed for the variances and their gradient.
+      e.Add("objective: X.^2 (N x D) and row statistics",
+            MulBytes({num_rows, dim + 4, 8}));
+      e.kept_bytes = MulBytes({2, dim, 8});
+      e.Add("exported posterior", e.kept_bytes);
+    }
+    return e;
   }
 
   std::unique_ptr<Posterior> ExportPosterior() const override {

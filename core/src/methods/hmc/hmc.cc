@@ -1,5 +1,6 @@
 #include "bnn/methods/hmc.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -9,6 +10,8 @@
 #include "bnn/model/network.h"
 #include "bnn/posterior/sample_families.h"
 #include "bnn/status.h"
+
+#include "methods/method_memory.h"
 
 namespace bnn {
 namespace {
@@ -44,6 +47,7 @@ class Hmc final : public VariationalMethod {
 
   absl::string_view name() const override { return "hmc"; }
   int batch_size() const override { return static_cast<int>(x_.rows()); }
+  int samples_per_step() const override { return options_.chains; }
   double noise_precision() const override { return options_.noise_precision; }
   ParamMap Params() const override {
     return HmcOptionsSchema().ToParams(options_);
@@ -134,6 +138,31 @@ class Hmc final : public VariationalMethod {
     StepStats stats;
     stats.loss = nll_mean_;
     return stats;
+  }
+
+  MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
+                                int64_t total_steps) const override {
+    const int64_t dim = spec.NumParameters();
+    const int64_t chains = options_.chains;
+    // Every iteration runs all N rows for every chain (batch_size() is N).
+    MemoryEstimate e;
+    e.Add("prior precisions (D)", internal::VectorBytes(1, dim, 8));
+    e.Add("chain states, gradients, momenta and proposals (5 x D x chains)",
+          internal::VectorBytes(5, MulBytes({dim, chains}), 8));
+    internal::AddMinibatchPasses(spec, num_rows, chains, sizeof(double), 1, &e);
+    const int64_t iterations =
+        std::max<int64_t>(0, total_steps - options_.warmup) / options_.thin;
+    const int64_t kept =
+        std::max<int64_t>(1,
+                          std::min<int64_t>(options_.max_samples, iterations)) *
+        chains;
+    // The kept states, and the exported D x K copy of them.
+    e.Add(absl::StrCat("kept samples (D x ", kept, ")"),
+          internal::VectorBytes(kept, dim, 8));
+    const int64_t exported = internal::VectorBytes(kept + 1, dim, 8);
+    e.Add("exported sample set", exported);
+    e.kept_bytes = exported;
+    return e;
   }
 
   std::unique_ptr<Posterior> ExportPosterior() const override {

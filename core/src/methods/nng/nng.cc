@@ -11,6 +11,7 @@
 // with v~ the bias-corrected momentum of v, in three structures of F.
 #include "bnn/methods/nng.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "bnn/posterior/gaussian_families.h"
 #include "bnn/status.h"
 
+#include "methods/method_memory.h"
 #include "methods/nng/kfac.h"
 
 namespace bnn {
@@ -69,6 +71,7 @@ class NngBase : public VariationalMethod {
       : options_(options), noise_(options) {}
 
   int batch_size() const override { return options_.batch_size; }
+  int samples_per_step() const override { return options_.mc_samples; }
   double noise_precision() const override { return noise_.precision(); }
   ParamMap Params() const override {
     return NngOptionsSchema().ToParams(options_);
@@ -76,6 +79,22 @@ class NngBase : public VariationalMethod {
   void SetSchedule(int64_t steps_per_epoch, int64_t total_steps) override {
     steps_per_epoch_ = std::max<int64_t>(1, steps_per_epoch);
     total_steps_ = total_steps;
+  }
+
+  MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
+                                int64_t) const override {
+    const int64_t dim = spec.NumParameters();
+    const int64_t m = std::min<int64_t>(options_.batch_size, num_rows);
+    MemoryEstimate e;
+    e.Add("mean, prior, momentum and step vectors (6 x D)",
+          internal::VectorBytes(6, dim, sizeof(double)));
+    e.Add("weight samples (D x S)",
+          internal::VectorBytes(options_.mc_samples, dim, sizeof(double)));
+    // The likelihood's and the sampled targets' (true Fisher) gradients.
+    internal::AddMinibatchPasses(spec, m, options_.mc_samples, sizeof(double),
+                                 2, &e);
+    AddFamilyMemory(spec, m * options_.mc_samples, &e);
+    return e;
   }
 
   absl::Status Initialize(const ModelSpec& spec, const Dataset& train,
@@ -176,6 +195,11 @@ class NngBase : public VariationalMethod {
  protected:
   // True if biases get bias_prior_precision (false for noisy_kfac).
   virtual bool PerParameterPrior() const { return true; }
+  // The family's part of EstimateMemory: Fisher statistics and their
+  // factorisations, sampling temporaries and the exported posterior (also
+  // set as kept_bytes), for `rows` = M * S rows per step.
+  virtual void AddFamilyMemory(const ModelSpec& spec, int64_t rows,
+                               MemoryEstimate* e) const = 0;
   virtual absl::Status InitializeFisher() = 0;
   virtual void SampleWeights(int s, Rng& rng, Eigen::MatrixXd* out) = 0;
   virtual void UpdateFisher(const PerExampleGrads<double>& g) = 0;
@@ -260,6 +284,16 @@ class NoisyAdam final : public NngBase {
         (f_ + gamma_in_).array().matrix() +
         Eigen::VectorXd::Constant(v.size(), options_.extrinsic_damping));
   }
+  void AddFamilyMemory(const ModelSpec& spec, int64_t,
+                       MemoryEstimate* e) const override {
+    const int64_t dim = spec.NumParameters();
+    // f, the squared sums and the sampling standard deviations.
+    e->Add("Fisher diagonal and its temporaries (3 x D)",
+           internal::VectorBytes(3, dim, sizeof(double)));
+    const int64_t exported = internal::VectorBytes(2, dim, sizeof(double));
+    e->Add("exported posterior (mean, variances)", exported);
+    e->kept_bytes = exported;
+  }
 
   Eigen::VectorXd f_, sq_;
 };
@@ -318,6 +352,26 @@ class NoisyKfac final : public NngBase {
     internal::PreconditionKfac(network_->layers(), factors_,
                                gamma_in_[0] + options_.extrinsic_damping, v,
                                out);
+  }
+  void AddFamilyMemory(const ModelSpec& spec, int64_t,
+                       MemoryEstimate* e) const override {
+    int64_t factors = 0, widest = 0, exported = spec.NumParameters();
+    for (const LayerShape& shape : spec.Layers()) {
+      const int64_t a = int64_t{shape.in + 1} * (shape.in + 1);
+      const int64_t s = int64_t{shape.out} * shape.out;
+      factors += a + s;
+      widest = std::max(widest, a + s);
+      exported += shape.size() + a + s;  // mean, out and in factors
+    }
+    // A, S and their eigenvectors per layer; an eigendecomposition, the
+    // damped roots and the exported layer's covariances transiently.
+    e->Add("Kronecker factors and eigenvectors (2 x sum (in+1)^2 + out^2)",
+           internal::VectorBytes(2, factors, sizeof(double)));
+    e->Add("factorisation temporaries (largest layer)",
+           internal::VectorBytes(6, widest, sizeof(double)));
+    e->Add("exported posterior (layer means and Cholesky factors)",
+           MulBytes({exported, sizeof(double)}));
+    e->kept_bytes = MulBytes({exported, sizeof(double)});
   }
 
   std::vector<internal::KfacFactors> factors_;
@@ -379,6 +433,20 @@ class NngFull final : public NngBase {
   }
   void Precondition(const Eigen::VectorXd& v, Eigen::VectorXd* out) override {
     *out = update_llt_.solve(v);
+  }
+  void AddFamilyMemory(const ModelSpec& spec, int64_t rows,
+                       MemoryEstimate* e) const override {
+    const int64_t dim = spec.NumParameters();
+    const int64_t square = MulBytes({dim, dim, sizeof(double)});
+    e->Add("Fisher and its two Cholesky factors (3 x D^2)",
+           MulBytes({3, square}));
+    // Refreshing (sampling and damped copies), or the update's J J^T.
+    e->Add("factorisation temporaries (2 x D^2)", MulBytes({2, square}));
+    e->Add("per-example gradients J (D x M S)",
+           MulBytes({dim, rows, sizeof(double)}));
+    // The precision, its copy in the posterior and its Cholesky factor.
+    e->Add("exported posterior (3 x D^2)", MulBytes({3, square}));
+    e->kept_bytes = MulBytes({2, square});
   }
 
   Eigen::MatrixXd fisher_;

@@ -19,6 +19,7 @@
 #include "bnn/posterior/low_rank_gaussian.h"
 #include "bnn/status.h"
 
+#include "methods/method_memory.h"
 #include "methods/slang/slang_impl.h"
 
 namespace bnn {
@@ -292,6 +293,49 @@ std::unique_ptr<Posterior> Slang<T>::ExportPosterior() const {
   // The state is finite and d > 0 after every successful step.
   BNN_CHECK_OK(posterior.status());
   return std::move(posterior).value();
+}
+
+template <typename T>
+MemoryEstimate Slang<T>::EstimateMemory(const ModelSpec& spec, int64_t num_rows,
+                                        int64_t) const {
+  const int b = sizeof(T);
+  const int64_t dim = spec.NumParameters();
+  const int64_t rank = std::min<int64_t>(options_.rank, dim);
+  const int64_t probes = std::min<int64_t>(rank + 2, dim);  // K
+  const int64_t m = std::min<int64_t>(options_.batch_size, num_rows);
+  const int64_t ms = m * options_.mc_samples;
+  MemoryEstimate e;
+  // mu, d, the prior, momentum and the step's D-vectors (g, squared sums,
+  // the diagonal correction, the solve's right-hand side and result).
+  e.Add("mean, diagonal, prior, momentum and step vectors (11 x D)",
+        VectorBytes(11, dim, b));
+  e.Add("U, its update and the eigenvectors (3 x D x L)",
+        VectorBytes(3, MulBytes({dim, rank}), b));
+  e.Add("precision factorisation (V = d^-1/2 U and d, D x (L + 2))",
+        VectorBytes(rank + 2, dim, b));
+  e.Add("weight samples and their noise (2 x D x S)",
+        VectorBytes(2, MulBytes({dim, options_.mc_samples}), b));
+  if (options_.eig_solver == "exact") {
+    const int64_t gram = rank + ms;  // without a snapshot prior
+    e.Add("exact eigensolver: U block and Gram matrix",
+          AddBytes(VectorBytes(1, MulBytes({dim, rank}), b),
+                   VectorBytes(4, MulBytes({gram, gram}), sizeof(double))));
+  } else {
+    // Probe blocks Q and Y, CholeskyQR's double basis (two in float), and
+    // the J^T X products.
+    e.Add("randomized eigensolver (D x (L + 2) blocks)",
+          AddBytes(VectorBytes(2, MulBytes({dim, probes}), b),
+                   VectorBytes(b == sizeof(float) ? 2 : 1,
+                               MulBytes({dim, probes}), sizeof(double))));
+    e.Add("J^T X products ((M S) x (L + 2))",
+          VectorBytes(2, MulBytes({ms, probes}), b));
+  }
+  AddMinibatchPasses(spec, m, options_.mc_samples, b, 1, &e);
+  // ExportPosterior: mu, U, d and their factorisation in double.
+  const int64_t exported = VectorBytes(2 * rank + 4, dim, sizeof(double));
+  e.Add("exported posterior (double)", exported);
+  e.kept_bytes = exported;
+  return e;
 }
 
 template <typename T>

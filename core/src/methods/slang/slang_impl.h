@@ -28,6 +28,7 @@ class Slang final : public VariationalMethod {
     return online_eig_ ? "slang_online_eig" : "slang";
   }
   int batch_size() const override { return options_.batch_size; }
+  int samples_per_step() const override { return options_.mc_samples; }
   double noise_precision() const override { return options_.noise_precision; }
   ParamMap Params() const override;
 
@@ -45,6 +46,8 @@ class Slang final : public VariationalMethod {
   absl::StatusOr<StepStats> StepWithSamples(const std::vector<int64_t>& batch,
                                             const MatrixX<T>& theta, Rng& rng);
   std::unique_ptr<Posterior> ExportPosterior() const override;
+  MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
+                                int64_t total_steps) const override;
 
   const VectorX<T>& mean() const { return mu_; }
   const MatrixX<T>& u() const { return u_; }

@@ -3,6 +3,7 @@
 // limited to FullGaussianPosterior::kMaxDim parameters.
 #include "bnn/methods/vogn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include "bnn/model/network.h"
 #include "bnn/posterior/gaussian_families.h"
 #include "bnn/status.h"
+
+#include "methods/method_memory.h"
 
 namespace bnn {
 namespace {
@@ -31,6 +34,7 @@ class Vogn final : public VariationalMethod {
                : (full ? "von_full" : "von_diag");
   }
   int batch_size() const override { return options_.batch_size; }
+  int samples_per_step() const override { return options_.mc_samples; }
   double noise_precision() const override { return options_.noise_precision; }
   ParamMap Params() const override {
     return VognOptionsSchema().ToParams(options_);
@@ -194,6 +198,33 @@ class Vogn final : public VariationalMethod {
     StepStats stats;
     stats.loss = nll_.mean();
     return stats;
+  }
+
+  MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
+                                int64_t) const override {
+    const int64_t dim = spec.NumParameters();
+    const int64_t m = std::min<int64_t>(options_.batch_size, num_rows);
+    const int64_t rows = m * options_.mc_samples;
+    MemoryEstimate e;
+    e.Add("mean, prior, momentum, curvature and step vectors (10 x D)",
+          internal::VectorBytes(10, dim, 8));
+    e.Add("noise and weight samples (2 x D x S)",
+          internal::VectorBytes(2, MulBytes({dim, options_.mc_samples}), 8));
+    internal::AddMinibatchPasses(spec, m, options_.mc_samples, sizeof(double),
+                                 1, &e);
+    int64_t exported = internal::VectorBytes(3, dim, 8);
+    if (full()) {
+      const int64_t square = MulBytes({dim, dim, 8});
+      e.Add("precision, its Cholesky factor and the curvature (3 x D^2)",
+            MulBytes({3, square}));
+      if (curvature_ == Curvature::kEmpiricalFisher) {
+        e.Add("per-example gradients J (D x M S)", MulBytes({dim, rows, 8}));
+      }
+      exported = AddBytes(MulBytes({2, square}), MulBytes({dim, 8}));
+    }
+    e.Add("exported posterior", exported);
+    e.kept_bytes = exported;
+    return e;
   }
 
   std::unique_ptr<Posterior> ExportPosterior() const override {
