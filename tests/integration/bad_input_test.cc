@@ -18,6 +18,7 @@
 
 #include "client/bnn_client.h"
 #include "tests/integration/cubic_data.h"
+#include "tests/integration/server_fixture.h"
 #include "tests/integration/subprocess.h"
 
 namespace bnn::integration {
@@ -103,17 +104,10 @@ class BadInputTest : public ::testing::Test {
     request.mutable_model()->add_hidden_sizes(4);
     request.set_epochs(2);
     request.set_seed(3);
-    absl::StatusOr<std::string> job_id = client_->StartTraining(request);
-    if (!job_id.ok()) return job_id.status();
-    absl::StatusOr<v1::Job> job =
-        client_->WaitForJob(*job_id, absl::Seconds(60));
-    if (!job.ok()) return job.status();
-    if (job->state() != v1::JOB_STATE_SUCCEEDED) {
-      return absl::InternalError(absl::StrCat("setup job ended ",
-                                              v1::JobState_Name(job->state()),
-                                              ": ", job->error()));
-    }
-    snapshot_id_ = job->snapshot_id();
+    absl::StatusOr<std::string> snapshot_id =
+        TrainThroughClient(*client_, request, absl::Seconds(60));
+    if (!snapshot_id.ok()) return snapshot_id.status();
+    snapshot_id_ = *std::move(snapshot_id);
     return absl::OkStatus();
   }
 

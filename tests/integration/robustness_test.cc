@@ -15,6 +15,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bnn/io/snapshot.h"
+
 #include "client/bnn_client.h"
 #include "tests/integration/server_fixture.h"
 #include "tests/integration/subprocess.h"
@@ -57,16 +59,7 @@ class RobustnessTest : public ServerTest {
     request.mutable_model()->add_hidden_sizes(8);
     request.set_epochs(20);
     request.set_seed(3);
-    absl::StatusOr<std::string> job_id = client_->StartTraining(request);
-    if (!job_id.ok()) return job_id.status();
-    absl::StatusOr<v1::Job> job =
-        client_->WaitForJob(*job_id, absl::Seconds(60));
-    if (!job.ok()) return job.status();
-    if (job->state() != v1::JOB_STATE_SUCCEEDED) {
-      return absl::InternalError(absl::StrCat(
-          "job ", v1::JobState_Name(job->state()), ": ", job->error()));
-    }
-    return job->snapshot_id();
+    return TrainThroughClient(*client_, request, absl::Seconds(60));
   }
 
   std::unique_ptr<BnnClient> client_;
@@ -120,6 +113,109 @@ TEST_F(RobustnessTest, QuantilesAndAcquireReturnForLargeTargetOffsets) {
   }
 }
 
+// Issue 10, finding 9: targets of +-1e308 overflowed the standardisation's
+// mean and variance; training "succeeded" and predicted NaN. The upload is
+// refused naming the column, and nothing is stored.
+TEST_F(RobustnessTest, UploadWhoseTargetsOverflowStandardisationIsRejected) {
+  v1::DatasetHeader header;
+  header.set_name("overflow");
+  header.set_task(v1::TASK_REGRESSION);
+  header.set_num_features(1);
+  const std::vector<double> x = {1, 2, 3, 4};
+  const std::vector<double> y = {1e308, -1e308, 1e308, -1e308};
+  const absl::StatusOr<v1::DatasetInfo> info =
+      client_->UploadDataset(header, x, y);
+  EXPECT_EQ(info.status().code(), absl::StatusCode::kInvalidArgument)
+      << info.status();
+  EXPECT_THAT(std::string(info.status().message()),
+              ::testing::HasSubstr("target spans [-1e+308, 1e+308]"));
+  const absl::StatusOr<std::vector<v1::DatasetInfo>> all =
+      client_->ListDatasets();
+  ASSERT_TRUE(all.ok()) << all.status();
+  for (const v1::DatasetInfo& d : *all) EXPECT_NE(d.name(), "overflow");
+}
+
+// Finding 9: an imported snapshot with a NaN in its standardisation was
+// accepted and served NaN. Now it is refused naming the field; and a
+// snapshot whose predictions overflow (finite, but a target std of 1e200
+// squares to infinity) answers INTERNAL naming itself, never a NaN or Inf.
+TEST_F(RobustnessTest, NonFiniteSnapshotsAndPredictionsAreErrors) {
+  absl::StatusOr<std::string> trained = TrainOffsetLine(0.0);
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  absl::StatusOr<std::string> bytes = client_->ExportSnapshotToString(*trained);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<Snapshot> snapshot = DecodeSnapshot(*bytes);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+
+  Snapshot nan = *snapshot;
+  nan.standardization.target_mean = std::nan("");
+  absl::StatusOr<v1::SnapshotInfo> imported =
+      client_->ImportSnapshot(*EncodeSnapshot(nan));
+  EXPECT_EQ(imported.status().code(), absl::StatusCode::kInvalidArgument)
+      << imported.status();
+  EXPECT_THAT(std::string(imported.status().message()),
+              ::testing::HasSubstr("standardization.target_mean = nan"));
+
+  Snapshot huge = *snapshot;
+  huge.standardization.target_std = 1e200;
+  imported = client_->ImportSnapshot(*EncodeSnapshot(huge));
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  v1::PredictRequest predict;
+  predict.set_snapshot_id(imported->snapshot_id());
+  predict.add_rows()->add_x(0.5);
+  predict.set_seed(1);
+  const absl::StatusOr<v1::PredictResponse> response =
+      client_->Predict(predict);
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kInternal)
+      << response.status();
+  EXPECT_THAT(
+      std::string(response.status().message()),
+      ::testing::HasSubstr(absl::StrCat("snapshot '", imported->snapshot_id(),
+                                        "' gave a non-finite prediction")));
+  // The server keeps serving the good snapshot.
+  predict.set_snapshot_id(*trained);
+  EXPECT_TRUE(client_->Predict(predict).ok());
+}
+
+// Finding 2: `train --hidden 1000,1000 --param rank=4096` aborted the server
+// on std::bad_alloc. An allocation failure now fails the job alone
+// (RESOURCE_EXHAUSTED in its error) and the server keeps serving. The model
+// here needs D x (L + 2) = 4.0e6 x 4098 doubles (131 GB) at once, which the
+// kernel refuses outright unless it overcommits without limit
+// (vm.overcommit_memory = 1), in which case the test does not run.
+TEST_F(RobustnessTest, AllocationFailureFailsTheJobNotTheServer) {
+  if (ReadFileOrEmpty("/proc/sys/vm/overcommit_memory").rfind("1", 0) == 0) {
+    GTEST_SKIP() << "vm.overcommit_memory = 1: a 131 GB allocation would be "
+                    "granted and the job OOM-killed instead";
+  }
+  v1::DatasetHeader header;
+  header.set_name("big-model");
+  header.set_task(v1::TASK_REGRESSION);
+  header.set_num_features(1);
+  const std::vector<double> x = {1, 2, 3, 4}, y = {1, 4, 9, 16};
+  const absl::StatusOr<v1::DatasetInfo> info =
+      client_->UploadDataset(header, x, y);
+  ASSERT_TRUE(info.ok()) << info.status();
+  v1::StartTrainingRequest request;
+  request.set_dataset_id(info->dataset_id());
+  request.set_method("slang");
+  request.mutable_model()->add_hidden_sizes(2000);
+  request.mutable_model()->add_hidden_sizes(2000);
+  request.set_epochs(1);
+  (*request.mutable_params())["rank"] = "4096";
+  const absl::StatusOr<std::string> snapshot =
+      TrainThroughClient(*client_, request, absl::Seconds(120));
+  EXPECT_FALSE(snapshot.ok());
+  EXPECT_THAT(std::string(snapshot.status().message()),
+              ::testing::AllOf(::testing::HasSubstr("FAILED"),
+                               ::testing::HasSubstr("RESOURCE_EXHAUSTED"),
+                               ::testing::HasSubstr("ran out of memory")))
+      << snapshot.status();
+  const absl::StatusOr<std::vector<v1::DatasetInfo>> all =
+      client_->ListDatasets();
+  EXPECT_TRUE(all.ok()) << all.status();
+}
+
 // Issue 10, finding 11: with the default --threads (one per core) a small
 // SLANG job took 22.2 s where --threads 1 took 1.2 s (every tiny GEMM split
 // across threads that spin and wait for each other). The default must never
@@ -169,16 +265,11 @@ TEST_F(RobustnessTest, DefaultThreadsAreNotSlowerThanOneOnASmallJob) {
     request.set_epochs(5);
     request.set_seed(1);
     (*request.mutable_params())["batch_size"] = "32";
-    absl::StatusOr<std::string> job_id = (*client)->StartTraining(request);
-    if (!job_id.ok()) return job_id.status();
-    absl::StatusOr<v1::Job> job =
-        (*client)->WaitForJob(*job_id, absl::Seconds(120));
-    if (!job.ok()) return job.status();
-    if (job->state() != v1::JOB_STATE_SUCCEEDED) {
-      return absl::InternalError(job->error());
-    }
+    absl::StatusOr<std::string> snapshot_id =
+        TrainThroughClient(**client, request, absl::Seconds(120));
+    if (!snapshot_id.ok()) return snapshot_id.status();
     absl::StatusOr<v1::SnapshotInfo> snapshot =
-        (*client)->GetSnapshot(job->snapshot_id());
+        (*client)->GetSnapshot(*snapshot_id);
     if (!snapshot.ok()) return snapshot.status();
     return snapshot->train_seconds();
   };

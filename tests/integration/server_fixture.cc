@@ -91,6 +91,21 @@ absl::StatusOr<std::string> ServerTest::UploadCubic(int num_points,
   return (*dataset)["dataset_id"].get<std::string>();
 }
 
+absl::StatusOr<std::string> TrainThroughClient(
+    client::BnnClient& client, const v1::StartTrainingRequest& request,
+    absl::Duration timeout) {
+  absl::StatusOr<std::string> job_id = client.StartTraining(request);
+  if (!job_id.ok()) return job_id.status();
+  absl::StatusOr<v1::Job> job = client.WaitForJob(*job_id, timeout);
+  if (!job.ok()) return job.status();
+  if (job->state() != v1::JOB_STATE_SUCCEEDED) {
+    return absl::InternalError(absl::StrCat("job ", *job_id, " ended ",
+                                            v1::JobState_Name(job->state()),
+                                            ": ", job->error()));
+  }
+  return job->snapshot_id();
+}
+
 std::vector<std::string> QuickSlangArgs() {
   return {"--method", "slang",    "--epochs", "50",
           "--seed",   "1",        "--param",  "mc_samples=4",

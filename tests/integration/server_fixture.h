@@ -13,9 +13,17 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "client/bnn_client.h"
 #include "tests/integration/subprocess.h"
 
 namespace bnn::integration {
+
+// Starts `request` through `client` and waits up to `timeout` for the job;
+// the snapshot id of a SUCCEEDED job, an error naming the final state
+// otherwise.
+absl::StatusOr<std::string> TrainThroughClient(
+    client::BnnClient& client, const v1::StartTrainingRequest& request,
+    absl::Duration timeout);
 
 // `bnnctl train` flags for a small SLANG run (method, epochs, seed, params;
 // no --hidden) that finishes in well under a second even in a debug build.

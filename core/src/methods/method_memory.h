@@ -4,19 +4,33 @@
 #define BNN_METHODS_METHOD_MEMORY_H_
 
 #include <cstdint>
+#include <string>
 
 #include "bnn/memory.h"
 #include "bnn/model/model_spec.h"
 
 namespace bnn::internal {
 
-// One minibatch step's network workspaces: the batch (M x p inputs and M
-// targets), the forward pass over M * S rows and `backward_passes`
-// PerExampleGrads over them (two for methods that also back-propagate
-// sampled targets), with `scalar_bytes`-byte scalars.
-void AddMinibatchPasses(const ModelSpec& spec, int64_t batch_rows,
-                        int64_t samples, int scalar_bytes, int backward_passes,
-                        MemoryEstimate* estimate);
+// The part of a method's estimate every method over the MLP shares, for
+// steps over min(batch_size, num_rows) rows (M) and `samples` weight samples
+// (S), with `scalar_bytes`-byte scalars: `vectors` D-vectors of parameters
+// and optimiser state (named `vectors_what`), `sample_blocks` D x S blocks
+// (weight samples, their noise, per-sample gradients), the batch (M x p
+// inputs and M targets), the forward pass over M * S rows and
+// `backward_passes` PerExampleGrads over them (two for methods that also
+// back-propagate sampled targets). The method adds what is its own.
+struct MinibatchShape {
+  int64_t batch_size = 1;
+  int64_t samples = 1;
+  int scalar_bytes = 8;
+  int backward_passes = 1;
+};
+MemoryEstimate MinibatchMemory(const ModelSpec& spec, int64_t num_rows,
+                               const MinibatchShape& shape, int vectors,
+                               std::string vectors_what, int sample_blocks);
+
+// Adds the posterior ExportPosterior() returns, also as kept_bytes.
+void AddExported(std::string what, int64_t bytes, MemoryEstimate* estimate);
 
 // `count` arrays of `dim` scalars of `scalar_bytes` bytes.
 inline int64_t VectorBytes(int64_t count, int64_t dim, int scalar_bytes) {

@@ -29,6 +29,7 @@
 #include "bnn/status.h"
 
 #include "methods/bali/mniw.h"
+#include "methods/method_memory.h"
 #include "model/activation.h"
 
 namespace bnn {
@@ -176,9 +177,8 @@ class Bali final : public VariationalMethod {
     e.Add("layer posteriors and statistics", MulBytes({state, 8}));
     e.Add("minibatch activations and gradients (B rows)", MulBytes({batch, 8}));
     e.Add("one layer's update temporaries", MulBytes({transient, 8}));
-    e.Add("exported posterior (layer means and factors)",
-          MulBytes({exported, 8}));
-    e.kept_bytes = MulBytes({exported, 8});
+    internal::AddExported("exported posterior (layer means and factors)",
+                          MulBytes({exported, 8}), &e);
     return e;
   }
 

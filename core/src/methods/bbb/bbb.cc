@@ -106,20 +106,15 @@ class Bbb final : public VariationalMethod {
 
   MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
                                 int64_t) const override {
-    const int64_t dim = spec.NumParameters();
-    const int64_t m = std::min<int64_t>(options_.batch_size, num_rows);
-    MemoryEstimate e;
     // mu, rho, lambda, Adam's moments of both, sigma, the two gradients and
-    // their temporaries.
-    e.Add("variational parameters, Adam moments and gradients (12 x D)",
-          internal::VectorBytes(12, dim, 8));
-    e.Add("noise, weight samples and per-sample gradients (4 x D x S)",
-          internal::VectorBytes(4, MulBytes({dim, options_.mc_samples}), 8));
-    internal::AddMinibatchPasses(spec, m, options_.mc_samples, sizeof(double),
-                                 1, &e);
-    const int64_t exported = internal::VectorBytes(3, dim, 8);
-    e.Add("exported posterior (mean, variances)", exported);
-    e.kept_bytes = exported;
+    // their temporaries; the noise, the samples and the per-sample
+    // gradients with a temporary.
+    MemoryEstimate e = internal::MinibatchMemory(
+        spec, num_rows, {options_.batch_size, options_.mc_samples}, 12,
+        "variational parameters, Adam moments and gradients", 4);
+    internal::AddExported("exported posterior (mean, variances)",
+                          internal::VectorBytes(3, spec.NumParameters(), 8),
+                          &e);
     return e;
   }
 

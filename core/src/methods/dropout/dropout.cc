@@ -129,18 +129,16 @@ class Dropout final : public VariationalMethod {
 
   MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
                                 int64_t) const override {
-    const int64_t dim = spec.NumParameters();
     const int64_t b = std::min<int64_t>(options_.batch_size, num_rows);
     int64_t inputs = 0;
     for (const LayerShape& shape : spec.Layers()) inputs += shape.in;
-    MemoryEstimate e;
-    e.Add("weights, Adam moments, gradient and temporaries (6 x D)",
-          internal::VectorBytes(6, dim, 8));
-    internal::AddMinibatchPasses(spec, b, 1, sizeof(double), 1, &e);
+    MemoryEstimate e = internal::MinibatchMemory(
+        spec, num_rows, {options_.batch_size}, 6,
+        "weights, Adam moments, gradient and temporaries", 0);
     e.Add("dropout masks (B x sum of layer inputs)", MulBytes({b, inputs, 8}));
-    const int64_t exported = internal::VectorBytes(1, dim, 8);
-    e.Add("exported posterior (weights)", exported);
-    e.kept_bytes = exported;
+    internal::AddExported("exported posterior (weights)",
+                          internal::VectorBytes(1, spec.NumParameters(), 8),
+                          &e);
     return e;
   }
 

@@ -17,6 +17,8 @@
 #include "bnn/posterior/gaussian_families.h"
 #include "bnn/status.h"
 
+#include "methods/method_memory.h"
+
 namespace bnn {
 namespace {
 
@@ -116,8 +118,7 @@ class Exact final : public VariationalMethod {
       // X.^2 formed for the variances and their gradient.
       e.Add("objective: X.^2 (N x D) and row statistics",
             MulBytes({num_rows, dim + 4, 8}));
-      e.kept_bytes = MulBytes({2, dim, 8});
-      e.Add("exported posterior", e.kept_bytes);
+      internal::AddExported("exported posterior", MulBytes({2, dim, 8}), &e);
     }
     return e;
   }

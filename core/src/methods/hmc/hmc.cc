@@ -144,12 +144,11 @@ class Hmc final : public VariationalMethod {
                                 int64_t total_steps) const override {
     const int64_t dim = spec.NumParameters();
     const int64_t chains = options_.chains;
-    // Every iteration runs all N rows for every chain (batch_size() is N).
-    MemoryEstimate e;
-    e.Add("prior precisions (D)", internal::VectorBytes(1, dim, 8));
-    e.Add("chain states, gradients, momenta and proposals (5 x D x chains)",
-          internal::VectorBytes(5, MulBytes({dim, chains}), 8));
-    internal::AddMinibatchPasses(spec, num_rows, chains, sizeof(double), 1, &e);
+    // Every iteration runs all N rows for every chain (batch_size() is N):
+    // the prior precisions; per chain the state, gradient, momentum and
+    // proposal with its gradient.
+    MemoryEstimate e = internal::MinibatchMemory(
+        spec, num_rows, {num_rows, chains}, 1, "prior precisions", 5);
     const int64_t iterations =
         std::max<int64_t>(0, total_steps - options_.warmup) / options_.thin;
     const int64_t kept =
@@ -159,9 +158,8 @@ class Hmc final : public VariationalMethod {
     // The kept states, and the exported D x K copy of them.
     e.Add(absl::StrCat("kept samples (D x ", kept, ")"),
           internal::VectorBytes(kept, dim, 8));
-    const int64_t exported = internal::VectorBytes(kept + 1, dim, 8);
-    e.Add("exported sample set", exported);
-    e.kept_bytes = exported;
+    internal::AddExported("exported sample set",
+                          internal::VectorBytes(kept + 1, dim, 8), &e);
     return e;
   }
 

@@ -83,17 +83,15 @@ class NngBase : public VariationalMethod {
 
   MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
                                 int64_t) const override {
-    const int64_t dim = spec.NumParameters();
-    const int64_t m = std::min<int64_t>(options_.batch_size, num_rows);
-    MemoryEstimate e;
-    e.Add("mean, prior, momentum and step vectors (6 x D)",
-          internal::VectorBytes(6, dim, sizeof(double)));
-    e.Add("weight samples (D x S)",
-          internal::VectorBytes(options_.mc_samples, dim, sizeof(double)));
-    // The likelihood's and the sampled targets' (true Fisher) gradients.
-    internal::AddMinibatchPasses(spec, m, options_.mc_samples, sizeof(double),
-                                 2, &e);
-    AddFamilyMemory(spec, m * options_.mc_samples, &e);
+    // Two backward passes: the likelihood's and the sampled targets' (true
+    // Fisher) gradients.
+    MemoryEstimate e = internal::MinibatchMemory(
+        spec, num_rows, {options_.batch_size, options_.mc_samples, 8, 2}, 6,
+        "mean, prior, momentum and step vectors", 1);
+    AddFamilyMemory(
+        spec,
+        std::min<int64_t>(options_.batch_size, num_rows) * options_.mc_samples,
+        &e);
     return e;
   }
 
@@ -290,9 +288,8 @@ class NoisyAdam final : public NngBase {
     // f, the squared sums and the sampling standard deviations.
     e->Add("Fisher diagonal and its temporaries (3 x D)",
            internal::VectorBytes(3, dim, sizeof(double)));
-    const int64_t exported = internal::VectorBytes(2, dim, sizeof(double));
-    e->Add("exported posterior (mean, variances)", exported);
-    e->kept_bytes = exported;
+    internal::AddExported("exported posterior (mean, variances)",
+                          internal::VectorBytes(2, dim, sizeof(double)), e);
   }
 
   Eigen::VectorXd f_, sq_;
@@ -369,9 +366,9 @@ class NoisyKfac final : public NngBase {
            internal::VectorBytes(2, factors, sizeof(double)));
     e->Add("factorisation temporaries (largest layer)",
            internal::VectorBytes(6, widest, sizeof(double)));
-    e->Add("exported posterior (layer means and Cholesky factors)",
-           MulBytes({exported, sizeof(double)}));
-    e->kept_bytes = MulBytes({exported, sizeof(double)});
+    internal::AddExported(
+        "exported posterior (layer means and Cholesky factors)",
+        MulBytes({exported, sizeof(double)}), e);
   }
 
   std::vector<internal::KfacFactors> factors_;

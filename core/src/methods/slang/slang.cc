@@ -304,17 +304,16 @@ MemoryEstimate Slang<T>::EstimateMemory(const ModelSpec& spec, int64_t num_rows,
   const int64_t probes = std::min<int64_t>(rank + 2, dim);  // K
   const int64_t m = std::min<int64_t>(options_.batch_size, num_rows);
   const int64_t ms = m * options_.mc_samples;
-  MemoryEstimate e;
   // mu, d, the prior, momentum and the step's D-vectors (g, squared sums,
-  // the diagonal correction, the solve's right-hand side and result).
-  e.Add("mean, diagonal, prior, momentum and step vectors (11 x D)",
-        VectorBytes(11, dim, b));
+  // the diagonal correction, the solve's right-hand side and result); the
+  // samples and their noise.
+  MemoryEstimate e = MinibatchMemory(
+      spec, num_rows, {options_.batch_size, options_.mc_samples, b}, 11,
+      "mean, diagonal, prior, momentum and step vectors", 2);
   e.Add("U, its update and the eigenvectors (3 x D x L)",
         VectorBytes(3, MulBytes({dim, rank}), b));
   e.Add("precision factorisation (V = d^-1/2 U and d, D x (L + 2))",
         VectorBytes(rank + 2, dim, b));
-  e.Add("weight samples and their noise (2 x D x S)",
-        VectorBytes(2, MulBytes({dim, options_.mc_samples}), b));
   if (options_.eig_solver == "exact") {
     const int64_t gram = rank + ms;  // without a snapshot prior
     e.Add("exact eigensolver: U block and Gram matrix",
@@ -330,11 +329,9 @@ MemoryEstimate Slang<T>::EstimateMemory(const ModelSpec& spec, int64_t num_rows,
     e.Add("J^T X products ((M S) x (L + 2))",
           VectorBytes(2, MulBytes({ms, probes}), b));
   }
-  AddMinibatchPasses(spec, m, options_.mc_samples, b, 1, &e);
   // ExportPosterior: mu, U, d and their factorisation in double.
-  const int64_t exported = VectorBytes(2 * rank + 4, dim, sizeof(double));
-  e.Add("exported posterior (double)", exported);
-  e.kept_bytes = exported;
+  AddExported("exported posterior (double)",
+              VectorBytes(2 * rank + 4, dim, sizeof(double)), &e);
   return e;
 }
 

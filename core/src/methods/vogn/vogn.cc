@@ -203,15 +203,11 @@ class Vogn final : public VariationalMethod {
   MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
                                 int64_t) const override {
     const int64_t dim = spec.NumParameters();
-    const int64_t m = std::min<int64_t>(options_.batch_size, num_rows);
-    const int64_t rows = m * options_.mc_samples;
-    MemoryEstimate e;
-    e.Add("mean, prior, momentum, curvature and step vectors (10 x D)",
-          internal::VectorBytes(10, dim, 8));
-    e.Add("noise and weight samples (2 x D x S)",
-          internal::VectorBytes(2, MulBytes({dim, options_.mc_samples}), 8));
-    internal::AddMinibatchPasses(spec, m, options_.mc_samples, sizeof(double),
-                                 1, &e);
+    const int64_t rows =
+        std::min<int64_t>(options_.batch_size, num_rows) * options_.mc_samples;
+    MemoryEstimate e = internal::MinibatchMemory(
+        spec, num_rows, {options_.batch_size, options_.mc_samples}, 10,
+        "mean, prior, momentum, curvature and step vectors", 2);
     int64_t exported = internal::VectorBytes(3, dim, 8);
     if (full()) {
       const int64_t square = MulBytes({dim, dim, 8});
@@ -222,8 +218,7 @@ class Vogn final : public VariationalMethod {
       }
       exported = AddBytes(MulBytes({2, square}), MulBytes({dim, 8}));
     }
-    e.Add("exported posterior", exported);
-    e.kept_bytes = exported;
+    internal::AddExported("exported posterior", exported, &e);
     return e;
   }
 
