@@ -57,6 +57,10 @@ ABSL_FLAG(int64_t, predict_cache_bytes, kDefaults.predict_cache_bytes,
 ABSL_FLAG(std::string, predict_precision, kDefaults.predict_precision,
           "Arithmetic of Predict and Acquire forward passes: float64, or "
           "float32 (about twice the throughput, ~1e-6 relative error).");
+ABSL_FLAG(int64_t, memory_budget_bytes, kDefaults.memory_budget_bytes,
+          "Memory that admitted work may hold at once, by estimate; work "
+          "beyond it is refused with RESOURCE_EXHAUSTED. 0 = half of the "
+          "machine's memory (or of its cgroup limit).");
 ABSL_FLAG(int64_t, max_snapshot_bytes, kDefaults.limits.max_snapshot_bytes,
           "Largest snapshot ImportSnapshot accepts (at most 2 GiB).");
 
@@ -89,6 +93,7 @@ Server::Options OptionsFromFlags() {
   options.compute_workers = absl::GetFlag(FLAGS_compute_workers);
   options.predict_cache_bytes = absl::GetFlag(FLAGS_predict_cache_bytes);
   options.predict_precision = absl::GetFlag(FLAGS_predict_precision);
+  options.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes);
   options.limits.max_upload_rows = absl::GetFlag(FLAGS_max_upload_rows);
   options.limits.max_predict_rows = absl::GetFlag(FLAGS_max_predict_rows);
   options.limits.max_predict_samples = absl::GetFlag(FLAGS_max_predict_samples);

@@ -8,7 +8,9 @@
 #include <absl/strings/string_view.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
 
+#include "bnn/memory.h"
 #include "bnn/methods/options.h"
 #include "bnn/methods/registry.h"
 #include "bnn/status.h"
@@ -58,6 +60,8 @@ absl::Status Server::Options::Validate() const {
   BNN_RETURN_IF_ERROR(CheckAtLeast("compute-workers", compute_workers, 1));
   BNN_RETURN_IF_ERROR(
       CheckAtLeast("predict-cache-bytes", predict_cache_bytes, 0));
+  BNN_RETURN_IF_ERROR(
+      CheckAtLeast("memory-budget-bytes", memory_budget_bytes, 0));
   BNN_RETURN_IF_ERROR(CheckOneOf("--predict-precision", predict_precision,
                                  {"float64", "float32"}));
   BNN_RETURN_IF_ERROR(
@@ -72,6 +76,27 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   BNN_RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<Server> server(new Server(std::move(options)));
   const Options& o = server->options_;
+  int64_t budget_bytes = o.memory_budget_bytes;
+  if (budget_bytes == 0) {
+    absl::StatusOr<MachineMemory> machine = ReadMachineMemory();
+    if (!machine.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(machine.status().message(),
+                       "; set --memory-budget-bytes explicitly"));
+    }
+    budget_bytes = DefaultMemoryBudgetBytes(*machine);
+    spdlog::info("memory budget {} ({}% of {}{})", FormatBytes(budget_bytes),
+                 static_cast<int>(kDefaultMemoryBudgetFraction * 100),
+                 FormatBytes(machine->usable_bytes()),
+                 machine->cgroup_limit_bytes > 0 &&
+                         machine->cgroup_limit_bytes < machine->physical_bytes
+                     ? ", the cgroup's memory limit"
+                     : " of physical memory");
+  } else {
+    spdlog::info("memory budget {} (--memory-budget-bytes)",
+                 FormatBytes(budget_bytes));
+  }
+  server->memory_budget_ = std::make_unique<MemoryBudget>(budget_bytes);
   BNN_ASSIGN_OR_RETURN(server->datasets_,
                        DatasetStore::Open(o.data_dir + "/datasets"));
   BNN_ASSIGN_OR_RETURN(server->snapshots_,

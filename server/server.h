@@ -15,6 +15,7 @@
 #include <absl/time/time.h>
 #include <grpcpp/grpcpp.h>
 
+#include "server/admission/memory_budget.h"
 #include "server/api/bnn_v1/bnn_service.h"
 #include "server/api/bnn_v1/request_validation.h"
 #include "server/jobs/job_runner.h"
@@ -60,6 +61,12 @@ class Server {
     // "float64" or "float32" (about twice the throughput, ~1e-6 relative
     // error).
     std::string predict_precision = "float64";
+    // --memory-budget-bytes: bytes that admitted work may hold at once, by
+    // the core's estimates of its peaks (bnn/memory.h); work that does not
+    // fit is refused with RESOURCE_EXHAUSTED. 0 =
+    // kDefaultMemoryBudgetFraction of the machine's memory (MemTotal, or a
+    // smaller cgroup limit). >= 0.
+    int64_t memory_budget_bytes = 0;
     // --max-upload-rows, --max-predict-rows, --max-predict-samples,
     // --max-snapshot-bytes, --max-message-bytes: request limits (each >= 1;
     // max_message_bytes <= INT_MAX and max_snapshot_bytes <= 2 GiB, because
@@ -75,9 +82,9 @@ class Server {
   // In-flight RPCs get this long to finish in Shutdown().
   static constexpr absl::Duration kShutdownGrace = absl::Seconds(5);
 
-  // Validates `options` and opens the store (indexing every dataset, job
-  // and snapshot; jobs left running by a previous process are marked
-  // failed). Nothing listens until Start().
+  // Validates `options`, sizes the memory budget and opens the store (indexing
+  // every dataset, job and snapshot; jobs left running by a previous process
+  // are marked failed). Nothing listens until Start().
   static absl::StatusOr<std::unique_ptr<Server>> Create(Options options);
   // Shutdown().
   ~Server();
@@ -107,6 +114,7 @@ class Server {
   JobStore& jobs() { return *jobs_; }
   SnapshotStore& snapshots() { return *snapshots_; }
   PredictorCache& predictors() { return *predictors_; }
+  MemoryBudget& memory_budget() { return *memory_budget_; }
   JobRunner& runner() { return *runner_; }
 
  private:
@@ -118,6 +126,7 @@ class Server {
   // Declared in dependency order: each part borrows those above it, so
   // destruction (in reverse) never leaves a dangling borrow.
   ServerMetrics metrics_;
+  std::unique_ptr<MemoryBudget> memory_budget_;
   std::unique_ptr<DatasetStore> datasets_;
   std::unique_ptr<SnapshotStore> snapshots_;
   std::unique_ptr<PredictorCache> predictors_;

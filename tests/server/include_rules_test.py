@@ -14,8 +14,9 @@ ALLOWED = {
     "common": set(),
     "metrics": {"common"},
     "store": {"common"},
-    "jobs": {"store", "metrics", "common"},
-    "api/bnn_v1": {"jobs", "store", "metrics", "common"},
+    "admission": {"common"},
+    "jobs": {"admission", "store", "metrics", "common"},
+    "api/bnn_v1": {"jobs", "admission", "store", "metrics", "common"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"server/([^"]+)"', re.M)
 
