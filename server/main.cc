@@ -2,6 +2,7 @@
 // over gRPC, with an embedded on-disk store and a Prometheus endpoint.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -61,6 +62,12 @@ ABSL_FLAG(int64_t, memory_budget_bytes, kDefaults.memory_budget_bytes,
           "Memory that admitted work may hold at once, by estimate; work "
           "beyond it is refused with RESOURCE_EXHAUSTED. 0 = half of the "
           "machine's memory (or of its cgroup limit).");
+ABSL_FLAG(double, max_request_seconds, kDefaults.max_request_seconds,
+          "Longest computation of one Predict or Acquire call; past it the "
+          "call fails with DEADLINE_EXCEEDED.");
+ABSL_FLAG(double, shutdown_grace, kDefaults.shutdown_grace_seconds,
+          "Seconds from SIGINT/SIGTERM until the process exits, whatever is "
+          "still running.");
 ABSL_FLAG(int64_t, max_snapshot_bytes, kDefaults.limits.max_snapshot_bytes,
           "Largest snapshot ImportSnapshot accepts (at most 2 GiB).");
 
@@ -94,6 +101,8 @@ Server::Options OptionsFromFlags() {
   options.predict_cache_bytes = absl::GetFlag(FLAGS_predict_cache_bytes);
   options.predict_precision = absl::GetFlag(FLAGS_predict_precision);
   options.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes);
+  options.max_request_seconds = absl::GetFlag(FLAGS_max_request_seconds);
+  options.shutdown_grace_seconds = absl::GetFlag(FLAGS_shutdown_grace);
   options.limits.max_upload_rows = absl::GetFlag(FLAGS_max_upload_rows);
   options.limits.max_predict_rows = absl::GetFlag(FLAGS_max_predict_rows);
   options.limits.max_predict_samples = absl::GetFlag(FLAGS_max_predict_samples);
@@ -122,7 +131,17 @@ absl::Status Serve(const sigset_t& stop_signals) {
     return absl::InternalError("sigwait failed");
   }
   spdlog::info("{}: shutting down", strsignal(signal_number));
-  server->Shutdown();
+  const absl::Status stopped = server->Shutdown();
+  if (!stopped.ok()) {
+    // Something is stuck where it cannot be interrupted; destroying the
+    // server would wait for it. The stores are consistent (running jobs are
+    // recorded FAILED), so exit now.
+    spdlog::warn("{}; exiting without them", std::string(stopped.message()));
+    spdlog::info("bnn-server stopped");
+    spdlog::shutdown();
+    std::cout.flush();
+    std::_Exit(0);
+  }
   spdlog::info("bnn-server stopped");
   return absl::OkStatus();
 }

@@ -1,11 +1,15 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <utility>
+#include <vector>
 
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
 #include <absl/strings/string_view.h>
+#include <grpc/grpc.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
@@ -39,6 +43,17 @@ absl::Status CheckInRange(absl::string_view flag, int64_t value,
   return absl::OkStatus();
 }
 
+// A finite number of seconds > 0 (at most a year, so that it converts to an
+// absl::Duration and deadlines derived from it do not overflow).
+absl::Status CheckPositive(absl::string_view flag, double seconds) {
+  constexpr int64_t kYear = int64_t{365} * 24 * 3600;
+  if (!(seconds > 0 && seconds <= kYear)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, " = ", seconds, " must be in (0, ", kYear, "] seconds"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status Server::Options::Validate() const {
@@ -62,6 +77,9 @@ absl::Status Server::Options::Validate() const {
       CheckAtLeast("predict-cache-bytes", predict_cache_bytes, 0));
   BNN_RETURN_IF_ERROR(
       CheckAtLeast("memory-budget-bytes", memory_budget_bytes, 0));
+  BNN_RETURN_IF_ERROR(
+      CheckPositive("max-request-seconds", max_request_seconds));
+  BNN_RETURN_IF_ERROR(CheckPositive("shutdown-grace", shutdown_grace_seconds));
   BNN_RETURN_IF_ERROR(CheckOneOf("--predict-precision", predict_precision,
                                  {"float64", "float32"}));
   BNN_RETURN_IF_ERROR(
@@ -129,6 +147,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   service_options.limits = o.limits;
   service_options.compute_threads = o.threads;
   service_options.compute_workers = o.compute_workers;
+  service_options.max_request_time = absl::Seconds(o.max_request_seconds);
   server->service_ = std::make_unique<BnnServiceImpl>(
       service_options, server->datasets_.get(), server->snapshots_.get(),
       server->predictors_.get(), server->runner_.get(), registry,
@@ -136,7 +155,24 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   return server;
 }
 
-Server::~Server() { Shutdown(); }
+Server::~Server() {
+  Shutdown().IgnoreError();
+  if (grpc_shutdown_.joinable()) grpc_shutdown_.join();
+}
+
+bool Server::serving() const {
+  absl::MutexLock lock(&health_mu_);
+  return serving_;
+}
+
+void Server::SetServing(bool serving) {
+  if (draining_ || grpc_server_ == nullptr) return;
+  grpc::HealthCheckServiceInterface* health =
+      grpc_server_->GetHealthCheckService();
+  health->SetServingStatus("", serving);
+  health->SetServingStatus(v1::BnnService::service_full_name(), serving);
+  serving_ = serving;
+}
 
 absl::Status Server::Start() {
   BNN_RETURN_IF_ERROR(SplitHostPort(options_.listen, &host_, &port_));
@@ -149,11 +185,22 @@ absl::Status Server::Start() {
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(options_.limits.max_message_bytes));
   builder.RegisterService(service_.get());
-  grpc_server_ = builder.BuildAndStart();
-  if (grpc_server_ == nullptr || port_ == 0) {
-    grpc_server_.reset();
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options_.listen));
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(calls_.NewInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  {
+    // gRPC reports "" SERVING from BuildAndStart on: NOT_SERVING at once,
+    // until the rest has started.
+    absl::MutexLock lock(&health_mu_);
+    grpc_server_ = builder.BuildAndStart();
+    if (grpc_server_ == nullptr || port_ == 0) {
+      grpc_server_.reset();
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen on ", options_.listen));
+    }
+    SetServing(false);
   }
   if (!options_.metrics_listen.empty()) {
     absl::StatusOr<std::unique_ptr<HttpExporter>> started =
@@ -165,21 +212,94 @@ absl::Status Server::Start() {
     }
     exporter_ = *std::move(started);
   }
+  {
+    absl::MutexLock lock(&health_mu_);
+    SetServing(true);
+  }
+  watchdog_ = std::thread([this] { WatchCompute(); });
   return absl::OkStatus();
 }
 
-void Server::Shutdown() {
-  absl::MutexLock lock(&shutdown_mu_);
-  if (shut_down_) return;
-  shut_down_ = true;
-  // RPCs first (so no new jobs arrive), then training, then the scrape
-  // endpoint.
-  if (grpc_server_ != nullptr) {
-    grpc_server_->Shutdown(std::chrono::system_clock::now() +
-                           absl::ToChronoSeconds(kShutdownGrace));
+void Server::WatchCompute() {
+  const absl::Duration threshold =
+      absl::Seconds(options_.max_request_seconds) + kWatchdogMargin;
+  bool stuck = false;
+  while (!stop_watchdog_.WaitForNotificationWithTimeout(kWatchdogPeriod)) {
+    const absl::Duration busy = service_->ComputeBusyFor();
+    if ((busy > threshold) == stuck) continue;
+    stuck = !stuck;
+    if (stuck) {
+      spdlog::error(
+          "every compute worker has been busy for {}, more than "
+          "--max-request-seconds + {}: health NOT_SERVING",
+          absl::FormatDuration(absl::Trunc(busy, absl::Seconds(1))),
+          absl::FormatDuration(kWatchdogMargin));
+    } else {
+      spdlog::info("a compute worker is free again: health SERVING");
+    }
+    absl::MutexLock lock(&health_mu_);
+    SetServing(!stuck);
   }
-  if (runner_ != nullptr) runner_->Shutdown();
+}
+
+absl::Status Server::Shutdown() {
+  absl::MutexLock lock(&shutdown_mu_);
+  if (shut_down_) return shutdown_status_;
+  shut_down_ = true;
+  const absl::Duration grace = absl::Seconds(options_.shutdown_grace_seconds);
+  const absl::Time start = absl::Now();
+  const absl::Time exit_deadline = start + grace;
+  const absl::Time cancel_deadline =
+      exit_deadline - std::min(kShutdownCancelMargin, grace / 2);
+  {
+    absl::MutexLock health_lock(&health_mu_);
+    if (grpc_server_ != nullptr) {
+      // NOT_SERVING for every service, and frozen there.
+      grpc_server_->GetHealthCheckService()->Shutdown();
+    }
+    serving_ = false;
+    draining_ = true;
+  }
+  if (watchdog_.joinable()) {
+    stop_watchdog_.Notify();
+    watchdog_.join();
+  }
+  // Training first: a job's next step would be lost work anyway.
+  if (runner_ != nullptr) runner_->BeginShutdown();
+  std::vector<std::string> unfinished;
+  if (grpc_server_ != nullptr) {
+    // Refuses new calls at once, waits for in-flight ones until
+    // cancel_deadline, then cancels them and waits for their handlers.
+    grpc_shutdown_ = std::thread([this, cancel_deadline] {
+      grpc_server_->Shutdown(absl::ToChronoTime(cancel_deadline));
+      grpc_stopped_.Notify();
+    });
+    // gRPC also waits for every connection to close after its GOAWAY, which
+    // an idle client may not answer for seconds: once no call is in flight
+    // there is nothing to wait for, so close them.
+    if (calls_.AwaitIdle(cancel_deadline)) {
+      grpc_server_cancel_all_calls(grpc_server_->c_server());
+    }
+    if (!grpc_stopped_.WaitForNotificationWithDeadline(exit_deadline)) {
+      unfinished.push_back(absl::StrCat(calls_.in_flight(), " RPC(s)"));
+    }
+  }
+  if (runner_ != nullptr && !runner_->AwaitStopped(exit_deadline)) {
+    unfinished.push_back("training job(s) in a step");
+  }
   exporter_.reset();
+  if (unfinished.empty()) {
+    shutdown_status_ = absl::OkStatus();
+    spdlog::info("stopped in {}",
+                 absl::FormatDuration(
+                     absl::Trunc(absl::Now() - start, absl::Milliseconds(1))));
+  } else {
+    shutdown_status_ = absl::DeadlineExceededError(
+        absl::StrCat("--shutdown-grace = ", options_.shutdown_grace_seconds,
+                     " s passed with ", absl::StrJoin(unfinished, " and "),
+                     " still running"));
+  }
+  return shutdown_status_;
 }
 
 std::string Server::address() const { return JoinHostPort(host_, port_); }

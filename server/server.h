@@ -8,16 +8,19 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
 #include <absl/synchronization/mutex.h>
+#include <absl/synchronization/notification.h>
 #include <absl/time/time.h>
 #include <grpcpp/grpcpp.h>
 
 #include "server/admission/memory_budget.h"
 #include "server/api/bnn_v1/bnn_service.h"
 #include "server/api/bnn_v1/request_validation.h"
+#include "server/common/call_counter.h"
 #include "server/jobs/job_runner.h"
 #include "server/metrics/http_exporter.h"
 #include "server/metrics/server_metrics.h"
@@ -52,6 +55,17 @@ class Server {
     // --compute-workers: Predict and Acquire calls computed at once; later
     // ones queue. >= 1.
     int compute_workers = 2;
+    // --max-request-seconds: longest computation of one Predict or Acquire
+    // call, checked between chunks of rows like the client's deadline; past
+    // it the call fails with DEADLINE_EXCEEDED. The health watchdog reports
+    // NOT_SERVING once every compute worker has been busy for this long plus
+    // kWatchdogMargin. > 0.
+    double max_request_seconds = 60;
+    // --shutdown-grace: seconds from the start of Shutdown() (SIGINT or
+    // SIGTERM) until the process must be gone: in-flight RPCs get this
+    // long, less kShutdownCancelMargin, to finish before they are cancelled;
+    // running training jobs are interrupted at once. > 0.
+    double shutdown_grace_seconds = 5;
     // --predict-cache-bytes: bytes of posterior weight samples kept for
     // reuse across Predict and Acquire calls, in all; each of the
     // kPredictorCacheCapacity cached snapshots gets an equal share. 0
@@ -79,8 +93,16 @@ class Server {
 
   // Predictors (decoded snapshots with their sample caches) kept in memory.
   static constexpr int kPredictorCacheCapacity = 8;
-  // In-flight RPCs get this long to finish in Shutdown().
-  static constexpr absl::Duration kShutdownGrace = absl::Seconds(5);
+  // Of the shutdown grace, the last part is kept for cancelled calls to
+  // return (between two chunks of their computation): at most this, and at
+  // most half of the grace.
+  static constexpr absl::Duration kShutdownCancelMargin = absl::Seconds(1);
+  // The health watchdog checks the compute workers this often, and reports
+  // NOT_SERVING once all of them have been busy for longer than
+  // --max-request-seconds plus kWatchdogMargin (a computation that does not
+  // reach its next interrupt check).
+  static constexpr absl::Duration kWatchdogPeriod = absl::Milliseconds(250);
+  static constexpr absl::Duration kWatchdogMargin = absl::Seconds(1);
 
   // Validates `options`, sizes the memory budget and opens the store (indexing
   // every dataset, job and snapshot; jobs left running by a previous process
@@ -92,12 +114,29 @@ class Server {
   // Binds the gRPC address and then the metrics endpoint, and starts
   // serving. Unavailable if an address cannot be bound (nothing is left
   // listening then). Call at most once.
+  //
+  // Health (grpc.health.v1.Health) reports the server ("") and
+  // "bnn.v1.BnnService": nothing listens while Create() opens the stores,
+  // NOT_SERVING until Start() has finished, then SERVING, except while the
+  // watchdog finds every compute worker stuck (kWatchdogMargin) and from the
+  // start of Shutdown() on.
   absl::Status Start();
 
-  // Stops accepting RPCs and gives in-flight ones kShutdownGrace, then stops
-  // the job runner (running and queued jobs are marked failed, as a restart
-  // would) and the metrics endpoint. Idempotent.
-  void Shutdown();
+  // Stops the server within --shutdown-grace of the call: health turns
+  // NOT_SERVING, new RPCs and jobs are refused, running training jobs are
+  // interrupted before their next step (they become FAILED; queued ones stay
+  // QUEUED for the next process), in-flight RPCs get the grace less
+  // kShutdownCancelMargin to finish and are then cancelled (computations
+  // stop at their next chunk), idle client connections are closed as soon
+  // as no RPC is in flight, and the metrics endpoint stops. OK if everything
+  // stopped in time; DeadlineExceeded naming what still runs otherwise (a
+  // computation or training step that did not reach an interrupt check):
+  // the process should then exit without destroying the Server, whose
+  // destructor would wait for it. Idempotent (returns the first result).
+  absl::Status Shutdown();
+
+  // Whether health reports SERVING.
+  bool serving() const;
 
   // After Start(): the bound gRPC port, and "host:port" with it.
   int port() const { return port_; }
@@ -120,6 +159,11 @@ class Server {
  private:
   explicit Server(Options options) : options_(std::move(options)) {}
 
+  // Sets the health of "" and "bnn.v1.BnnService"; nothing once draining.
+  void SetServing(bool serving) ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
+  // Body of the watchdog thread: every kWatchdogPeriod until stopped.
+  void WatchCompute();
+
   const Options options_;
   std::string host_;  // of options_.listen, without brackets
   int port_ = 0;
@@ -133,10 +177,24 @@ class Server {
   std::unique_ptr<JobStore> jobs_;
   std::unique_ptr<JobRunner> runner_;
   std::unique_ptr<BnnServiceImpl> service_;
+  // Counts in-flight RPCs for Shutdown(); outlives grpc_server_.
+  CallCounter calls_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<HttpExporter> exporter_;
+
+  mutable absl::Mutex health_mu_;
+  bool serving_ ABSL_GUARDED_BY(health_mu_) = false;
+  bool draining_ ABSL_GUARDED_BY(health_mu_) = false;
+  absl::Notification stop_watchdog_;
+  std::thread watchdog_;
+
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+  absl::Status shutdown_status_ ABSL_GUARDED_BY(shutdown_mu_);
+  // Runs grpc::Server::Shutdown, which Shutdown() waits for at most until
+  // the grace ends; joined by the destructor.
+  std::thread grpc_shutdown_;
+  absl::Notification grpc_stopped_;
 };
 
 }  // namespace bnn::server

@@ -37,8 +37,15 @@ absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "compute_threads ", options.compute_threads, " must be >= 0"));
   }
-  return std::unique_ptr<JobRunner>(new JobRunner(
+  std::unique_ptr<JobRunner> runner(new JobRunner(
       options, jobs, datasets, snapshots, predictors, registry, metrics));
+  const std::vector<store::JobRecord> queued = jobs->Queued();
+  absl::MutexLock lock(&runner->mu_);
+  for (const store::JobRecord& job : queued) {
+    runner->Enqueue(job.job_id());
+    spdlog::info("job {} queued again after a restart", job.job_id());
+  }
+  return runner;
 }
 
 JobRunner::JobRunner(const Options& options, JobStore* jobs,
@@ -58,23 +65,59 @@ JobRunner::JobRunner(const Options& options, JobStore* jobs,
 
 JobRunner::~JobRunner() { Shutdown(); }
 
-void JobRunner::Shutdown() {
+void JobRunner::BeginShutdown() {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return;
+  stopping_ = true;
+  for (auto& [id, cancel] : cancel_flags_) *cancel = true;
+}
+
+bool JobRunner::AwaitStopped(absl::Time deadline) {
+  std::set<std::string> still_running;
   {
     absl::MutexLock lock(&mu_);
-    if (stopping_) return;
-    stopping_ = true;
-    for (auto& [id, cancel] : cancel_flags_) *cancel = true;
+    auto none_running = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return running_.empty();
+    };
+    if (mu_.AwaitWithDeadline(absl::Condition(&none_running), deadline)) {
+      return true;
+    }
+    still_running = running_;
   }
-  // Drains the queue: every queued job sees stopping_ and fails at once.
+  const int64_t now = NowUnixMs();
+  for (const std::string& id : still_running) {
+    spdlog::warn("job {} is still in a training step; recorded FAILED", id);
+    jobs_
+        ->Update(id,
+                 [&](store::JobRecord* r) {
+                   if (r->state() != store::JobRecord::RUNNING) return false;
+                   r->set_state(store::JobRecord::FAILED);
+                   r->set_error(std::string(kRestartedJobError));
+                   r->set_finished_unix_ms(now);
+                   return true;
+                 })
+        .IgnoreError();
+  }
+  return false;
+}
+
+void JobRunner::Shutdown() {
+  BeginShutdown();
+  AwaitStopped(absl::InfiniteFuture());
+  // Drains the queue: every queued job sees stopping_ and stays QUEUED.
   workers_.reset();
+}
+
+void JobRunner::Enqueue(const std::string& job_id) {
+  cancel_flags_[job_id] = std::make_shared<std::atomic<bool>>(false);
+  workers_->Schedule([this, job_id] { Run(job_id); });
 }
 
 absl::StatusOr<store::JobRecord> JobRunner::Submit(store::JobRecord record) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("the server is shutting down");
   BNN_ASSIGN_OR_RETURN(record, jobs_->Create(std::move(record)));
-  cancel_flags_[record.job_id()] = std::make_shared<std::atomic<bool>>(false);
-  workers_->Schedule([this, id = record.job_id()] { Run(id); });
+  Enqueue(record.job_id());
   spdlog::info("job {} queued: method {} on dataset {}", record.job_id(),
                record.method(), record.dataset_id());
   PublishJobCounts();
@@ -104,25 +147,27 @@ absl::StatusOr<store::JobRecord> JobRunner::Cancel(absl::string_view job_id) {
 void JobRunner::Run(const std::string& job_id) {
   UseComputeThreads(options_.compute_threads);
   std::shared_ptr<std::atomic<bool>> cancel;
-  bool stopping = false;
+  absl::StatusOr<store::JobRecord> job;
   {
+    // Under mu_, so that a job either stays QUEUED for the next process or
+    // is in running_ before AwaitStopped() looks.
     absl::MutexLock lock(&mu_);
     cancel = cancel_flags_.at(job_id);
-    stopping = stopping_;
+    if (stopping_) {
+      cancel_flags_.erase(job_id);
+      return;
+    }
+    job = jobs_->Update(job_id, [&](store::JobRecord* r) {
+      if (r->state() != store::JobRecord::QUEUED) return false;
+      r->set_state(store::JobRecord::RUNNING);
+      r->set_started_unix_ms(NowUnixMs());
+      return true;
+    });
+    if (job.ok() && job->state() == store::JobRecord::RUNNING) {
+      running_.insert(job_id);
+    }
   }
-  absl::StatusOr<store::JobRecord> job =
-      jobs_->Update(job_id, [&](store::JobRecord* r) {
-        if (r->state() != store::JobRecord::QUEUED) return false;
-        if (stopping) {
-          r->set_state(store::JobRecord::FAILED);
-          r->set_error(std::string(kRestartedJobError));
-          r->set_finished_unix_ms(NowUnixMs());
-        } else {
-          r->set_state(store::JobRecord::RUNNING);
-          r->set_started_unix_ms(NowUnixMs());
-        }
-        return true;
-      });
+  bool stopping = false;
   if (job.ok() && job->state() == store::JobRecord::RUNNING) {
     PublishJobCounts();
     spdlog::info("job {} running", job_id);
@@ -160,6 +205,7 @@ void JobRunner::Run(const std::string& job_id) {
   {
     absl::MutexLock lock(&mu_);
     cancel_flags_.erase(job_id);
+    running_.erase(job_id);
   }
   PublishJobCounts();
 }

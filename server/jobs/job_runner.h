@@ -1,17 +1,21 @@
 // Runs training jobs off the RPC threads: a fixed pool of workers takes jobs
-// in FIFO order, trains with bnn::Train and stores the snapshot.
+// in FIFO order, trains with bnn::Train and stores the snapshot. Jobs still
+// queued when the server stops stay QUEUED in the store and are queued again,
+// oldest first, by the next process's runner.
 #ifndef BNN_SERVER_JOBS_JOB_RUNNER_H_
 #define BNN_SERVER_JOBS_JOB_RUNNER_H_
 
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include <absl/base/thread_annotations.h>
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 #include <absl/synchronization/mutex.h>
+#include <absl/time/time.h>
 
 #include "bnn/methods/registry.h"
 
@@ -34,7 +38,8 @@ class JobRunner {
     int compute_threads = 0;
   };
 
-  // Every pointer is borrowed and must outlive the runner.
+  // Every pointer is borrowed and must outlive the runner. Queues the jobs
+  // `jobs` holds as QUEUED (left by a previous process), oldest first.
   static absl::StatusOr<std::unique_ptr<JobRunner>> Create(
       const Options& options, JobStore* jobs, DatasetStore* datasets,
       SnapshotStore* snapshots, PredictorCache* predictors,
@@ -56,8 +61,17 @@ class JobRunner {
   // are, so cancelling is idempotent.
   absl::StatusOr<store::JobRecord> Cancel(absl::string_view job_id);
 
-  // Rejects new jobs, stops running ones, fails them and the queued ones
-  // with kRestartedJobError (as a restart would) and joins the workers.
+  // Rejects new jobs (Unavailable) and interrupts the running ones before
+  // their next step; they become FAILED with kRestartedJobError (as a
+  // restart would make them). Queued jobs stay QUEUED, for the next process.
+  // Returns at once; idempotent.
+  void BeginShutdown();
+  // After BeginShutdown(): waits until no job runs or `deadline` passes.
+  // True if none runs; otherwise the jobs still running (in one long step)
+  // are recorded FAILED with kRestartedJobError at once, since the process
+  // is about to exit without them, and false is returned.
+  bool AwaitStopped(absl::Time deadline);
+  // BeginShutdown(), then waits for the running jobs and joins the workers.
   // Idempotent.
   void Shutdown();
 
@@ -66,6 +80,8 @@ class JobRunner {
             SnapshotStore* snapshots, PredictorCache* predictors,
             const MethodRegistry* registry, ServerMetrics* metrics);
 
+  // Creates the job's cancellation flag and schedules it; requires mu_.
+  void Enqueue(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Worker body for one job.
   void Run(const std::string& job_id);
   // Trains a RUNNING job; returns the new snapshot id.
@@ -88,6 +104,8 @@ class JobRunner {
   // Cancellation flags of queued and running jobs.
   std::map<std::string, std::shared_ptr<std::atomic<bool>>, std::less<>>
       cancel_flags_ ABSL_GUARDED_BY(mu_);
+  // Jobs a worker is training.
+  std::set<std::string> running_ ABSL_GUARDED_BY(mu_);
   // Declared last: destroyed (drained and joined) before the state above.
   std::unique_ptr<ThreadPool> workers_;
 };

@@ -1,5 +1,6 @@
 #include "server/store/job_store.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <absl/strings/str_cat.h>
@@ -36,8 +37,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(std::string dir) {
       entry.record.set_job_id(id);
       continue;
     }
-    if (record->state() == store::JobRecord::QUEUED ||
-        record->state() == store::JobRecord::RUNNING) {
+    if (record->state() == store::JobRecord::RUNNING) {
       record->set_state(store::JobRecord::FAILED);
       record->set_error(std::string(kRestartedJobError));
       record->set_finished_unix_ms(now_ms);
@@ -107,6 +107,24 @@ absl::StatusOr<store::JobRecord> JobStore::Update(
   }
   it->second.record = updated;
   return updated;
+}
+
+std::vector<store::JobRecord> JobStore::Queued() const {
+  std::vector<store::JobRecord> queued;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, entry] : entries_) {
+      if (entry.status.ok() &&
+          entry.record.state() == store::JobRecord::QUEUED) {
+        queued.push_back(entry.record);
+      }
+    }
+  }
+  std::stable_sort(queued.begin(), queued.end(),
+                   [](const store::JobRecord& a, const store::JobRecord& b) {
+                     return a.created_unix_ms() < b.created_unix_ms();
+                   });
+  return queued;
 }
 
 std::map<store::JobRecord::State, int64_t> JobStore::CountByState() const {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <absl/base/thread_annotations.h>
 #include <absl/functional/function_ref.h>
@@ -20,8 +21,8 @@
 
 namespace bnn::server {
 
-// The error of jobs found QUEUED or RUNNING when the store opens: their
-// process is gone.
+// The error of jobs found RUNNING when the store opens (their process is
+// gone) or still running when the server's shutdown grace ended.
 inline constexpr absl::string_view kRestartedJobError =
     "server restarted while the job was running";
 
@@ -31,9 +32,9 @@ class JobStore {
   enum class Durability { kPersist, kMemoryOnly };
 
   // Opens `dir` (created if missing) and loads every record. Jobs left
-  // QUEUED or RUNNING by a previous process become FAILED with
-  // kRestartedJobError. An unreadable file stays indexed with its error
-  // (DataLoss on lookup) and is logged.
+  // RUNNING by a previous process become FAILED with kRestartedJobError;
+  // QUEUED ones stay queued (see Queued()). An unreadable file stays indexed
+  // with its error (DataLoss on lookup) and is logged.
   static absl::StatusOr<std::unique_ptr<JobStore>> Open(std::string dir);
 
   // Stores `record` under a new id as QUEUED, stamped with the creation
@@ -51,6 +52,9 @@ class JobStore {
       absl::string_view job_id,
       absl::FunctionRef<bool(store::JobRecord*)> mutate,
       Durability durability = Durability::kPersist);
+
+  // The QUEUED jobs, oldest first (by creation time, then id).
+  std::vector<store::JobRecord> Queued() const;
 
   // Readable jobs per state.
   std::map<store::JobRecord::State, int64_t> CountByState() const;

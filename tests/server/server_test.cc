@@ -77,6 +77,12 @@ TEST_F(ServerTest, ValidateNamesTheFlagAndItsBound) {
          o->limits.max_snapshot_bytes = int64_t{4} << 30;
        },
        "--max-snapshot-bytes = 4294967296 must be in [1, 2147483648]"},
+      {[](Server::Options* o) { o->memory_budget_bytes = -1; },
+       "--memory-budget-bytes = -1 must be >= 0"},
+      {[](Server::Options* o) { o->max_request_seconds = 0; },
+       "--max-request-seconds = 0 must be in (0, 31536000] seconds"},
+      {[](Server::Options* o) { o->shutdown_grace_seconds = -1; },
+       "--shutdown-grace = -1 must be in (0, 31536000] seconds"},
   };
   EXPECT_TRUE(Options().Validate().ok());
   for (const auto& [change, message] : cases) {
@@ -113,8 +119,10 @@ TEST_F(ServerTest, ServesGrpcAndMetricsOnTheBoundPorts) {
   EXPECT_THAT(scraped->body,
               HasSubstr("bnn_rpc_requests_total{rpc=\"ListMethods\",code="
                         "\"OK\"} 1"));
-  server->Shutdown();
-  server->Shutdown();  // idempotent
+  EXPECT_TRUE(server->serving());
+  EXPECT_TRUE(server->Shutdown().ok());
+  EXPECT_FALSE(server->serving());
+  EXPECT_TRUE(server->Shutdown().ok());  // idempotent
 }
 
 TEST_F(ServerTest, EmptyMetricsListenDisablesTheEndpoint) {
@@ -134,7 +142,7 @@ TEST_F(ServerTest, TakenMetricsPortFailsStart) {
   options.metrics_listen = first->metrics_address();
   std::unique_ptr<Server> second = *Server::Create(options);
   EXPECT_FALSE(second->Start().ok());
-  second->Shutdown();
+  EXPECT_TRUE(second->Shutdown().ok());
 }
 
 TEST_F(ServerTest, ReopensTheDataDirectory) {

@@ -110,7 +110,7 @@ void ServiceTest::SetUp() {
 }
 
 void ServiceTest::TearDown() {
-  if (server_ != nullptr) server_->Shutdown();
+  if (server_ != nullptr) EXPECT_TRUE(server_->Shutdown().ok());
 }
 
 grpc::Status ServiceTest::Upload(

@@ -42,6 +42,45 @@ bool IsServerError(absl::string_view rpc, const absl::Status& status) {
   }
 }
 
+// The client a call counts against for fair scheduling: the peer's address
+// ("ipv4:127.0.0.1:50312"), i.e. one connection. Authenticated calls will be
+// keyed by their credential's name instead, so that a client cannot gain
+// turns by opening connections.
+std::string ClientKey(const grpc::CallbackServerContext& context) {
+  return context.peer();
+}
+
+// Stops a computation once the client's deadline or the server's time limit
+// passes, or the call is cancelled (by the client, or by the server's
+// shutdown once its grace period ends).
+Interrupt CallInterrupt(grpc::CallbackServerContext* context,
+                        absl::string_view rpc, absl::Time start,
+                        absl::Duration time_limit) {
+  const absl::Time client_deadline = absl::FromChrono(context->deadline());
+  const absl::Time limit_deadline = start + time_limit;
+  return Interrupt([context, rpc, start, client_deadline, limit_deadline,
+                    time_limit]() -> absl::Status {
+    const absl::Time now = absl::Now();
+    // The deadline first: gRPC also reports a call past its deadline as
+    // cancelled.
+    if (now >= client_deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          rpc, " passed the client's deadline after ",
+          absl::FormatDuration(absl::Trunc(now - start, absl::Milliseconds(1))),
+          " of computation"));
+    }
+    if (context->IsCancelled()) {
+      return absl::CancelledError(absl::StrCat(rpc, " was cancelled"));
+    }
+    if (now >= limit_deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          rpc, " computed for longer than the server's limit of ",
+          absl::FormatDuration(time_limit), " (--max-request-seconds)"));
+    }
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace
 
 BnnServiceImpl::BnnServiceImpl(const Options& options, DatasetStore* datasets,
@@ -88,16 +127,23 @@ grpc::ServerUnaryReactor* BnnServiceImpl::Finish(
 
 grpc::ServerUnaryReactor* BnnServiceImpl::FinishOnPool(
     ThreadPool* pool, grpc::CallbackServerContext* context,
-    absl::string_view rpc, absl::AnyInvocable<absl::Status() &&> work) {
+    absl::string_view rpc, absl::Duration time_limit,
+    absl::AnyInvocable<absl::Status(const Interrupt&) &&> work) {
   const absl::Time start = absl::Now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // The request and response stay valid until the reactor finishes.
-  pool->Schedule([this, context, reactor, rpc, start,
-                  work = std::move(work)]() mutable {
-    const absl::Status status =
-        context->IsCancelled() ? absl::CancelledError(absl::StrCat(
-                                     rpc, " was cancelled before it started"))
-                               : std::move(work)();
+  pool->Schedule(ClientKey(*context), [this, context, reactor, rpc, start,
+                                       time_limit,
+                                       work = std::move(work)]() mutable {
+    const Interrupt interrupt =
+        CallInterrupt(context, rpc, absl::Now(), time_limit);
+    absl::Status status = interrupt.Check();
+    if (status.ok()) {
+      status = std::move(work)(interrupt);
+    } else {
+      status = absl::Status(
+          status.code(), absl::StrCat(status.message(), " before it started"));
+    }
     RecordOutcome(context, rpc, start, status);
     reactor->Finish(ToGrpcStatus(status));
   });
@@ -145,17 +191,21 @@ grpc::ServerUnaryReactor* BnnServiceImpl::CancelJob(
 grpc::ServerUnaryReactor* BnnServiceImpl::Predict(
     grpc::CallbackServerContext* context, const v1::PredictRequest* request,
     v1::PredictResponse* response) {
-  return FinishOnPool(
-      &compute_pool_, context, "Predict",
-      [this, request, response] { return DoPredict(*request, response); });
+  return FinishOnPool(&compute_pool_, context, "Predict",
+                      options_.max_request_time,
+                      [this, request, response](const Interrupt& interrupt) {
+                        return DoPredict(*request, interrupt, response);
+                      });
 }
 
 grpc::ServerUnaryReactor* BnnServiceImpl::Acquire(
     grpc::CallbackServerContext* context, const v1::AcquireRequest* request,
     v1::AcquireResponse* response) {
-  return FinishOnPool(
-      &compute_pool_, context, "Acquire",
-      [this, request, response] { return DoAcquire(*request, response); });
+  return FinishOnPool(&compute_pool_, context, "Acquire",
+                      options_.max_request_time,
+                      [this, request, response](const Interrupt& interrupt) {
+                        return DoAcquire(*request, interrupt, response);
+                      });
 }
 
 grpc::ServerUnaryReactor* BnnServiceImpl::ListSnapshots(
@@ -179,8 +229,9 @@ grpc::ServerUnaryReactor* BnnServiceImpl::DeleteSnapshot(
     grpc::CallbackServerContext* context,
     const v1::DeleteSnapshotRequest* request,
     v1::DeleteSnapshotResponse* /*response*/) {
-  return FinishOnPool(&io_pool_, context, "DeleteSnapshot",
-                      [this, request] { return DoDeleteSnapshot(*request); });
+  return FinishOnPool(
+      &io_pool_, context, "DeleteSnapshot", absl::InfiniteDuration(),
+      [this, request](const Interrupt&) { return DoDeleteSnapshot(*request); });
 }
 
 grpc::ServerUnaryReactor* BnnServiceImpl::ListMethods(
@@ -254,13 +305,15 @@ absl::Status BnnServiceImpl::DoCancelJob(const v1::CancelJobRequest& request,
 }
 
 absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
+                                       const Interrupt& interrupt,
                                        v1::PredictResponse* response) {
   BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
   BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
                        predictors_->Get(request.snapshot_id()));
   const Snapshot& snapshot = predictor->snapshot();
-  BNN_ASSIGN_OR_RETURN(const PredictOptions options,
+  BNN_ASSIGN_OR_RETURN(PredictOptions options,
                        BuildPredictOptions(request, snapshot, options_.limits));
+  options.interrupt = interrupt;
   const std::vector<double> rows =
       FeatureMatrix(request.rows(), predictor->num_features());
   UseComputeThreads(options_.compute_threads);
@@ -274,6 +327,7 @@ absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
 }
 
 absl::Status BnnServiceImpl::DoAcquire(const v1::AcquireRequest& request,
+                                       const Interrupt& interrupt,
                                        v1::AcquireResponse* response) {
   BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
   BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
@@ -283,8 +337,9 @@ absl::Status BnnServiceImpl::DoAcquire(const v1::AcquireRequest& request,
       const std::unique_ptr<PoolSource> pool,
       OpenPool(request, predictor->num_features(), &request_rows));
   BNN_ASSIGN_OR_RETURN(
-      const AcquireOptions options,
+      AcquireOptions options,
       BuildAcquireOptions(request, pool->num_rows(), options_.limits));
+  options.interrupt = interrupt;
   UseComputeThreads(options_.compute_threads);
   BNN_ASSIGN_OR_RETURN(const Acquisition acquisition,
                        bnn::Acquire(*predictor, *pool, options));

@@ -20,6 +20,7 @@
 #include <absl/time/time.h>
 #include <grpcpp/grpcpp.h>
 
+#include "bnn/interrupt.h"
 #include "bnn/methods/registry.h"
 #include "bnn/predict/acquisition.h"
 #include "bnn/v1/bnn_service.grpc.pb.h"
@@ -42,8 +43,12 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
     // default.
     int compute_threads = 0;
     // Predict and Acquire calls computed at once (--compute-workers); later
-    // ones wait in FIFO order.
+    // ones wait, each client's in FIFO order, the clients served in turn.
     int compute_workers = 2;
+    // Longest computation of one Predict or Acquire call
+    // (--max-request-seconds); checked between chunks of rows, as the
+    // client's deadline and cancellation are.
+    absl::Duration max_request_time = absl::Seconds(60);
   };
 
   // Every pointer is borrowed and must outlive the service, which must
@@ -103,6 +108,10 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
       const v1::ListMethodsRequest* request,
       v1::ListMethodsResponse* response) override;
 
+  // Zero while a compute worker is free; otherwise for how long every one
+  // has been busy (ThreadPool::AllBusyFor), for the health watchdog.
+  absl::Duration ComputeBusyFor() const { return compute_pool_.AllBusyFor(); }
+
  private:
   // Client-streaming reactors share the read loop of StreamReader
   // (stream_reader.h).
@@ -122,8 +131,10 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
   absl::Status DoCancelJob(const v1::CancelJobRequest& request,
                            v1::Job* response);
   absl::Status DoPredict(const v1::PredictRequest& request,
+                         const Interrupt& interrupt,
                          v1::PredictResponse* response);
   absl::Status DoAcquire(const v1::AcquireRequest& request,
+                         const Interrupt& interrupt,
                          v1::AcquireResponse* response);
   absl::Status DoListSnapshots(const v1::ListSnapshotsRequest& request,
                                v1::ListSnapshotsResponse* response);
@@ -148,12 +159,17 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
                                    absl::string_view rpc, absl::Time start,
                                    const absl::Status& status);
-  // Returns the unary RPC's reactor at once and runs `work` on `pool`, whose
-  // thread finishes the RPC with the status `work` returns. A call cancelled
-  // (or past its deadline) while it waited is not worked on.
+  // Returns the unary RPC's reactor at once and runs `work` on `pool`, in
+  // the turn of the call's client (ClientKey), whose thread finishes the RPC
+  // with the status `work` returns. A call cancelled (or past its deadline)
+  // while it waited is not worked on. `work` gets an Interrupt that stops it
+  // with DeadlineExceeded once the client's deadline or `time_limit` after
+  // its start passes, and with Cancelled once the client cancels (or the
+  // server's shutdown grace ends).
   grpc::ServerUnaryReactor* FinishOnPool(
       ThreadPool* pool, grpc::CallbackServerContext* context,
-      absl::string_view rpc, absl::AnyInvocable<absl::Status() &&> work);
+      absl::string_view rpc, absl::Duration time_limit,
+      absl::AnyInvocable<absl::Status(const Interrupt&) &&> work);
 
   const Options options_;
   DatasetStore* const datasets_;
@@ -165,7 +181,8 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
   // Disk work: the end of uploads, appends and imports (hashing, decoding,
   // durable writes), export reads and deletions.
   ThreadPool io_pool_;
-  // Predict and Acquire, options_.compute_workers at a time.
+  // Predict and Acquire, options_.compute_workers at a time, fair across
+  // clients.
   ThreadPool compute_pool_;
 };
 

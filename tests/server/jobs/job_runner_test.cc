@@ -148,18 +148,42 @@ TEST_F(JobRunnerTest, CancelsQueuedAndRunningJobs) {
   ExpectJobsGauge("cancelled", 2);
 }
 
-TEST_F(JobRunnerTest, ShutdownFailsUnfinishedJobs) {
+TEST_F(JobRunnerTest, ShutdownFailsRunningJobsAndKeepsQueuedOnesForRestart) {
   const std::string running = runner_->Submit(Job(1000000))->job_id();
   const std::string queued = runner_->Submit(Job(1))->job_id();
   WaitFor(running, [](const store::JobRecord& job) { return job.step() > 0; });
   runner_->Shutdown();
-  for (const std::string& id : {running, queued}) {
-    const store::JobRecord job = *runner_->Get(id);
-    EXPECT_EQ(job.state(), store::JobRecord::FAILED) << id;
-    EXPECT_EQ(job.error(), kRestartedJobError);
-  }
+  const store::JobRecord failed = *runner_->Get(running);
+  EXPECT_EQ(failed.state(), store::JobRecord::FAILED);
+  EXPECT_EQ(failed.error(), kRestartedJobError);
+  EXPECT_EQ(runner_->Get(queued)->state(), store::JobRecord::QUEUED);
   EXPECT_THAT(runner_->Submit(Job(1)).status(),
               StatusIs(absl::StatusCode::kUnavailable, "shutting down"));
+
+  // The next process's store keeps the queued job queued, and its runner
+  // trains it.
+  runner_.reset();
+  jobs_ = *JobStore::Open(dir_.path() + "/jobs");
+  EXPECT_EQ(jobs_->Get(queued)->state(), store::JobRecord::QUEUED);
+  EXPECT_EQ(jobs_->Get(running)->state(), store::JobRecord::FAILED);
+  runner_ = *JobRunner::Create({}, jobs_.get(), datasets_.get(),
+                               snapshots_.get(), predictors_.get(),
+                               &MethodRegistry::Builtin(), &metrics_);
+  EXPECT_NE(WaitForState(queued, store::JobRecord::SUCCEEDED).snapshot_id(),
+            "");
+}
+
+TEST_F(JobRunnerTest, AwaitStoppedRecordsJobsStillRunningAtTheDeadline) {
+  const std::string running = runner_->Submit(Job(1000000))->job_id();
+  WaitFor(running, [](const store::JobRecord& job) { return job.step() > 0; });
+  // Without BeginShutdown the job keeps training past the deadline, as one
+  // in a long step would.
+  EXPECT_FALSE(runner_->AwaitStopped(absl::Now() + absl::Milliseconds(50)));
+  const store::JobRecord job = *runner_->Get(running);
+  EXPECT_EQ(job.state(), store::JobRecord::FAILED);
+  EXPECT_EQ(job.error(), kRestartedJobError);
+  runner_->BeginShutdown();
+  EXPECT_TRUE(runner_->AwaitStopped(absl::Now() + absl::Seconds(30)));
 }
 
 TEST_F(JobRunnerTest, TrainsTheRecordedDatasetVersion) {

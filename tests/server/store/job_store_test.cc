@@ -3,7 +3,9 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include <absl/time/clock.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +18,7 @@ namespace {
 using ::bnn::server::testutil::ReadFileOrEmpty;
 using ::bnn::server::testutil::StatusIs;
 using ::bnn::server::testutil::TempDir;
+using ::testing::ElementsAre;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 using State = store::JobRecord::State;
@@ -102,33 +105,42 @@ TEST_F(JobStoreTest, DeclinedUpdatesChangeNothing) {
   EXPECT_EQ(store->Get(id)->error(), "");
 }
 
-TEST_F(JobStoreTest, RestartFailsQueuedAndRunningJobs) {
-  std::string queued, running, succeeded, cancelled;
+TEST_F(JobStoreTest, RestartFailsRunningJobsAndKeepsQueuedOnes) {
+  std::string queued, later_queued, running, succeeded, cancelled;
   {
     std::unique_ptr<JobStore> store = Open();
     queued = store->Create(Request())->job_id();
     running = store->Create(Request())->job_id();
     succeeded = store->Create(Request())->job_id();
     cancelled = store->Create(Request())->job_id();
+    absl::SleepFor(absl::Milliseconds(2));  // a later creation time
+    later_queued = store->Create(Request())->job_id();
     SetState(store.get(), running, store::JobRecord::RUNNING);
     SetState(store.get(), succeeded, store::JobRecord::SUCCEEDED);
     SetState(store.get(), cancelled, store::JobRecord::CANCELLED);
   }
   std::unique_ptr<JobStore> store = Open();
-  for (const std::string& id : {queued, running}) {
-    const absl::StatusOr<store::JobRecord> job = store->Get(id);
-    ASSERT_TRUE(job.ok()) << job.status();
-    EXPECT_EQ(job->state(), store::JobRecord::FAILED);
-    EXPECT_EQ(job->error(), "server restarted while the job was running");
-    EXPECT_GT(job->finished_unix_ms(), 0);
-    EXPECT_EQ(job->method(), "slang");  // the request is kept
-  }
+  const absl::StatusOr<store::JobRecord> failed = store->Get(running);
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_EQ(failed->state(), store::JobRecord::FAILED);
+  EXPECT_EQ(failed->error(), "server restarted while the job was running");
+  EXPECT_GT(failed->finished_unix_ms(), 0);
+  EXPECT_EQ(failed->method(), "slang");  // the request is kept
+  EXPECT_EQ(store->Get(queued)->state(), store::JobRecord::QUEUED);
+  EXPECT_EQ(store->Get(queued)->error(), "");
   EXPECT_EQ(store->Get(succeeded)->state(), store::JobRecord::SUCCEEDED);
   EXPECT_EQ(store->Get(cancelled)->state(), store::JobRecord::CANCELLED);
   EXPECT_THAT(store->CountByState(),
-              UnorderedElementsAre(Pair(store::JobRecord::FAILED, 2),
+              UnorderedElementsAre(Pair(store::JobRecord::QUEUED, 2),
+                                   Pair(store::JobRecord::FAILED, 1),
                                    Pair(store::JobRecord::SUCCEEDED, 1),
                                    Pair(store::JobRecord::CANCELLED, 1)));
+  // Oldest first.
+  std::vector<std::string> queued_ids;
+  for (const store::JobRecord& job : store->Queued()) {
+    queued_ids.push_back(job.job_id());
+  }
+  EXPECT_THAT(queued_ids, ElementsAre(queued, later_queued));
   // The recovery was written: a second restart sees the same.
   store.reset();
   EXPECT_EQ(Open()->Get(running)->error(),

@@ -1,0 +1,456 @@
+// Walks the "Status by RPC and failure" table of docs/api.md against the real
+// bnn-server: every row names an RPC, a failure and the status code the
+// server must return; the test runs that failure (one scenario per row,
+// below) and compares the code. A row without a scenario, or a scenario
+// without a row, fails the test, so the document and the server cannot drift
+// apart.
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <signal.h>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <absl/strings/str_split.h>
+#include <absl/strings/strip.h>
+#include <absl/time/clock.h>
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "bnn/v1/bnn_service.grpc.pb.h"
+
+#include "tests/server/server_test_util.h"
+
+namespace bnn::server {
+namespace {
+
+using ::bnn::server::testutil::ChildProcess;
+using ::bnn::server::testutil::CubicDataset;
+using ::bnn::server::testutil::ReadFileOrEmpty;
+using ::bnn::server::testutil::TempDir;
+
+constexpr char kUnknownDataset[] = "ds-0000000000000000";
+constexpr char kUnknownJob[] = "job-0000000000000000";
+constexpr char kUnknownSnapshot[] = "snap-0000000000000000";
+
+struct Row {
+  std::string rpc;
+  std::string failure;
+  std::string code;
+};
+
+// The rows of the table after the "<!-- status table -->" marker.
+std::vector<Row> ReadTable(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::vector<Row> rows;
+  bool in_table = false;
+  while (std::getline(in, line)) {
+    if (line == "<!-- status table -->") {
+      in_table = true;
+      continue;
+    }
+    if (!in_table) continue;
+    if (line.empty()) break;
+    const std::vector<std::string> cells = absl::StrSplit(line, '|');
+    // "| a | b | c | d |" splits into 6 cells, the outer two empty.
+    if (cells.size() != 6) continue;
+    Row row;
+    row.rpc = std::string(absl::StripAsciiWhitespace(cells[1]));
+    row.failure = std::string(absl::StripAsciiWhitespace(cells[2]));
+    row.code = std::string(absl::StripAsciiWhitespace(cells[4]));
+    if (row.rpc == "RPC" || row.rpc.rfind("---", 0) == 0) continue;
+    for (std::string* cell : {&row.rpc, &row.code}) {
+      *cell =
+          std::string(absl::StripSuffix(absl::StripPrefix(*cell, "`"), "`"));
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string CodeName(grpc::StatusCode code) {
+  static const auto* const kNames = new std::map<grpc::StatusCode, std::string>{
+      {grpc::StatusCode::OK, "OK"},
+      {grpc::StatusCode::CANCELLED, "CANCELLED"},
+      {grpc::StatusCode::UNKNOWN, "UNKNOWN"},
+      {grpc::StatusCode::INVALID_ARGUMENT, "INVALID_ARGUMENT"},
+      {grpc::StatusCode::DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED"},
+      {grpc::StatusCode::NOT_FOUND, "NOT_FOUND"},
+      {grpc::StatusCode::ALREADY_EXISTS, "ALREADY_EXISTS"},
+      {grpc::StatusCode::PERMISSION_DENIED, "PERMISSION_DENIED"},
+      {grpc::StatusCode::RESOURCE_EXHAUSTED, "RESOURCE_EXHAUSTED"},
+      {grpc::StatusCode::FAILED_PRECONDITION, "FAILED_PRECONDITION"},
+      {grpc::StatusCode::ABORTED, "ABORTED"},
+      {grpc::StatusCode::OUT_OF_RANGE, "OUT_OF_RANGE"},
+      {grpc::StatusCode::UNIMPLEMENTED, "UNIMPLEMENTED"},
+      {grpc::StatusCode::INTERNAL, "INTERNAL"},
+      {grpc::StatusCode::UNAVAILABLE, "UNAVAILABLE"},
+      {grpc::StatusCode::DATA_LOSS, "DATA_LOSS"},
+      {grpc::StatusCode::UNAUTHENTICATED, "UNAUTHENTICATED"},
+  };
+  const auto it = kNames->find(code);
+  return it == kNames->end() ? "?" : it->second;
+}
+
+// Limits of the server under test, small enough to exceed cheaply.
+constexpr int kMaxUploadRows = 100;
+constexpr int kMaxPredictRows = 2000;
+constexpr int kMaxPredictSamples = 64;
+constexpr int kMaxSnapshotBytes = 100000;
+
+class StatusTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::vector<std::string> argv = {
+        BNN_SERVER_PATH, "--listen=127.0.0.1:0",
+        "--data-dir=" + dir_.path() + "/data",
+        "--metrics-listen=", "--threads=1",
+        "--max-upload-rows=" + std::to_string(kMaxUploadRows),
+        "--max-predict-rows=" + std::to_string(kMaxPredictRows),
+        "--max-predict-samples=" + std::to_string(kMaxPredictSamples),
+        "--max-snapshot-bytes=" + std::to_string(kMaxSnapshotBytes),
+        // A Predict of kMaxPredictRows rows x 64 samples through the 200-200
+        // net below takes two chunks of ~2.7e9 multiply-adds each.
+        "--max-request-seconds=0.05"};
+    absl::StatusOr<std::unique_ptr<ChildProcess>> child =
+        ChildProcess::Start(argv, dir_.path() + "/server.log");
+    ASSERT_TRUE(child.ok()) << child.status();
+    server_ = *std::move(child);
+    absl::StatusOr<std::string> address =
+        server_->WaitForLine("bnn-server listening on ", absl::Seconds(30));
+    ASSERT_TRUE(address.ok()) << address.status();
+    stub_ = v1::BnnService::NewStub(
+        grpc::CreateChannel(*address, grpc::InsecureChannelCredentials()));
+
+    ASSERT_TRUE(Upload(UploadMessages(30), &dataset_id_).ok());
+    v1::StartTrainingRequest train;
+    train.set_dataset_id(dataset_id_);
+    train.set_method("slang");
+    train.set_epochs(1);
+    train.set_seed(1);
+    train.mutable_model()->add_hidden_sizes(200);
+    train.mutable_model()->add_hidden_sizes(200);
+    (*train.mutable_params())["batch_size"] = "30";
+    v1::StartTrainingResponse started;
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub_->StartTraining(&context, train, &started).ok());
+    job_id_ = started.job_id();
+    v1::Job job;
+    for (int i = 0; i < 6000 && job.state() != v1::JOB_STATE_SUCCEEDED &&
+                    job.state() != v1::JOB_STATE_FAILED;
+         ++i) {
+      grpc::ClientContext get;
+      v1::GetJobRequest request;
+      request.set_job_id(job_id_);
+      ASSERT_TRUE(stub_->GetJob(&get, request, &job).ok());
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+    snapshot_id_ = job.snapshot_id();
+  }
+
+  void TearDown() override {
+    if (HasFailure()) {
+      std::cerr << ReadFileOrEmpty(dir_.path() + "/server.log");
+    }
+    if (server_ != nullptr) {
+      server_->Signal(SIGTERM);
+      EXPECT_EQ(server_->Wait(absl::Seconds(30)).value_or(-1), 0);
+    }
+  }
+
+  // A header and `rows` rows of the cubic set.
+  static std::vector<v1::UploadDatasetRequest> UploadMessages(int rows) {
+    std::vector<v1::UploadDatasetRequest> messages(2);
+    messages[0].mutable_header()->set_name("cubic");
+    messages[0].mutable_header()->set_task(v1::TASK_REGRESSION);
+    messages[0].mutable_header()->set_num_features(1);
+    const Dataset data = CubicDataset(rows);
+    for (int i = 0; i < rows; ++i) {
+      v1::Example* row = messages[1].mutable_chunk()->add_rows();
+      row->add_x(data.features[i]);
+      row->set_y(data.targets[i]);
+    }
+    return messages;
+  }
+  grpc::Status Upload(const std::vector<v1::UploadDatasetRequest>& messages,
+                      std::string* dataset_id = nullptr) {
+    grpc::ClientContext context;
+    v1::UploadDatasetResponse response;
+    auto writer = stub_->UploadDataset(&context, &response);
+    for (const auto& m : messages) {
+      if (!writer->Write(m)) break;
+    }
+    writer->WritesDone();
+    const grpc::Status status = writer->Finish();
+    if (dataset_id != nullptr) *dataset_id = response.dataset().dataset_id();
+    return status;
+  }
+  // An append of `rows` rows (each of `width` features) to `dataset_id`.
+  grpc::Status Append(const std::string& dataset_id, int rows, int width = 1,
+                      int64_t expected_version = 0) {
+    grpc::ClientContext context;
+    v1::DatasetInfo response;
+    auto writer = stub_->AppendRows(&context, &response);
+    v1::AppendRowsRequest header;
+    header.mutable_header()->set_dataset_id(dataset_id);
+    if (expected_version > 0) {
+      header.mutable_header()->set_expected_version(expected_version);
+    }
+    v1::AppendRowsRequest chunk;
+    for (int i = 0; i < rows; ++i) {
+      v1::Example* row = chunk.mutable_chunk()->add_rows();
+      for (int j = 0; j < width; ++j) row->add_x(0.5);
+      row->set_y(1.0);
+    }
+    if (writer->Write(header)) writer->Write(chunk);
+    writer->WritesDone();
+    return writer->Finish();
+  }
+  grpc::Status Import(const std::string& bytes) {
+    grpc::ClientContext context;
+    v1::SnapshotInfo response;
+    auto writer = stub_->ImportSnapshot(&context, &response);
+    constexpr size_t kChunk = 64 << 10;
+    for (size_t at = 0; at < bytes.size(); at += kChunk) {
+      v1::SnapshotChunk chunk;
+      chunk.set_data(bytes.substr(at, kChunk));
+      if (!writer->Write(chunk)) break;
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  }
+  grpc::Status Export(const std::string& snapshot_id, std::string* bytes) {
+    grpc::ClientContext context;
+    v1::ExportSnapshotRequest request;
+    request.set_snapshot_id(snapshot_id);
+    auto reader = stub_->ExportSnapshot(&context, request);
+    v1::SnapshotChunk chunk;
+    while (reader->Read(&chunk)) bytes->append(chunk.data());
+    return reader->Finish();
+  }
+  template <typename Request, typename Response, typename Method>
+  grpc::Status Unary(Method method, const Request& request,
+                     absl::Duration deadline = absl::Seconds(60)) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
+    Response response;
+    return (stub_.get()->*method)(&context, request, &response);
+  }
+  v1::PredictRequest Predict(const std::string& snapshot_id, int rows,
+                             int samples = 4) const {
+    v1::PredictRequest request;
+    request.set_snapshot_id(snapshot_id);
+    request.set_num_samples(samples);
+    for (int i = 0; i < rows; ++i) request.add_rows()->add_x(0.001 * i);
+    return request;
+  }
+  v1::AcquireRequest Acquire(const std::string& snapshot_id, int rows,
+                             int samples = 4) const {
+    v1::AcquireRequest request;
+    request.set_snapshot_id(snapshot_id);
+    request.set_k(1);
+    request.set_heuristic("max_variance");
+    request.set_num_samples(samples);
+    for (int i = 0; i < rows; ++i) {
+      request.mutable_rows()->add_rows()->add_x(0.001 * i);
+    }
+    return request;
+  }
+
+  // One scenario per row of the table, keyed "RPC/failure".
+  std::map<std::string, std::function<grpc::Status()>> Scenarios() {
+    using S = v1::BnnService::Stub;
+    std::map<std::string, std::function<grpc::Status()>> s;
+    s["UploadDataset/bad field"] = [&] {
+      auto messages = UploadMessages(5);
+      messages[0].mutable_header()->set_num_features(0);
+      return Upload(messages);
+    };
+    s["UploadDataset/over a limit"] = [&] {
+      return Upload(UploadMessages(kMaxUploadRows + 1));
+    };
+    s["AppendRows/bad id"] = [&] { return Append("", 1); };
+    s["AppendRows/unknown id"] = [&] { return Append(kUnknownDataset, 1); };
+    s["AppendRows/bad field"] = [&] { return Append(dataset_id_, 1, 2); };
+    s["AppendRows/stale version"] = [&] {
+      const grpc::Status first = Append(dataset_id_, 1);  // now version 2
+      if (!first.ok()) return first;
+      return Append(dataset_id_, 1, 1, /*expected_version=*/1);
+    };
+    s["AppendRows/over a limit"] = [&] {
+      return Append(dataset_id_, kMaxUploadRows + 1);
+    };
+    auto get_dataset = [&](const std::string& id, int64_t version) {
+      v1::GetDatasetRequest request;
+      request.set_dataset_id(id);
+      if (version >= 0) request.set_version(version);
+      return Unary<v1::GetDatasetRequest, v1::DatasetInfo>(&S::GetDataset,
+                                                           request);
+    };
+    s["GetDataset/bad id"] = [=] { return get_dataset("", -1); };
+    s["GetDataset/unknown id"] = [=] {
+      return get_dataset(kUnknownDataset, -1);
+    };
+    s["GetDataset/bad field"] = [=, this] {
+      return get_dataset(dataset_id_, 0);
+    };
+    auto train = [&](const std::string& id, const std::string& method) {
+      v1::StartTrainingRequest request;
+      request.set_dataset_id(id);
+      request.set_method(method);
+      return Unary<v1::StartTrainingRequest, v1::StartTrainingResponse>(
+          &S::StartTraining, request);
+    };
+    s["StartTraining/bad id"] = [=] { return train("", "slang"); };
+    s["StartTraining/unknown id"] = [=] {
+      return train(kUnknownDataset, "slang");
+    };
+    s["StartTraining/bad field"] = [=, this] {
+      return train(dataset_id_, "no_such_method");
+    };
+    auto get_job = [&](const std::string& id) {
+      v1::GetJobRequest request;
+      request.set_job_id(id);
+      return Unary<v1::GetJobRequest, v1::Job>(&S::GetJob, request);
+    };
+    auto cancel_job = [&](const std::string& id) {
+      v1::CancelJobRequest request;
+      request.set_job_id(id);
+      return Unary<v1::CancelJobRequest, v1::Job>(&S::CancelJob, request);
+    };
+    s["GetJob/bad id"] = [=] { return get_job(""); };
+    s["GetJob/unknown id"] = [=] { return get_job(kUnknownJob); };
+    s["CancelJob/bad id"] = [=] { return cancel_job(""); };
+    s["CancelJob/unknown id"] = [=] { return cancel_job(kUnknownJob); };
+    auto predict = [&](const v1::PredictRequest& request,
+                       absl::Duration deadline = absl::Seconds(60)) {
+      return Unary<v1::PredictRequest, v1::PredictResponse>(&S::Predict,
+                                                            request, deadline);
+    };
+    s["Predict/bad id"] = [=, this] { return predict(Predict("", 1)); };
+    s["Predict/unknown id"] = [=, this] {
+      return predict(Predict(kUnknownSnapshot, 1));
+    };
+    s["Predict/bad field"] = [=, this] {
+      v1::PredictRequest request = Predict(snapshot_id_, 1);
+      request.mutable_rows(0)->set_x(0, std::nan(""));
+      return predict(request);
+    };
+    s["Predict/over a limit"] = [=, this] {
+      return predict(Predict(snapshot_id_, kMaxPredictRows + 1));
+    };
+    s["Predict/deadline"] = [=, this] {
+      return predict(Predict(snapshot_id_, kMaxPredictRows, 64));
+    };
+    s["Predict/client deadline"] = [=, this] {
+      return predict(Predict(snapshot_id_, kMaxPredictRows, 64),
+                     absl::Milliseconds(20));
+    };
+    auto acquire = [&](const v1::AcquireRequest& request) {
+      return Unary<v1::AcquireRequest, v1::AcquireResponse>(&S::Acquire,
+                                                            request);
+    };
+    s["Acquire/bad id"] = [=, this] { return acquire(Acquire("", 1)); };
+    s["Acquire/unknown id"] = [=, this] {
+      v1::AcquireRequest request = Acquire(snapshot_id_, 0);
+      request.set_dataset_id(kUnknownDataset);
+      return acquire(request);
+    };
+    s["Acquire/bad field"] = [=, this] {
+      v1::AcquireRequest request = Acquire(snapshot_id_, 5);
+      request.set_k(0);
+      return acquire(request);
+    };
+    s["Acquire/over a limit"] = [=, this] {
+      return acquire(Acquire(snapshot_id_, 5, kMaxPredictSamples + 1));
+    };
+    s["Acquire/deadline"] = [=, this] {
+      return acquire(Acquire(snapshot_id_, kMaxPredictRows, 64));
+    };
+    auto get_snapshot = [&](const std::string& id) {
+      v1::GetSnapshotRequest request;
+      request.set_snapshot_id(id);
+      return Unary<v1::GetSnapshotRequest, v1::SnapshotInfo>(&S::GetSnapshot,
+                                                             request);
+    };
+    auto delete_snapshot = [&](const std::string& id) {
+      v1::DeleteSnapshotRequest request;
+      request.set_snapshot_id(id);
+      return Unary<v1::DeleteSnapshotRequest, v1::DeleteSnapshotResponse>(
+          &S::DeleteSnapshot, request);
+    };
+    s["GetSnapshot/bad id"] = [=] { return get_snapshot(""); };
+    s["GetSnapshot/unknown id"] = [=] {
+      return get_snapshot(kUnknownSnapshot);
+    };
+    s["DeleteSnapshot/bad id"] = [=] { return delete_snapshot(""); };
+    s["DeleteSnapshot/unknown id"] = [=] {
+      return delete_snapshot(kUnknownSnapshot);
+    };
+    s["ExportSnapshot/bad id"] = [&] {
+      std::string bytes;
+      return Export("", &bytes);
+    };
+    s["ExportSnapshot/unknown id"] = [&] {
+      std::string bytes;
+      return Export(kUnknownSnapshot, &bytes);
+    };
+    s["ImportSnapshot/bad field"] = [&] { return Import(""); };
+    s["ImportSnapshot/corrupt"] = [&] {
+      return Import("this is not a snapshot file");
+    };
+    s["ImportSnapshot/over a limit"] = [&] {
+      std::string bytes;
+      const grpc::Status exported = Export(snapshot_id_, &bytes);
+      if (!exported.ok()) return exported;
+      EXPECT_GT(bytes.size(), static_cast<size_t>(kMaxSnapshotBytes));
+      return Import(bytes);
+    };
+    return s;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<ChildProcess> server_;
+  std::unique_ptr<v1::BnnService::Stub> stub_;
+  std::string dataset_id_;
+  std::string job_id_;
+  std::string snapshot_id_;
+};
+
+TEST_F(StatusTableTest, EveryRowHoldsAgainstTheServer) {
+  const std::vector<Row> rows = ReadTable(BNN_API_DOC);
+  ASSERT_GE(rows.size(), 30u)
+      << "the table in " << BNN_API_DOC << " was not found";
+  std::map<std::string, std::function<grpc::Status()>> scenarios = Scenarios();
+  for (const Row& row : rows) {
+    const std::string key = row.rpc + "/" + row.failure;
+    const auto it = scenarios.find(key);
+    if (it == scenarios.end()) {
+      ADD_FAILURE() << "docs/api.md row '" << key << "' has no scenario";
+      continue;
+    }
+    const grpc::Status status = it->second();
+    EXPECT_EQ(CodeName(status.error_code()), row.code)
+        << key << ": " << status.error_message();
+    scenarios.erase(it);
+  }
+  for (const auto& [key, scenario] : scenarios) {
+    ADD_FAILURE() << "scenario '" << key << "' has no row in docs/api.md";
+  }
+  // And the server still serves.
+  grpc::ClientContext context;
+  v1::ListMethodsResponse methods;
+  EXPECT_TRUE(stub_->ListMethods(&context, {}, &methods).ok());
+}
+
+}  // namespace
+}  // namespace bnn::server
