@@ -9,6 +9,7 @@
 // Unlike main_test, this suite leaves gRPC's client backup poller at its
 // default (5 s): an idle client must not hold the server's exit.
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <signal.h>
 #include <string>
@@ -19,81 +20,28 @@
 #include <absl/synchronization/notification.h>
 #include <absl/time/clock.h>
 #include <gmock/gmock.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
+#include "tests/server/server_binary.h"
 #include "tests/server/server_test_util.h"
 
 namespace bnn::server {
 namespace {
 
-using ::bnn::server::testutil::ChildProcess;
-using ::bnn::server::testutil::CubicDataset;
+using ::bnn::server::testutil::HealthCheck;
+using ::bnn::server::testutil::NewClientChannel;
 using ::bnn::server::testutil::ReadFileOrEmpty;
+using ::bnn::server::testutil::ServerBinary;
 using ::bnn::server::testutil::TempDir;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
-constexpr char kListening[] = "bnn-server listening on ";
 // grpc.health.v1.HealthCheckResponse.ServingStatus.
 constexpr int kServing = 1;
 constexpr int kNotServing = 2;
-
-// A channel with its own connection (gRPC shares connections between
-// channels to one address unless told otherwise): one client.
-std::shared_ptr<grpc::Channel> NewClient(const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetMaxReceiveMessageSize(-1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
-}
-
-// grpc.health.v1.Health/Check of `service` through the generic stub (the
-// health proto is not packaged): the status enum, or the call's error.
-absl::StatusOr<int> HealthCheck(const std::shared_ptr<grpc::Channel>& channel,
-                                const std::string& service) {
-  // HealthCheckRequest{service}: field 1, length-delimited.
-  std::string request;
-  if (!service.empty()) {
-    request = absl::StrCat(
-        "\x0a", std::string(1, static_cast<char>(service.size())), service);
-  }
-  grpc::GenericStub stub(channel);
-  grpc::CompletionQueue cq;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(5));
-  grpc::Slice slice(request);
-  auto call = stub.PrepareUnaryCall(&context, "/grpc.health.v1.Health/Check",
-                                    grpc::ByteBuffer(&slice, 1), &cq);
-  call->StartCall();
-  grpc::ByteBuffer response;
-  grpc::Status status;
-  call->Finish(&response, &status, reinterpret_cast<void*>(1));
-  void* tag = nullptr;
-  bool ok = false;
-  cq.Next(&tag, &ok);
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
-  if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                        status.error_message());
-  }
-  std::vector<grpc::Slice> slices;
-  std::string bytes;
-  if (response.Dump(&slices).ok()) {
-    for (const grpc::Slice& s : slices) {
-      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    }
-  }
-  // HealthCheckResponse{status}: "\x08" then the enum; empty = UNKNOWN (0).
-  return bytes.size() == 2 && bytes[0] == '\x08' ? bytes[1] : 0;
-}
 
 // A Predict of `rows` rows of the one-feature snapshot with `samples`
 // samples and a fixed seed.
@@ -132,29 +80,17 @@ class Harness {
  public:
   // Starts bnn-server on the suite's data directory.
   void Start(std::vector<std::string> extra_flags = {}) {
-    std::vector<std::string> argv = {BNN_SERVER_PATH,
-                                     "--listen",
-                                     "127.0.0.1:0",
-                                     "--data-dir",
-                                     suite_dir_->path() + "/data",
-                                     "--metrics-listen",
-                                     ""};
-    argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
-    absl::StatusOr<std::unique_ptr<ChildProcess>> child =
-        ChildProcess::Start(argv, log_path());
-    ASSERT_TRUE(child.ok()) << child.status();
-    server_ = *std::move(child);
-    absl::StatusOr<std::string> address =
-        server_->WaitForLine(kListening, absl::Seconds(30));
-    ASSERT_TRUE(address.ok()) << address.status() << "\n" << Log();
-    address_ = *address;
-    channel_ = NewClient(address_);
-    stub_ = v1::BnnService::NewStub(channel_);
+    absl::StatusOr<std::unique_ptr<ServerBinary>> server = ServerBinary::Start(
+        BNN_SERVER_PATH, suite_dir_->path() + "/data", log_path(), extra_flags);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    address_ = server_->address();
+    channel_ = server_->channel();
+    stub_ = server_->stub();
   }
   // Sends `signal_number` and returns the exit code.
   int Stop(int signal_number) {
-    server_->Signal(signal_number);
-    const absl::StatusOr<int> code = server_->Wait(absl::Seconds(30));
+    const absl::StatusOr<int> code = server_->Stop(signal_number);
     EXPECT_TRUE(code.ok()) << code.status() << "\n" << Log();
     return code.value_or(-1);
   }
@@ -163,29 +99,6 @@ class Harness {
     const absl::Time start = absl::Now();
     EXPECT_EQ(Stop(SIGTERM), 0);
     return absl::Now() - start;
-  }
-
-  v1::UploadDatasetResponse Upload(int rows) {
-    const Dataset data = CubicDataset(rows);
-    grpc::ClientContext context;
-    v1::UploadDatasetResponse uploaded;
-    auto writer = stub_->UploadDataset(&context, &uploaded);
-    v1::UploadDatasetRequest header;
-    header.mutable_header()->set_name("cubic");
-    header.mutable_header()->set_task(v1::TASK_REGRESSION);
-    header.mutable_header()->set_num_features(1);
-    EXPECT_TRUE(writer->Write(header));
-    v1::UploadDatasetRequest chunk;
-    for (int64_t i = 0; i < data.num_rows(); ++i) {
-      v1::Example* row = chunk.mutable_chunk()->add_rows();
-      row->add_x(data.features[i]);
-      row->set_y(data.targets[i]);
-    }
-    EXPECT_TRUE(writer->Write(chunk));
-    writer->WritesDone();
-    const grpc::Status status = writer->Finish();
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    return uploaded;
   }
   // SLANG on the suite's dataset, rank 1, seed 1.
   v1::StartTrainingRequest Training(int epochs) {
@@ -197,30 +110,21 @@ class Harness {
     return train;
   }
   std::string StartTraining(const v1::StartTrainingRequest& train) {
-    grpc::ClientContext context;
-    v1::StartTrainingResponse started;
-    const grpc::Status status = stub_->StartTraining(&context, train, &started);
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    return started.job_id();
+    absl::StatusOr<std::string> id = server_->StartTraining(train);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.value_or("");
   }
   v1::Job GetJob(const std::string& job_id) {
-    v1::GetJobRequest request;
-    request.set_job_id(job_id);
-    grpc::ClientContext context;
-    v1::Job job;
-    EXPECT_TRUE(stub_->GetJob(&context, request, &job).ok());
-    return job;
+    absl::StatusOr<v1::Job> job = server_->GetJob(job_id);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.value_or(v1::Job());
   }
   // Polls the job until `done` holds (at most 120 s) and returns it.
-  template <typename Predicate>
-  v1::Job WaitForJob(const std::string& job_id, Predicate done) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(120);
-    v1::Job job = GetJob(job_id);
-    while (!done(job) && absl::Now() < deadline) {
-      absl::SleepFor(absl::Milliseconds(20));
-      job = GetJob(job_id);
-    }
-    return job;
+  v1::Job WaitForJob(const std::string& job_id,
+                     const std::function<bool(const v1::Job&)>& done) {
+    absl::StatusOr<v1::Job> job = server_->WaitForJob(job_id, done);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.value_or(v1::Job());
   }
 
   std::string log_path() const { return suite_dir_->path() + "/server.log"; }
@@ -229,10 +133,10 @@ class Harness {
   static TempDir* suite_dir_;
   static std::string* dataset_id_;
   static std::string* snapshot_id_;
-  std::unique_ptr<ChildProcess> server_;
+  std::unique_ptr<ServerBinary> server_;
   std::string address_;
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::BnnService::Stub> stub_;
+  v1::BnnService::Stub* stub_ = nullptr;
 };
 
 TempDir* Harness::suite_dir_ = nullptr;
@@ -250,8 +154,9 @@ class LifecycleTest : public ::testing::Test, public Harness {
     suite_dir_ = new TempDir();
     Harness setup;
     setup.Start({"--threads=1"});
-    v1::UploadDatasetResponse uploaded = setup.Upload(256);
-    dataset_id_ = new std::string(uploaded.dataset().dataset_id());
+    absl::StatusOr<std::string> uploaded = setup.server_->UploadCubic(256);
+    ASSERT_TRUE(uploaded.ok()) << uploaded.status();
+    dataset_id_ = new std::string(*uploaded);
     v1::StartTrainingRequest train = setup.Training(1);
     train.mutable_model()->add_hidden_sizes(700);
     train.mutable_model()->add_hidden_sizes(700);
@@ -290,7 +195,7 @@ TEST_F(LifecycleTest, MaxRequestSecondsStopsAPredictBetweenChunks) {
   Start({"--threads=1", "--max-request-seconds=1"});
   // ~100 chunks of a fraction of a second to seconds each: minutes in all.
   const Timed timed =
-      TimedPredict(stub_.get(), PredictRows(*snapshot_id_, 100000, 4));
+      TimedPredict(stub_, PredictRows(*snapshot_id_, 100000, 4));
   EXPECT_EQ(timed.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
       << timed.status.error_message();
   EXPECT_THAT(timed.status.error_message(), HasSubstr("--max-request-seconds"));
@@ -298,7 +203,7 @@ TEST_F(LifecycleTest, MaxRequestSecondsStopsAPredictBetweenChunks) {
   std::cerr << "Predict capped at 1 s returned after " << timed.took << "\n";
   // The server goes on serving.
   EXPECT_TRUE(
-      TimedPredict(stub_.get(), PredictRows(*snapshot_id_, 1, 4)).status.ok());
+      TimedPredict(stub_, PredictRows(*snapshot_id_, 1, 4)).status.ok());
   EXPECT_EQ(Stop(SIGTERM), 0);
 }
 
@@ -310,7 +215,7 @@ TEST_F(LifecycleTest, AbandonedPredictsDoNotDelayAnUnrelatedOne) {
   std::vector<Timed> results(2);
   for (int i = 0; i < 2; ++i) {
     abandoned.emplace_back([&, i] {
-      const std::shared_ptr<grpc::Channel> client = NewClient(address_);
+      const std::shared_ptr<grpc::Channel> client = NewClientChannel(address_);
       results[i] =
           TimedPredict(v1::BnnService::NewStub(client).get(),
                        PredictRows(*snapshot_id_, 100000, 4), absl::Seconds(2));
@@ -320,8 +225,7 @@ TEST_F(LifecycleTest, AbandonedPredictsDoNotDelayAnUnrelatedOne) {
   for (const Timed& r : results) {
     EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   }
-  const Timed unrelated =
-      TimedPredict(stub_.get(), PredictRows(*snapshot_id_, 1, 4));
+  const Timed unrelated = TimedPredict(stub_, PredictRows(*snapshot_id_, 1, 4));
   ASSERT_TRUE(unrelated.status.ok()) << unrelated.status.error_message();
   std::cerr << "unrelated Predict after two abandoned ones: " << unrelated.took
             << "\n";
@@ -337,9 +241,9 @@ TEST_F(LifecycleTest, OneClientsFloodDoesNotStarveAnother) {
   Start({"--threads=1", "--compute-workers=1"});
   // Loads the predictor and caches the draw, so every call costs the same.
   ASSERT_TRUE(
-      TimedPredict(stub_.get(), PredictRows(*snapshot_id_, 1, 4)).status.ok());
+      TimedPredict(stub_, PredictRows(*snapshot_id_, 1, 4)).status.ok());
   constexpr int kFlood = 8;
-  const std::shared_ptr<grpc::Channel> flooder = NewClient(address_);
+  const std::shared_ptr<grpc::Channel> flooder = NewClientChannel(address_);
   std::unique_ptr<v1::BnnService::Stub> flood_stub =
       v1::BnnService::NewStub(flooder);
   std::vector<Timed> flood(kFlood);
@@ -352,7 +256,7 @@ TEST_F(LifecycleTest, OneClientsFloodDoesNotStarveAnother) {
     });
   }
   absl::SleepFor(absl::Milliseconds(500));  // A's calls are queued
-  const std::shared_ptr<grpc::Channel> other = NewClient(address_);
+  const std::shared_ptr<grpc::Channel> other = NewClientChannel(address_);
   const Timed b = TimedPredict(v1::BnnService::NewStub(other).get(),
                                PredictRows(*snapshot_id_, 1, 4));
   for (std::thread& t : threads) t.join();
@@ -376,7 +280,7 @@ TEST_F(LifecycleTest, WatchdogReportsWedgedComputeWorkers) {
   std::atomic<bool> done{false};
   Timed slow;
   std::thread predict([&] {
-    const std::shared_ptr<grpc::Channel> client = NewClient(address_);
+    const std::shared_ptr<grpc::Channel> client = NewClientChannel(address_);
     slow = TimedPredict(v1::BnnService::NewStub(client).get(),
                         PredictRows(*snapshot_id_, 1024, 64));
     done = true;
@@ -419,7 +323,7 @@ TEST_F(LifecycleTest, ExitWithinGraceWithASlowPredictInFlight) {
   Start({"--threads=1", "--shutdown-grace=2"});
   Timed slow;
   std::thread predict([&] {
-    const std::shared_ptr<grpc::Channel> client = NewClient(address_);
+    const std::shared_ptr<grpc::Channel> client = NewClientChannel(address_);
     slow = TimedPredict(v1::BnnService::NewStub(client).get(),
                         PredictRows(*snapshot_id_, 100000, 4));
   });

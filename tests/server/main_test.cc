@@ -1,6 +1,7 @@
 // The bnn-server binary: flags, the printed address, health and reflection
 // services, and clean shutdown on signals.
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <signal.h>
 #include <stdlib.h>
@@ -14,80 +15,44 @@
 
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
+#include "tests/server/server_binary.h"
 #include "tests/server/server_test_util.h"
 
 namespace bnn::server {
 namespace {
 
 using ::bnn::server::testutil::ChildProcess;
-using ::bnn::server::testutil::CubicDataset;
+using ::bnn::server::testutil::RawUnaryCall;
 using ::bnn::server::testutil::ReadFileOrEmpty;
+using ::bnn::server::testutil::ServerBinary;
 using ::bnn::server::testutil::TempDir;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 
-constexpr char kListening[] = "bnn-server listening on ";
-
 class BnnServerMainTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    // An idle client channel answers the server's shutdown GOAWAY ping only
-    // when its backup poller runs (every 5 s by default), which would hold
-    // every shutdown for the server's whole grace period. Read at the
-    // first grpc_init.
-    setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "50", 1);
-  }
-
   // Starts bnn-server on a free port and returns its address.
   std::string Start(std::vector<std::string> extra_flags = {}) {
-    std::vector<std::string> argv = {BNN_SERVER_PATH,
-                                     "--listen",
-                                     "127.0.0.1:0",
-                                     "--data-dir",
-                                     dir_.path() + "/data",
-                                     "--metrics-listen",
-                                     ""};
-    argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
-    absl::StatusOr<std::unique_ptr<ChildProcess>> child =
-        ChildProcess::Start(argv, log_path());
-    EXPECT_TRUE(child.ok()) << child.status();
-    server_ = *std::move(child);
-    absl::StatusOr<std::string> address =
-        server_->WaitForLine(kListening, absl::Seconds(20));
-    EXPECT_TRUE(address.ok()) << address.status() << "\n" << Log();
-    channel_ = grpc::CreateChannel(address.value_or(""),
-                                   grpc::InsecureChannelCredentials());
-    stub_ = v1::BnnService::NewStub(channel_);
-    return address.value_or("");
+    absl::StatusOr<std::unique_ptr<ServerBinary>> server = ServerBinary::Start(
+        BNN_SERVER_PATH, dir_.path() + "/data", log_path(), extra_flags);
+    EXPECT_TRUE(server.ok()) << server.status();
+    if (!server.ok()) return "";
+    server_ = *std::move(server);
+    channel_ = server_->channel();
+    stub_ = server_->stub();
+    return server_->address();
   }
   // Sends `signal_number` and returns the exit code.
   int Stop(int signal_number) {
-    server_->Signal(signal_number);
-    const absl::StatusOr<int> code = server_->Wait(absl::Seconds(15));
+    const absl::StatusOr<int> code = server_->Stop(signal_number);
     EXPECT_TRUE(code.ok()) << code.status() << "\n" << Log();
     return code.value_or(-1);
   }
   // Uploads 20 rows of the cubic data set; returns the dataset id.
   std::string UploadCubic() {
-    const Dataset data = CubicDataset(20);
-    grpc::ClientContext context;
-    v1::UploadDatasetResponse uploaded;
-    auto writer = stub_->UploadDataset(&context, &uploaded);
-    v1::UploadDatasetRequest header;
-    header.mutable_header()->set_name("cubic");
-    header.mutable_header()->set_task(v1::TASK_REGRESSION);
-    header.mutable_header()->set_num_features(1);
-    EXPECT_TRUE(writer->Write(header));
-    v1::UploadDatasetRequest chunk;
-    for (int64_t i = 0; i < data.num_rows(); ++i) {
-      v1::Example* row = chunk.mutable_chunk()->add_rows();
-      row->add_x(data.features[i]);
-      row->set_y(data.targets[i]);
-    }
-    EXPECT_TRUE(writer->Write(chunk));
-    writer->WritesDone();
-    EXPECT_TRUE(writer->Finish().ok());
-    return uploaded.dataset().dataset_id();
+    absl::StatusOr<std::string> id = server_->UploadCubic(20);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.value_or("");
   }
   // Starts a SLANG job; returns its id.
   std::string StartTraining(const std::string& dataset_id, int epochs) {
@@ -95,31 +60,25 @@ class BnnServerMainTest : public ::testing::Test {
     train.set_dataset_id(dataset_id);
     train.set_method("slang");
     train.set_epochs(epochs);
-    grpc::ClientContext context;
-    v1::StartTrainingResponse started;
-    EXPECT_TRUE(stub_->StartTraining(&context, train, &started).ok());
-    return started.job_id();
+    absl::StatusOr<std::string> id = server_->StartTraining(train);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.value_or("");
   }
   // Polls the job until `done` holds (at most 10 s) and returns it.
-  template <typename Predicate>
-  v1::Job WaitForJob(const std::string& job_id, Predicate done) {
-    v1::GetJobRequest request;
-    request.set_job_id(job_id);
-    v1::Job job;
-    for (int i = 0; i < 1000 && !done(job); ++i) {
-      grpc::ClientContext context;
-      EXPECT_TRUE(stub_->GetJob(&context, request, &job).ok());
-      absl::SleepFor(absl::Milliseconds(10));
-    }
-    return job;
+  v1::Job WaitForJob(const std::string& job_id,
+                     const std::function<bool(const v1::Job&)>& done) {
+    absl::StatusOr<v1::Job> job =
+        server_->WaitForJob(job_id, done, absl::Seconds(10));
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.value_or(v1::Job());
   }
   std::string log_path() const { return dir_.path() + "/server.log"; }
   std::string Log() const { return ReadFileOrEmpty(log_path()); }
 
   TempDir dir_;
-  std::unique_ptr<ChildProcess> server_;
+  std::unique_ptr<ServerBinary> server_;
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::BnnService::Stub> stub_;
+  v1::BnnService::Stub* stub_ = nullptr;
 };
 
 std::string ToBytes(const grpc::ByteBuffer& buffer) {
@@ -130,29 +89,6 @@ std::string ToBytes(const grpc::ByteBuffer& buffer) {
     bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   }
   return bytes;
-}
-
-// One unary call through the generic stub; `request` and the returned bytes
-// are serialised protobuf messages (the health proto is not packaged).
-absl::StatusOr<std::string> RawUnaryCall(
-    const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
-    const std::string& request) {
-  grpc::GenericStub stub(channel);
-  grpc::CompletionQueue cq;
-  grpc::ClientContext context;
-  grpc::Slice slice(request);
-  auto call =
-      stub.PrepareUnaryCall(&context, method, grpc::ByteBuffer(&slice, 1), &cq);
-  call->StartCall();
-  grpc::ByteBuffer response;
-  grpc::Status status;
-  call->Finish(&response, &status, reinterpret_cast<void*>(1));
-  void* tag = nullptr;
-  bool ok = false;
-  if (!cq.Next(&tag, &ok) || !ok || !status.ok()) {
-    return absl::UnavailableError(status.error_message());
-  }
-  return ToBytes(response);
 }
 
 TEST_F(BnnServerMainTest, ServesAndStopsCleanlyOnSigterm) {

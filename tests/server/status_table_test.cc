@@ -26,14 +26,14 @@
 
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
+#include "tests/server/server_binary.h"
 #include "tests/server/server_test_util.h"
 
 namespace bnn::server {
 namespace {
 
-using ::bnn::server::testutil::ChildProcess;
 using ::bnn::server::testutil::CubicDataset;
-using ::bnn::server::testutil::ReadFileOrEmpty;
+using ::bnn::server::testutil::ServerBinary;
 using ::bnn::server::testutil::TempDir;
 
 constexpr char kUnknownDataset[] = "ds-0000000000000000";
@@ -109,28 +109,22 @@ constexpr int kMaxSnapshotBytes = 100000;
 class StatusTableTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::vector<std::string> argv = {
-        BNN_SERVER_PATH, "--listen=127.0.0.1:0",
-        "--data-dir=" + dir_.path() + "/data",
-        "--metrics-listen=", "--threads=1",
-        "--max-upload-rows=" + std::to_string(kMaxUploadRows),
-        "--max-predict-rows=" + std::to_string(kMaxPredictRows),
-        "--max-predict-samples=" + std::to_string(kMaxPredictSamples),
-        "--max-snapshot-bytes=" + std::to_string(kMaxSnapshotBytes),
-        // A Predict of kMaxPredictRows rows x 64 samples through the 200-200
-        // net below takes two chunks of ~2.7e9 multiply-adds each.
-        "--max-request-seconds=0.05"};
-    absl::StatusOr<std::unique_ptr<ChildProcess>> child =
-        ChildProcess::Start(argv, dir_.path() + "/server.log");
-    ASSERT_TRUE(child.ok()) << child.status();
-    server_ = *std::move(child);
-    absl::StatusOr<std::string> address =
-        server_->WaitForLine("bnn-server listening on ", absl::Seconds(30));
-    ASSERT_TRUE(address.ok()) << address.status();
-    stub_ = v1::BnnService::NewStub(
-        grpc::CreateChannel(*address, grpc::InsecureChannelCredentials()));
+    absl::StatusOr<std::unique_ptr<ServerBinary>> server = ServerBinary::Start(
+        BNN_SERVER_PATH, dir_.path() + "/data", dir_.path() + "/server.log",
+        {"--threads=1", "--max-upload-rows=" + std::to_string(kMaxUploadRows),
+         "--max-predict-rows=" + std::to_string(kMaxPredictRows),
+         "--max-predict-samples=" + std::to_string(kMaxPredictSamples),
+         "--max-snapshot-bytes=" + std::to_string(kMaxSnapshotBytes),
+         // A Predict of kMaxPredictRows rows x 64 samples through the
+         // 200-200 net below takes two chunks of ~2.7e9 multiply-adds each.
+         "--max-request-seconds=0.05"});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    stub_ = server_->stub();
 
-    ASSERT_TRUE(Upload(UploadMessages(30), &dataset_id_).ok());
+    absl::StatusOr<std::string> dataset_id = server_->UploadCubic(30);
+    ASSERT_TRUE(dataset_id.ok()) << dataset_id.status();
+    dataset_id_ = *dataset_id;
     v1::StartTrainingRequest train;
     train.set_dataset_id(dataset_id_);
     train.set_method("slang");
@@ -139,31 +133,22 @@ class StatusTableTest : public ::testing::Test {
     train.mutable_model()->add_hidden_sizes(200);
     train.mutable_model()->add_hidden_sizes(200);
     (*train.mutable_params())["batch_size"] = "30";
-    v1::StartTrainingResponse started;
-    grpc::ClientContext context;
-    ASSERT_TRUE(stub_->StartTraining(&context, train, &started).ok());
-    job_id_ = started.job_id();
-    v1::Job job;
-    for (int i = 0; i < 6000 && job.state() != v1::JOB_STATE_SUCCEEDED &&
-                    job.state() != v1::JOB_STATE_FAILED;
-         ++i) {
-      grpc::ClientContext get;
-      v1::GetJobRequest request;
-      request.set_job_id(job_id_);
-      ASSERT_TRUE(stub_->GetJob(&get, request, &job).ok());
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
-    snapshot_id_ = job.snapshot_id();
+    absl::StatusOr<std::string> job_id = server_->StartTraining(train);
+    ASSERT_TRUE(job_id.ok()) << job_id.status();
+    const absl::StatusOr<v1::Job> job =
+        server_->WaitForJob(*job_id, [](const v1::Job& j) {
+          return j.state() == v1::JOB_STATE_SUCCEEDED ||
+                 j.state() == v1::JOB_STATE_FAILED;
+        });
+    ASSERT_TRUE(job.ok()) << job.status();
+    ASSERT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->error();
+    snapshot_id_ = job->snapshot_id();
   }
 
   void TearDown() override {
-    if (HasFailure()) {
-      std::cerr << ReadFileOrEmpty(dir_.path() + "/server.log");
-    }
+    if (HasFailure() && server_ != nullptr) std::cerr << server_->Log();
     if (server_ != nullptr) {
-      server_->Signal(SIGTERM);
-      EXPECT_EQ(server_->Wait(absl::Seconds(30)).value_or(-1), 0);
+      EXPECT_EQ(server_->Stop(SIGTERM).value_or(-1), 0);
     }
   }
 
@@ -243,7 +228,7 @@ class StatusTableTest : public ::testing::Test {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
     Response response;
-    return (stub_.get()->*method)(&context, request, &response);
+    return (stub_->*method)(&context, request, &response);
   }
   v1::PredictRequest Predict(const std::string& snapshot_id, int rows,
                              int samples = 4) const {
@@ -419,10 +404,9 @@ class StatusTableTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<ChildProcess> server_;
-  std::unique_ptr<v1::BnnService::Stub> stub_;
+  std::unique_ptr<ServerBinary> server_;
+  v1::BnnService::Stub* stub_ = nullptr;
   std::string dataset_id_;
-  std::string job_id_;
   std::string snapshot_id_;
 };
 
