@@ -20,6 +20,7 @@
 #include <absl/synchronization/notification.h>
 #include <absl/time/clock.h>
 #include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -306,6 +307,69 @@ TEST_F(LifecycleTest, WatchdogReportsWedgedComputeWorkers) {
   EXPECT_EQ(HealthCheck(channel_, "bnn.v1.BnnService").value_or(-1), kServing);
   EXPECT_EQ(HealthCheck(channel_, "").value_or(-1), kServing);
   EXPECT_EQ(Stop(SIGTERM), 0);
+}
+
+TEST_F(LifecycleTest, HealthTurnsNotServingBeforeTheServerDrains) {
+  Start({"--threads=1", "--shutdown-grace=3"});
+  // A minutes-long Predict keeps the server draining for most of the grace.
+  Timed slow;
+  std::thread predict([&] {
+    const std::shared_ptr<grpc::Channel> client = NewClientChannel(address_);
+    slow = TimedPredict(v1::BnnService::NewStub(client).get(),
+                        PredictRows(*snapshot_id_, 100000, 4));
+  });
+  // grpc.health.v1.Health/Watch("") through the generic stub.
+  grpc::GenericStub stub(channel_);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext context;
+  auto call = stub.PrepareCall(&context, "/grpc.health.v1.Health/Watch", &cq);
+  auto next = [&cq] {
+    void* tag = nullptr;
+    bool ok = false;
+    return cq.Next(&tag, &ok) && ok;
+  };
+  auto read_status = [&]() -> int {
+    grpc::ByteBuffer buffer;
+    call->Read(&buffer, reinterpret_cast<void*>(4));
+    if (!next()) return -1;
+    std::vector<grpc::Slice> slices;
+    std::string bytes;
+    if (buffer.Dump(&slices).ok()) {
+      for (const grpc::Slice& slice : slices) {
+        bytes.append(reinterpret_cast<const char*>(slice.begin()),
+                     slice.size());
+      }
+    }
+    return bytes.size() == 2 && bytes[0] == '\x08' ? bytes[1] : 0;
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(next());
+  grpc::Slice empty(std::string(""));
+  call->Write(grpc::ByteBuffer(&empty, 1), reinterpret_cast<void*>(2));
+  ASSERT_TRUE(next());
+  call->WritesDone(reinterpret_cast<void*>(3));
+  ASSERT_TRUE(next());
+  EXPECT_EQ(read_status(), kServing);
+  absl::SleepFor(absl::Seconds(1));  // the Predict is computing
+
+  const absl::Time stopping = absl::Now();
+  server_->Signal(SIGTERM);
+  EXPECT_EQ(read_status(), kNotServing);
+  const absl::Duration to_not_serving = absl::Now() - stopping;
+  // Reported while the server still drains the Predict.
+  const absl::StatusOr<int> early = server_->Wait(absl::ZeroDuration());
+  EXPECT_FALSE(early.ok()) << "exited before health was seen NOT_SERVING";
+  std::cerr << "NOT_SERVING " << to_not_serving << " after SIGTERM\n";
+  EXPECT_LT(to_not_serving, absl::Seconds(1));
+  EXPECT_EQ(server_->Wait(absl::Seconds(30)).value_or(-1), 0);
+  predict.join();
+  context.TryCancel();
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(5));
+  next();
+  cq.Shutdown();
+  while (next()) {
+  }
 }
 
 TEST_F(LifecycleTest, IdleClientDoesNotDelayExit) {

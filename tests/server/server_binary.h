@@ -33,6 +33,11 @@ class ServerBinary {
   // the process is still running after `timeout`.
   absl::StatusOr<int> Stop(int signal_number,
                            absl::Duration timeout = absl::Seconds(30));
+  // The two halves of Stop().
+  void Signal(int signal_number) { process_->Signal(signal_number); }
+  absl::StatusOr<int> Wait(absl::Duration timeout) {
+    return process_->Wait(timeout);
+  }
 
   const std::string& address() const { return address_; }
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
