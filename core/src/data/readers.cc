@@ -171,8 +171,8 @@ uint32_t BigEndian32(const unsigned char* p) {
 }
 
 // Parses an IDX header of unsigned bytes: returns the dims.
-absl::StatusOr<std::vector<uint32_t>> IdxDims(const std::string& data,
-                                              const std::string& path) {
+absl::StatusOr<std::vector<uint32_t>> IdxDims(absl::string_view data,
+                                              absl::string_view path) {
   if (data.size() < 4) {
     return absl::DataLossError(absl::StrCat(path, ": too short for IDX"));
   }
@@ -202,6 +202,53 @@ absl::StatusOr<std::vector<uint32_t>> IdxDims(const std::string& data,
                      " bytes; the header declares ", total));
   }
   return dims;
+}
+
+// ParseIdx with the names errors give the two files; `labels_name` empty:
+// no labels.
+absl::StatusOr<Dataset> ParseIdxFiles(absl::string_view images,
+                                      absl::string_view images_name,
+                                      absl::string_view labels,
+                                      absl::string_view labels_name,
+                                      const IdxOptions& options) {
+  BNN_ASSIGN_OR_RETURN(std::vector<uint32_t> dims,
+                       IdxDims(images, images_name));
+  if (dims.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        images_name, ": image file must have rank >= 2, has ", dims.size()));
+  }
+  Dataset data;
+  const int64_t n = dims[0];
+  int64_t p = 1;
+  for (size_t i = 1; i < dims.size(); ++i) p *= dims[i];
+  data.num_features = p;
+  data.features.resize(n * p);
+  const auto* pixels = reinterpret_cast<const unsigned char*>(images.data()) +
+                       4 + 4 * dims.size();
+  for (int64_t i = 0; i < n * p; ++i) {
+    data.features[i] = pixels[i] * options.scale;
+  }
+  data.targets.assign(n, 0.0);
+  if (!labels_name.empty()) {
+    BNN_ASSIGN_OR_RETURN(std::vector<uint32_t> ldims,
+                         IdxDims(labels, labels_name));
+    if (ldims.size() != 1 || ldims[0] != dims[0]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          labels_name, ": expected a rank-1 label file with ", n, " entries"));
+    }
+    // IDX labels are class indices already; keep them (no compaction) so
+    // that a split missing a class still uses the same indices.
+    const auto* l = reinterpret_cast<const unsigned char*>(labels.data()) + 8;
+    int max_label = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      data.targets[i] = l[i];
+      max_label = std::max<int>(max_label, l[i]);
+    }
+    data.num_classes = std::max(2, max_label + 1);
+    data.task = data.num_classes == 2 ? Task::kBinary : Task::kMulticlass;
+    for (int c = 0; c < data.num_classes; ++c) data.class_values.push_back(c);
+  }
+  return data;
 }
 
 }  // namespace
@@ -381,45 +428,18 @@ absl::StatusOr<Dataset> ReadIdx(const std::string& images_path,
                                 const std::string& labels_path,
                                 const IdxOptions& options) {
   BNN_ASSIGN_OR_RETURN(std::string images, ReadMaybeGzip(images_path));
-  BNN_ASSIGN_OR_RETURN(std::vector<uint32_t> dims,
-                       IdxDims(images, images_path));
-  if (dims.size() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        images_path, ": image file must have rank >= 2, has ", dims.size()));
-  }
-  Dataset data;
-  const int64_t n = dims[0];
-  int64_t p = 1;
-  for (size_t i = 1; i < dims.size(); ++i) p *= dims[i];
-  data.num_features = p;
-  data.features.resize(n * p);
-  const auto* pixels = reinterpret_cast<const unsigned char*>(images.data()) +
-                       4 + 4 * dims.size();
-  for (int64_t i = 0; i < n * p; ++i) {
-    data.features[i] = pixels[i] * options.scale;
-  }
-  data.targets.assign(n, 0.0);
+  std::string labels;
   if (!labels_path.empty()) {
-    BNN_ASSIGN_OR_RETURN(std::string labels, ReadMaybeGzip(labels_path));
-    BNN_ASSIGN_OR_RETURN(std::vector<uint32_t> ldims,
-                         IdxDims(labels, labels_path));
-    if (ldims.size() != 1 || ldims[0] != dims[0]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          labels_path, ": expected a rank-1 label file with ", n, " entries"));
-    }
-    // IDX labels are class indices already; keep them (no compaction) so
-    // that a split missing a class still uses the same indices.
-    const auto* l = reinterpret_cast<const unsigned char*>(labels.data()) + 8;
-    int max_label = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      data.targets[i] = l[i];
-      max_label = std::max<int>(max_label, l[i]);
-    }
-    data.num_classes = std::max(2, max_label + 1);
-    data.task = data.num_classes == 2 ? Task::kBinary : Task::kMulticlass;
-    for (int c = 0; c < data.num_classes; ++c) data.class_values.push_back(c);
+    BNN_ASSIGN_OR_RETURN(labels, ReadMaybeGzip(labels_path));
   }
-  return data;
+  return ParseIdxFiles(images, images_path, labels, labels_path, options);
+}
+
+absl::StatusOr<Dataset> ParseIdx(absl::string_view images,
+                                 absl::string_view labels,
+                                 const IdxOptions& options) {
+  return ParseIdxFiles(images, "images", labels, labels.empty() ? "" : "labels",
+                       options);
 }
 
 }  // namespace bnn

@@ -649,6 +649,18 @@ TEST_F(IdxTest, RankOneImageFileIsInvalid) {
   EXPECT_THAT(Msg(d.status()), HasSubstr("rank >= 2"));
 }
 
+TEST(ParseIdxTest, ParsesBytesInMemory) {
+  const absl::StatusOr<Dataset> d = ParseIdx(Images(), Labels({2, 0, 1}));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->num_rows(), 3);
+  EXPECT_EQ(d->num_features, 4);
+  EXPECT_THAT(d->targets, ElementsAre(2, 0, 1));
+  EXPECT_EQ(ParseIdx(Images(), Labels({0, 1})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(ParseIdx(Images(), Labels({0, 1})).status()),
+              HasSubstr("labels: expected a rank-1"));
+}
+
 TEST_F(IdxTest, MissingFilesAreNotFound) {
   absl::StatusOr<Dataset> d = ReadIdx(Path("no-images"), "");
   EXPECT_EQ(d.status().code(), absl::StatusCode::kNotFound);

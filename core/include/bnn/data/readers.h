@@ -63,6 +63,11 @@ struct IdxOptions {
 absl::StatusOr<Dataset> ReadIdx(const std::string& images_path,
                                 const std::string& labels_path,
                                 const IdxOptions& options = {});
+// ReadIdx of files already in memory (uncompressed): `images` and, unless
+// empty, `labels`. Errors name the files "images" and "labels".
+absl::StatusOr<Dataset> ParseIdx(absl::string_view images,
+                                 absl::string_view labels,
+                                 const IdxOptions& options = {});
 
 }  // namespace bnn
 
