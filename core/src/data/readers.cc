@@ -190,16 +190,22 @@ absl::StatusOr<std::vector<uint32_t>> IdxDims(absl::string_view data,
   if (rank < 1 || data.size() < 4 + 4 * static_cast<size_t>(rank)) {
     return absl::DataLossError(absl::StrCat(path, ": truncated IDX header"));
   }
+  const size_t payload = data.size() - 4 - 4 * static_cast<size_t>(rank);
   std::vector<uint32_t> dims(rank);
   uint64_t total = 1;
+  bool overflow = false;
   for (int i = 0; i < rank; ++i) {
     dims[i] = BigEndian32(p + 4 + 4 * i);
-    total *= dims[i];
+    if (dims[i] == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": IDX dimension ", i, " is 0; the file holds no data"));
+    }
+    overflow = overflow || __builtin_mul_overflow(total, dims[i], &total);
   }
-  if (data.size() != 4 + 4 * static_cast<size_t>(rank) + total) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": IDX payload has ", data.size() - 4 - 4 * rank,
-                     " bytes; the header declares ", total));
+  if (overflow || payload != total) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": IDX payload has ", payload, " bytes; the header declares ",
+        overflow ? "more than 2^64" : absl::StrCat(total)));
   }
   return dims;
 }

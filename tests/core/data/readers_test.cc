@@ -649,6 +649,26 @@ TEST_F(IdxTest, RankOneImageFileIsInvalid) {
   EXPECT_THAT(Msg(d.status()), HasSubstr("rank >= 2"));
 }
 
+// Found by idx_fuzz: a zero dimension gave an empty dataset (no rows, or
+// rows of no features), and dimensions whose product overflows 64 bits
+// matched a short payload.
+TEST(ParseIdxTest, ZeroDimensionIsInvalid) {
+  absl::StatusOr<Dataset> d = ParseIdx(IdxFile(0x00000802, {0, 2}, {}), "");
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(d.status()),
+              AllOf(HasSubstr("images"), HasSubstr("dimension 0 is 0")));
+  d = ParseIdx(IdxFile(0x00000802, {2, 0}, {}), "");
+  EXPECT_THAT(Msg(d.status()), HasSubstr("dimension 1 is 0"));
+}
+
+TEST(ParseIdxTest, OverflowingDimensionsAreDataLoss) {
+  const absl::StatusOr<Dataset> d =
+      ParseIdx(IdxFile(0x00000804, {65536, 65536, 65536, 65536}, {1, 2}), "");
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Msg(d.status()),
+              AllOf(HasSubstr("2 bytes"), HasSubstr("more than 2^64")));
+}
+
 TEST(ParseIdxTest, ParsesBytesInMemory) {
   const absl::StatusOr<Dataset> d = ParseIdx(Images(), Labels({2, 0, 1}));
   ASSERT_TRUE(d.ok()) << d.status();
