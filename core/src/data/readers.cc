@@ -89,7 +89,11 @@ class CsvRecordReader {
   int line() const { return record_line_; }
 
  private:
-  static bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+  // Blanks around fields; never the delimiter (a tab-separated file keeps
+  // its empty fields and the tab after a quoted field).
+  bool IsSpace(char c) const {
+    return c != delimiter_ && (c == ' ' || c == '\t' || c == '\r');
+  }
 
   // Appends the field at pos_ to *field and stops at the delimiter, line
   // feed or end of text that ends it. Returns whether it was quoted.

@@ -316,6 +316,26 @@ TEST(ParseCsvTest, NanAndInfAreRejectedWithTheirPosition) {
               AllOf(HasSubstr("line 2, column 2"), HasSubstr("'y'")));
 }
 
+// Found by csv_fuzz: blanks around fields were skipped even when the
+// delimiter is itself a blank, so a tab after a quoted field and empty
+// tab-separated fields disappeared.
+TEST(ParseCsvTest, TabDelimiterIsNeverABlank) {
+  CsvOptions options = Target("y");
+  options.delimiter = '\t';
+  absl::StatusOr<Dataset> d =
+      ParseCsv("\"a\"\t\"b c\"\ty\n1\t 2 \t3\n", options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_THAT(d->feature_names, ElementsAre("a", "b c"));
+  EXPECT_THAT(d->features, ElementsAre(1, 2));
+  EXPECT_THAT(d->targets, ElementsAre(3));
+  d = ParseCsv("a\t\ty\n1\t2\t3\n", options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_THAT(d->feature_names, ElementsAre("a", ""));
+  d = ParseCsv("a\tb\ty\n1\t\t3\n", options);
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(d.status()), HasSubstr("line 2, column 2"));
+}
+
 TEST(ParseCsvTest, UnknownTargetColumnIsAnError) {
   absl::StatusOr<Dataset> d = ParseCsv("a,b\n1,2\n", Target("price"));
   EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
