@@ -61,7 +61,11 @@ class OptionsSchema {
   // InvalidArgument naming the key and listing the known ones.
   absl::Status Apply(const ParamMap& params, Options* options,
                      const std::vector<std::string>& ignored = {}) const {
-    for (const auto& [key, value] : params) {
+    // Not a structured binding: C++17 lambdas cannot capture one (clang
+    // refuses; the fuzz build uses clang).
+    for (const auto& entry : params) {
+      const std::string& key = entry.first;
+      const std::string& value = entry.second;
       const FieldDecl* field = Find(key);
       if (field == nullptr) {
         bool skip = false;
