@@ -20,6 +20,9 @@ BUILD_PACKAGES=(
   python3 curl prometheus
   # bnn_client_test makes TLS certificates at test time.
   openssl
+  # bench/fuzz/run.sh: the fuzz targets under libFuzzer with ASan/UBSan
+  # (clang, its sanitizer and fuzzer runtimes, and its OpenMP).
+  clang libclang-rt-dev libomp-dev
   # BALI classification experiments (docs/results/bali/): Fashion-MNIST, the
   # OOD sets (bench/accuracy/make_ood_sets.py) and the plots.
   dataset-fashion-mnist python3-sklearn python3-matplotlib
