@@ -6,8 +6,11 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/message_lite.h>
 
+#include "bnn/check.h"
 #include "bnn/io/file.h"
 #include "bnn/status.h"
 
@@ -119,13 +122,21 @@ absl::StatusOr<DecodedRecord> DecodeRecord(const RecordFormat& format,
 
 absl::StatusOr<std::string> EncodeRecordMessage(
     const RecordFormat& format, const google::protobuf::MessageLite& message) {
-  std::string payload;
   // Protobuf cannot serialise messages of 2 GiB or more.
-  if (message.ByteSizeLong() >= static_cast<size_t>(INT_MAX) ||
-      !message.SerializeToString(&payload)) {
+  if (message.ByteSizeLong() >= static_cast<size_t>(INT_MAX)) {
     return absl::ResourceExhaustedError(
         absl::StrCat(format.kind, " of ", message.ByteSizeLong(),
                      " bytes exceeds the 2 GiB limit of a record"));
+  }
+  std::string payload;
+  {
+    google::protobuf::io::StringOutputStream stream(&payload);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    // Map entries in key order: by default their order follows a hash
+    // seeded per map object, so equal records (a snapshot decoded and
+    // encoded again) would get different bytes.
+    coded.SetSerializationDeterministic(true);
+    BNN_CHECK(message.SerializeToCodedStream(&coded));
   }
   return EncodeRecord(format, payload);
 }
