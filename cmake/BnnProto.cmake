@@ -1,8 +1,9 @@
-# bnn_proto_library(NAME <target> PROTOS <files...> IMPORT_DIR <dir> [GRPC])
+# bnn_proto_library(NAME <target> PROTOS <files...> IMPORT_DIR <dirs...>
+#                   [DEPS <libraries...>] [GRPC])
 # Generates C++ (and optionally gRPC) sources for PROTOS into the build tree
 # and builds them as a static library exposing the generated headers.
 function(bnn_proto_library)
-  cmake_parse_arguments(P "GRPC" "NAME;IMPORT_DIR" "PROTOS;DEPS" ${ARGN})
+  cmake_parse_arguments(P "GRPC" "NAME" "IMPORT_DIR;PROTOS;DEPS" ${ARGN})
   add_library(${P_NAME} STATIC ${P_PROTOS})
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/gen)
   file(MAKE_DIRECTORY ${out_dir})

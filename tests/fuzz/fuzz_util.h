@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 
 #include "bnn/check.h"
+#include "bnn/io/record.h"
 
 // The libFuzzer entry point every target defines.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
@@ -70,6 +71,24 @@ inline void CheckStatus(const absl::Status& status,
       allowed.end()) {
     internal::CheckFailed(__FILE__, __LINE__, "status code is expected",
                           absl::StrCat(what, ": ", status.ToString()));
+  }
+}
+
+// Makes `bytes`, if long enough to hold a record frame (bnn/io/record.h),
+// declare its true payload size and end in the payload's CRC32C, so that
+// mutations of the payload get past the frame's checks to the decoding
+// behind them. The magic and the version are left as they are.
+inline void RepairRecordFrame(std::string* bytes) {
+  constexpr size_t kFrame = kRecordHeaderBytes + kRecordTrailerBytes;
+  if (bytes->size() < kFrame) return;
+  const uint64_t payload_size = bytes->size() - kFrame;
+  for (int i = 0; i < 8; ++i) {
+    (*bytes)[12 + i] = static_cast<char>(payload_size >> (8 * i));
+  }
+  const uint32_t crc = Crc32c(
+      absl::string_view(*bytes).substr(kRecordHeaderBytes, payload_size));
+  for (int i = 0; i < 4; ++i) {
+    (*bytes)[bytes->size() - 4 + i] = static_cast<char>(crc >> (8 * i));
   }
 }
 

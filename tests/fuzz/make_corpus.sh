@@ -2,7 +2,7 @@
 # Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/<name>/:
 # small valid inputs of each format plus a few near-misses, so that the
 # smoke runs and libFuzzer start from inputs that reach deep into the code.
-# Run from anywhere; needs python3.
+# Run from anywhere; needs python3 and protoc (both build dependencies).
 # The files are committed; rerun this after changing a seed or a format.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -59,3 +59,141 @@ write("overflowing_dims", idx([65536, 65536, 65536, 65536], [1, 2]))
 write("int_element_type", bytes([0, 0, 0x0c, 2]) + struct.pack(">II", 1, 1)
       + b"\0\0\0\1")
 PY
+
+# ------------------------------------------------------------- snapshot
+# A flag byte (bit 0: repair the record frame), then a snapshot file: the
+# golden snapshots of every posterior family (tests/core/io/golden).
+rm -rf "$out/snapshot" && mkdir -p "$out/snapshot"
+for f in "$repo"/tests/core/io/golden/*.bnnsnap; do
+  { printf '\x01'; cat "$f"; } > "$out/snapshot/$(basename "$f" .bnnsnap)"
+done
+{ printf '\x00'; cat "$repo/tests/core/io/golden/low_rank.bnnsnap"; } \
+  > "$out/snapshot/low_rank_unrepaired"
+
+# ---------------------------------------------------------------- store
+# A selector byte (bits 0-6: which file of tests/server/store/golden_data,
+# in store_fuzz.cc's order; bit 7: repair the record frame), then that
+# file's contents: each golden file as it is.
+rm -rf "$out/store" && mkdir -p "$out/store"
+golden=$repo/tests/server/store/golden_data
+i=0
+for f in datasets/ds-d2f12dccf5712957.dataset \
+         datasets/ds-d2f12dccf5712957.v2.dataset \
+         jobs/job-c5c7ec00269a648e.job \
+         snapshots/snap-d50c100cac863123.info \
+         snapshots/snap-d50c100cac863123.snap; do
+  name=$(basename "$f" | tr . _)
+  { printf "\\x$(printf %02x $((0x80 + i)))"; cat "$golden/$f"; } \
+    > "$out/store/$name"
+  i=$((i + 1))
+done
+{ printf '\x02'; cat "$golden/jobs/job-c5c7ec00269a648e.job"; } \
+  > "$out/store/job_unrepaired"
+
+# -------------------------------------------------------------- request
+# bnn.fuzz.RpcCall (rpc_call.proto) messages, written in text form here.
+rm -rf "$out/request" && mkdir -p "$out/request"
+request() {
+  protoc --encode=bnn.fuzz.RpcCall -I "$here" -I "$repo/proto" \
+    "$here/rpc_call.proto" > "$out/request/$1"
+}
+request upload_regression <<'PB'
+upload_dataset {
+  messages { header { name: "cubic" task: TASK_REGRESSION num_features: 2
+                      feature_names: "a" feature_names: "b" target_name: "y" } }
+  messages { chunk { rows { x: 1 x: 2 y: 3 } rows { x: -1 x: 0.5 y: 1e3 } } }
+  messages { chunk { rows { x: 0 x: 0 y: 0 } } }
+}
+PB
+request upload_classification <<'PB'
+upload_dataset {
+  messages { header { name: "labels" task: TASK_CLASSIFICATION num_features: 1 } }
+  messages { chunk { rows { x: 1 y: -1 } rows { x: 2 y: 1 } rows { x: 3 y: 5 } } }
+}
+PB
+request upload_chunk_first <<'PB'
+upload_dataset {
+  messages { chunk { rows { x: 1 y: 1 } } }
+  messages { header { name: "late" task: TASK_REGRESSION num_features: 1 } }
+}
+PB
+request append_regression <<'PB'
+append_rows {
+  messages { header { dataset_id: "ds-1" expected_version: 1 } }
+  messages { chunk { rows { x: 1 x: 2 y: 3 } rows { x: 4 x: 5 y: 6 } } }
+}
+PB
+request append_binary <<'PB'
+fixture: BINARY
+append_rows {
+  messages { header { dataset_id: "ds-1" } }
+  messages { chunk { rows { x: 1 x: 2 y: 1 } rows { x: 4 x: 5 y: -1 } } }
+}
+PB
+request start_training_slang <<'PB'
+start_training {
+  dataset_id: "ds-1" method: "slang" epochs: 3 seed: 7
+  model { hidden_sizes: 8 hidden_sizes: 4 activations: "tanh" }
+  slang { rank: 2 mc_samples: 3 learning_rate: 0.05 precision: "float32" }
+  params { key: "batch_size" value: "16" }
+}
+PB
+request start_training_warm <<'PB'
+fixture: MULTICLASS
+start_training {
+  dataset_id: "ds-1" method: "vogn_diag" dataset_version: 1
+  parent_snapshot_id: "snap-1" prior_from_parent: true
+  params { key: "mc_samples" value: "2" }
+}
+PB
+request start_training_bad_param <<'PB'
+start_training { dataset_id: "ds-1" method: "bbb" params { key: "rank" value: "x" } }
+PB
+request predict_regression <<'PB'
+predict {
+  snapshot_id: "snap-1" num_samples: 8 seed: 3
+  rows { x: 0.5 x: -1 } rows { x: 2 x: 0 }
+  quantiles: 0.05 quantiles: 0.5 quantiles: 0.95 per_sample: true
+}
+PB
+request predict_linearized <<'PB'
+predict { snapshot_id: "snap-1" rows { x: 1e6 x: -1e6 } linearized: true quantiles: 0.25 }
+PB
+request predict_multiclass <<'PB'
+fixture: MULTICLASS
+predict { snapshot_id: "snap-1" num_samples: 4 seed: 1 rows { x: 1 x: 2 } per_sample: true }
+PB
+request acquire_rows <<'PB'
+acquire {
+  snapshot_id: "snap-1" k: 2 heuristic: "max_variance" num_samples: 4 seed: 9
+  rows { rows { x: 0 x: 0 } rows { x: 1 x: 1 } rows { x: 5 x: -5 } }
+}
+PB
+request acquire_dataset_bald <<'PB'
+fixture: BINARY
+acquire {
+  snapshot_id: "snap-1" dataset_id: "ds-1" dataset_version: 1 k: 3
+  heuristic: "bald" num_samples: 4 seed: 2 diversity_power: 1.5
+}
+PB
+request get_dataset <<'PB'
+get_dataset { dataset_id: "ds-1" version: 0 }
+PB
+request get_job <<'PB'
+get_job { job_id: "job-1" }
+PB
+request cancel_job <<'PB'
+cancel_job { job_id: "" }
+PB
+request get_snapshot <<'PB'
+get_snapshot { snapshot_id: "snap-1" }
+PB
+request delete_snapshot <<'PB'
+delete_snapshot { snapshot_id: "snap-1" }
+PB
+request export_snapshot <<'PB'
+export_snapshot { snapshot_id: "snap-1" }
+PB
+request import_snapshot <<'PB'
+import_snapshot { chunks { data: "BNNSNAP1" } chunks { data: "\001\000\000\000" } }
+PB

@@ -59,11 +59,14 @@ void OnFatalSignal(int sig) {
   std::raise(sig);
 }
 
-void Run(const std::string& input) {
+// The target's verdict: 0, or -1 for an input it rejects as unusable (as
+// libFuzzer, which then keeps it out of the corpus).
+int Run(const std::string& input) {
   g_current = &input;
-  LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()),
-                         input.size());
+  const int result = LLVMFuzzerTestOneInput(
+      reinterpret_cast<const uint8_t*>(input.data()), input.size());
   g_current = nullptr;
+  return result;
 }
 
 // Boundary values that parsers get wrong: zero, one, sign bits, all ones,
@@ -239,17 +242,19 @@ int main(int argc, char** argv) {
   for (const std::string& input : corpus) Run(input);
 
   // A random walk: each mutant starts from a corpus input or, half of the
-  // time, from the previous mutant, so edits accumulate.
+  // time, from the previous mutant unless the target rejected that one, so
+  // edits accumulate.
   Mutator mutator(seed, max_len);
   std::string input;
+  bool rejected = true;
   for (int64_t i = 0; i < mutations; ++i) {
-    if (input.empty() || mutator.Below(2) == 0) {
+    if (rejected || input.empty() || mutator.Below(2) == 0) {
       input = corpus[mutator.Below(corpus.size())];
     }
     const std::string& other = corpus[mutator.Below(corpus.size())];
     const size_t edits = 1 + mutator.Below(4);
     for (size_t e = 0; e < edits; ++e) mutator.Mutate(&input, other);
-    Run(input);
+    rejected = Run(input) != 0;
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

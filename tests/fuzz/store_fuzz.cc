@@ -1,0 +1,203 @@
+// Fuzz target: the decoding of the embedded store's records when the server
+// opens its data directory and serves from it: dataset version files (read
+// whole, and walked in place as an acquisition pool), job records, snapshot
+// records (.info) and snapshots (.snap).
+//
+// Input: one byte, whose bits 0-6 (mod 5) pick a file of the data
+// directory tests/server/store/golden_data (a dataset with two versions, a
+// job and a snapshot written by bnn-server) and whose bit 7 asks to repair
+// the record frame (RepairRecordFrame); then that file's new contents. The
+// file's folder, with that one file replaced, is opened by its store (the
+// dataset, job or snapshot store), and everything in it is looked up and
+// read.
+//
+// Invariants: a corrupt file never keeps a store from opening; every lookup
+// and read is OK or fails with DataLoss or FailedPrecondition (a newer
+// format) and a message; what is readable is consistent: a dataset version
+// passes Dataset::Validate with the row count and width its metadata says,
+// its rows read in place (the pool) equal its rows decoded, a readable job
+// that was running is failed by the restart, and a readable snapshot serves
+// a prediction (or refuses a non-finite one with Internal).
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include <google/protobuf/stubs/logging.h>
+#include <spdlog/spdlog.h>
+
+#include "bnn/check.h"
+#include "bnn/data/dataset.h"
+#include "bnn/predict/predictor.h"
+
+#include "server/store/dataset_store.h"
+#include "server/store/job_store.h"
+#include "server/store/snapshot_store.h"
+#include "tests/fuzz/fuzz_util.h"
+
+namespace bnn::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kDatasetId[] = "ds-d2f12dccf5712957";
+constexpr char kJobId[] = "job-c5c7ec00269a648e";
+constexpr char kSnapshotId[] = "snap-d50c100cac863123";
+// A scratch directory (in memory when /dev/shm exists, so the stores'
+// fsyncs cost nothing), removed at exit.
+class Scratch {
+ public:
+  Scratch() {
+    std::string pattern =
+        (fs::is_directory("/dev/shm") ? "/dev/shm"
+                                      : fs::temp_directory_path().string()) +
+        "/bnn-store-fuzz-XXXXXX";
+    BNN_CHECK(mkdtemp(pattern.data()) != nullptr);
+    path_ = pattern;
+  }
+  ~Scratch() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+void CheckReadError(const absl::Status& status, absl::string_view what) {
+  CheckStatus(
+      status,
+      {absl::StatusCode::kDataLoss, absl::StatusCode::kFailedPrecondition},
+      what);
+}
+
+void CheckDatasets(const fs::path& dir) {
+  absl::StatusOr<std::unique_ptr<server::DatasetStore>> store =
+      server::DatasetStore::Open(dir.string());
+  BNN_CHECK_OK(store.status());
+  for (const int64_t version : {1, 2}) {
+    const absl::StatusOr<server::store::DatasetMeta> meta =
+        (*store)->Get(kDatasetId, version);
+    CheckReadError(meta.status(), "DatasetStore::Get");
+    if (!meta.ok()) continue;
+    const absl::StatusOr<Dataset> rows = (*store)->Load(kDatasetId, version);
+    CheckReadError(rows.status(), "DatasetStore::Load");
+    const absl::StatusOr<std::unique_ptr<PoolSource>> pool =
+        (*store)->OpenRows(kDatasetId, version);
+    CheckReadError(pool.status(), "DatasetStore::OpenRows");
+    if (!rows.ok()) continue;
+    BNN_CHECK_OK(rows->Validate());
+    BNN_CHECK_EQ(rows->num_rows(), meta->num_rows());
+    BNN_CHECK_EQ(rows->num_features, meta->num_features());
+    if (!pool.ok()) continue;
+    BNN_CHECK_EQ((*pool)->num_rows(), rows->num_rows());
+    BNN_CHECK_EQ((*pool)->num_features(), rows->num_features);
+    std::vector<double> read;
+    BNN_CHECK_OK((*pool)->Read(0, (*pool)->num_rows(), &read));
+    BNN_CHECK(read == rows->features);
+  }
+}
+
+void CheckJobs(const fs::path& dir) {
+  absl::StatusOr<std::unique_ptr<server::JobStore>> store =
+      server::JobStore::Open(dir.string());
+  BNN_CHECK_OK(store.status());
+  const absl::StatusOr<server::store::JobRecord> job = (*store)->Get(kJobId);
+  CheckReadError(job.status(), "JobStore::Get");
+  if (!job.ok()) return;
+  BNN_CHECK(job->job_id() == kJobId);
+  BNN_CHECK(job->state() != server::store::JobRecord::RUNNING);
+}
+
+void CheckSnapshots(const fs::path& dir) {
+  absl::StatusOr<std::unique_ptr<server::SnapshotStore>> store =
+      server::SnapshotStore::Open(dir.string());
+  BNN_CHECK_OK(store.status());
+  const absl::StatusOr<server::store::SnapshotMeta> meta =
+      (*store)->GetMeta(kSnapshotId);
+  CheckReadError(meta.status(), "SnapshotStore::GetMeta");
+  if (!meta.ok()) return;
+  absl::StatusOr<Snapshot> snapshot = (*store)->Read(kSnapshotId);
+  CheckReadError(snapshot.status(), "SnapshotStore::Read");
+  if (!snapshot.ok()) return;
+  PredictorOptions options;
+  options.max_samples = 4;
+  options.cache_bytes = 0;
+  absl::StatusOr<std::unique_ptr<Predictor>> predictor = Predictor::Create(
+      std::make_shared<const Snapshot>(*std::move(snapshot)), options);
+  CheckStatus(predictor.status(), {absl::StatusCode::kResourceExhausted},
+              "Predictor::Create");
+  if (!predictor.ok()) return;
+  const std::vector<double> row((*predictor)->num_features(), 0.0);
+  PredictOptions predict;
+  predict.num_samples = 2;
+  predict.seed = 1;
+  const absl::StatusOr<Prediction> prediction =
+      (*predictor)->Predict(row, 1, predict);
+  CheckStatus(prediction.status(), {absl::StatusCode::kInternal}, "Predict");
+  if (!prediction.ok()) {
+    BNN_CHECK(absl::StrContains(prediction.status().message(),
+                                "non-finite prediction"));
+  }
+}
+
+// A file of the golden data directory: its store's folder, its name, and
+// the checks of that store.
+struct StoreFile {
+  const char* folder;
+  const char* name;
+  void (*check)(const fs::path& folder);
+};
+constexpr StoreFile kFiles[] = {
+    {"datasets", "ds-d2f12dccf5712957.dataset", CheckDatasets},
+    {"datasets", "ds-d2f12dccf5712957.v2.dataset", CheckDatasets},
+    {"jobs", "job-c5c7ec00269a648e.job", CheckJobs},
+    {"snapshots", "snap-d50c100cac863123.info", CheckSnapshots},
+    {"snapshots", "snap-d50c100cac863123.snap", CheckSnapshots},
+};
+
+}  // namespace
+}  // namespace bnn::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace bnn;
+  using namespace bnn::fuzz;
+  // The stores log every unreadable file, and protobuf every string field
+  // with invalid UTF-8; fuzz inputs are full of both.
+  [[maybe_unused]] static const bool quiet = [] {
+    spdlog::set_level(spdlog::level::off);
+    google::protobuf::SetLogHandler(nullptr);
+    return true;
+  }();
+  static const Scratch scratch;
+  static const fs::path golden =
+      fs::path(BNN_SOURCE_DIR) / "tests/server/store/golden_data";
+
+  FuzzInput input(data, size);
+  const uint8_t selector = input.Byte();
+  std::string contents(input.Rest());
+  if ((selector & 0x80) != 0) RepairRecordFrame(&contents);
+
+  // Only the store of the replaced file opens: the others read nothing of
+  // it.
+  const StoreFile& file = kFiles[(selector & 0x7f) % std::size(kFiles)];
+  const fs::path folder = scratch.path() / file.folder;
+  fs::remove_all(folder);
+  fs::copy(golden / file.folder, folder);
+  {
+    std::ofstream out(folder / file.name, std::ios::binary | std::ios::trunc);
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    BNN_CHECK(out.good());
+  }
+  file.check(folder);
+  return 0;
+}
