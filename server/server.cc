@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bnn/memory.h"
+#include "bnn/io/file.h"
 #include "bnn/methods/options.h"
 #include "bnn/methods/registry.h"
 #include "bnn/status.h"
@@ -94,6 +95,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   BNN_RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<Server> server(new Server(std::move(options)));
   const Options& o = server->options_;
+  BNN_ASSIGN_OR_RETURN(server->data_dir_lock_,
+                       DataDirLock::Acquire(o.data_dir));
   int64_t budget_bytes = o.memory_budget_bytes;
   if (budget_bytes == 0) {
     absl::StatusOr<MachineMemory> machine = ReadMachineMemory();
@@ -131,6 +134,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
       server->predictors_,
       PredictorCache::Create(cache_options, server->snapshots_.get()));
   BNN_ASSIGN_OR_RETURN(server->jobs_, JobStore::Open(o.data_dir + "/jobs"));
+  // The stores may have just created their folders.
+  BNN_RETURN_IF_ERROR(SyncDirectory(o.data_dir));
   const MethodRegistry* registry = &MethodRegistry::Builtin();
 
   JobRunner::Options runner_options;
@@ -182,6 +187,9 @@ absl::Status Server::Start() {
   port_ = 0;
   builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(),
                            &port_);
+  // Without SO_REUSEPORT a second server on the same port fails to start
+  // instead of silently taking half of the connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(options_.limits.max_message_bytes));
   builder.RegisterService(service_.get());

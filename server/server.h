@@ -24,6 +24,7 @@
 #include "server/jobs/job_runner.h"
 #include "server/metrics/http_exporter.h"
 #include "server/metrics/server_metrics.h"
+#include "server/store/data_dir_lock.h"
 #include "server/store/dataset_store.h"
 #include "server/store/job_store.h"
 #include "server/store/predictor_cache.h"
@@ -104,8 +105,10 @@ class Server {
   static constexpr absl::Duration kWatchdogPeriod = absl::Milliseconds(250);
   static constexpr absl::Duration kWatchdogMargin = absl::Seconds(1);
 
-  // Validates `options`, sizes the memory budget and opens the store (indexing
-  // every dataset, job and snapshot; jobs left running by a previous process
+  // Validates `options`, locks the data directory (FailedPrecondition
+  // naming the holder's pid if another server uses it), sizes the memory
+  // budget and opens the store (indexing every dataset, job and snapshot;
+  // queued jobs are queued again, jobs left running by a previous process
   // are marked failed). Nothing listens until Start().
   static absl::StatusOr<std::unique_ptr<Server>> Create(Options options);
   // Shutdown().
@@ -170,6 +173,8 @@ class Server {
   // Declared in dependency order: each part borrows those above it, so
   // destruction (in reverse) never leaves a dangling borrow.
   ServerMetrics metrics_;
+  // Held from Create() until destruction, after every store is closed.
+  std::unique_ptr<DataDirLock> data_dir_lock_;
   std::unique_ptr<MemoryBudget> memory_budget_;
   std::unique_ptr<DatasetStore> datasets_;
   std::unique_ptr<SnapshotStore> snapshots_;

@@ -195,6 +195,14 @@ bool ServerProcess::IsRunning() {
   return !exited_;
 }
 
+void ServerProcess::Kill() {
+  if (!IsRunning()) return;
+  kill(pid_, SIGKILL);
+  int wait_status = 0;
+  waitpid(pid_, &wait_status, 0);
+  exited_ = true;
+}
+
 std::string ServerProcess::Log() const { return ReadFileOrEmpty(log_path_); }
 
 void ServerProcess::Stop() {

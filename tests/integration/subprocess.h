@@ -63,6 +63,9 @@ class ServerProcess {
 
   // "127.0.0.1:PORT".
   const std::string& address() const { return address_; }
+  pid_t pid() const { return pid_; }
+  // Sends SIGKILL and reaps the process.
+  void Kill();
   // False once the process has exited.
   bool IsRunning();
   // Everything the server wrote so far.

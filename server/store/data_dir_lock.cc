@@ -1,0 +1,79 @@
+#include "server/store/data_dir_lock.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <sys/file.h>
+#include <system_error>
+#include <unistd.h>
+
+#include <absl/strings/ascii.h>
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+
+#include "bnn/io/file.h"
+#include "bnn/status.h"
+
+namespace bnn::server {
+namespace {
+
+absl::Status ErrnoError(absl::string_view what, const std::string& path) {
+  return absl::InternalError(
+      absl::StrCat("cannot ", what, " ", path, ": ", std::strerror(errno)));
+}
+
+// Creates `dir` and every missing parent, fsyncing each new directory's
+// parent so that the creation survives a crash.
+absl::Status CreateDirectoryDurably(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (fs::is_directory(dir, error)) return absl::OkStatus();
+  const fs::path parent =
+      dir.has_parent_path() ? dir.parent_path() : fs::path(".");
+  if (dir.has_parent_path() && dir.parent_path() != dir) {
+    BNN_RETURN_IF_ERROR(CreateDirectoryDurably(parent));
+  }
+  if (!fs::create_directory(dir, error) && error) {
+    return absl::InternalError(absl::StrCat(
+        "cannot create directory ", dir.string(), ": ", error.message()));
+  }
+  return SyncDirectory(parent.empty() ? "." : parent.string());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(
+    const std::string& dir) {
+  BNN_RETURN_IF_ERROR(
+      CreateDirectoryDurably(std::filesystem::path(dir).lexically_normal()));
+  const std::string path = absl::StrCat(dir, "/", kFileName);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("open the lock file", path);
+  std::unique_ptr<DataDirLock> lock(new DataDirLock(fd));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) return ErrnoError("lock", path);
+    char holder[32] = {};
+    const ssize_t got = ::pread(fd, holder, sizeof(holder) - 1, 0);
+    int64_t pid = 0;
+    const bool known =
+        got > 0 &&
+        absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::string_view(
+                             holder, static_cast<size_t>(got))),
+                         &pid);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--data-dir ", dir, " is in use by another bnn-server",
+        known ? absl::StrCat(" (pid ", pid, ")") : std::string(),
+        "; one data directory takes one server (", path, " is locked)"));
+  }
+  const std::string pid = absl::StrCat(::getpid(), "\n");
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) !=
+                                     static_cast<ssize_t>(pid.size())) {
+    return ErrnoError("write the lock file", path);
+  }
+  return lock;
+}
+
+DataDirLock::~DataDirLock() { ::close(fd_); }
+
+}  // namespace bnn::server
