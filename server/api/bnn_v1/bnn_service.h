@@ -35,7 +35,14 @@
 
 namespace bnn::server {
 
-class BnnServiceImpl final : public v1::BnnService::CallbackService {
+// The client-streaming methods are registered raw (bytes in, bytes out) so
+// that their reactors parse each message themselves (stream_reader.h).
+using BnnServiceBase = v1::BnnService::WithRawCallbackMethod_UploadDataset<
+    v1::BnnService::WithRawCallbackMethod_AppendRows<
+        v1::BnnService::WithRawCallbackMethod_ImportSnapshot<
+            v1::BnnService::CallbackService>>>;
+
+class BnnServiceImpl final : public BnnServiceBase {
  public:
   struct Options {
     ServerLimits limits;
@@ -58,9 +65,11 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
                  JobRunner* jobs, const MethodRegistry* registry,
                  ServerMetrics* metrics);
 
-  grpc::ServerReadReactor<v1::UploadDatasetRequest>* UploadDataset(
+  // Raw: v1::UploadDatasetRequest messages in, a v1::UploadDatasetResponse
+  // out.
+  grpc::ServerReadReactor<grpc::ByteBuffer>* UploadDataset(
       grpc::CallbackServerContext* context,
-      v1::UploadDatasetResponse* response) override;
+      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetDataset(grpc::CallbackServerContext* context,
                                        const v1::GetDatasetRequest* request,
                                        v1::DatasetInfo* response) override;
@@ -68,8 +77,10 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::ListDatasetsRequest* request,
       v1::ListDatasetsResponse* response) override;
-  grpc::ServerReadReactor<v1::AppendRowsRequest>* AppendRows(
-      grpc::CallbackServerContext* context, v1::DatasetInfo* response) override;
+  // Raw: v1::AppendRowsRequest messages in, a v1::DatasetInfo out.
+  grpc::ServerReadReactor<grpc::ByteBuffer>* AppendRows(
+      grpc::CallbackServerContext* context,
+      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* StartTraining(
       grpc::CallbackServerContext* context,
       const v1::StartTrainingRequest* request,
@@ -100,9 +111,10 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
   grpc::ServerWriteReactor<v1::SnapshotChunk>* ExportSnapshot(
       grpc::CallbackServerContext* context,
       const v1::ExportSnapshotRequest* request) override;
-  grpc::ServerReadReactor<v1::SnapshotChunk>* ImportSnapshot(
+  // Raw: v1::SnapshotChunk messages in, a v1::SnapshotInfo out.
+  grpc::ServerReadReactor<grpc::ByteBuffer>* ImportSnapshot(
       grpc::CallbackServerContext* context,
-      v1::SnapshotInfo* response) override;
+      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListMethods(
       grpc::CallbackServerContext* context,
       const v1::ListMethodsRequest* request,
@@ -115,7 +127,7 @@ class BnnServiceImpl final : public v1::BnnService::CallbackService {
  private:
   // Client-streaming reactors share the read loop of StreamReader
   // (stream_reader.h).
-  template <typename Request>
+  template <typename Request, typename Response>
   class StreamReader;
   class UploadReactor;
   class AppendReactor;

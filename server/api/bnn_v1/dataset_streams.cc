@@ -37,17 +37,18 @@ absl::Status AddRows(const v1::RowChunk& chunk, const ServerLimits& limits,
 }  // namespace
 
 class BnnServiceImpl::UploadReactor final
-    : public StreamReader<v1::UploadDatasetRequest> {
+    : public StreamReader<v1::UploadDatasetRequest, v1::UploadDatasetResponse> {
  public:
   UploadReactor(BnnServiceImpl* service, grpc::CallbackServerContext* context,
-                v1::UploadDatasetResponse* response)
-      : StreamReader(service, context, "UploadDataset", &service->io_pool_),
-        response_(response) {}
+                grpc::ByteBuffer* response)
+      : StreamReader(service, context, response, "UploadDataset", "upload",
+                     &service->io_pool_) {}
 
  private:
-  absl::Status Consume(v1::UploadDatasetRequest& message) override {
+  absl::Status Consume(v1::UploadDatasetRequest& message,
+                       int64_t index) override {
     BNN_RETURN_IF_ERROR(ValidateStreamMessage("upload", PayloadOf(message),
-                                              num_messages_++, have_header_));
+                                              index, have_header_));
     if (message.has_header()) {
       BNN_RETURN_IF_ERROR(ValidateDatasetHeader(message.header()));
       header_ = std::move(*message.mutable_header());
@@ -61,7 +62,7 @@ class BnnServiceImpl::UploadReactor final
     return AddRows(message.chunk(), service()->options_.limits, &data_);
   }
 
-  absl::Status Commit() override {
+  absl::Status Commit(v1::UploadDatasetResponse* response) override {
     BNN_RETURN_IF_ERROR(
         ValidateStreamComplete("upload", have_header_, data_.num_rows()));
     if (header_.task() == v1::TASK_CLASSIFICATION) {
@@ -76,29 +77,27 @@ class BnnServiceImpl::UploadReactor final
     spdlog::info("dataset {} '{}' stored: {} rows x {} features",
                  meta.dataset_id(), meta.name(), meta.num_rows(),
                  meta.num_features());
-    ToDatasetInfo(meta, response_->mutable_dataset());
+    ToDatasetInfo(meta, response->mutable_dataset());
     return absl::OkStatus();
   }
 
-  v1::UploadDatasetResponse* const response_;
-  int64_t num_messages_ = 0;
   bool have_header_ = false;
   v1::DatasetHeader header_;
   Dataset data_;
 };
 
 class BnnServiceImpl::AppendReactor final
-    : public StreamReader<v1::AppendRowsRequest> {
+    : public StreamReader<v1::AppendRowsRequest, v1::DatasetInfo> {
  public:
   AppendReactor(BnnServiceImpl* service, grpc::CallbackServerContext* context,
-                v1::DatasetInfo* response)
-      : StreamReader(service, context, "AppendRows", &service->io_pool_),
-        response_(response) {}
+                grpc::ByteBuffer* response)
+      : StreamReader(service, context, response, "AppendRows", "append",
+                     &service->io_pool_) {}
 
  private:
-  absl::Status Consume(v1::AppendRowsRequest& message) override {
+  absl::Status Consume(v1::AppendRowsRequest& message, int64_t index) override {
     BNN_RETURN_IF_ERROR(ValidateStreamMessage("append", PayloadOf(message),
-                                              num_messages_++, have_header_));
+                                              index, have_header_));
     if (message.has_header()) return TakeHeader(message.header());
     const int64_t first_row = rows_.num_rows();
     BNN_RETURN_IF_ERROR(
@@ -128,7 +127,7 @@ class BnnServiceImpl::AppendReactor final
     return absl::OkStatus();
   }
 
-  absl::Status Commit() override {
+  absl::Status Commit(v1::DatasetInfo* response) override {
     BNN_RETURN_IF_ERROR(
         ValidateStreamComplete("append", have_header_, rows_.num_rows()));
     BNN_ASSIGN_OR_RETURN(
@@ -137,12 +136,10 @@ class BnnServiceImpl::AppendReactor final
     spdlog::info("dataset {} version {}: {} rows appended, {} in all",
                  meta.dataset_id(), meta.version(), rows_.num_rows(),
                  meta.num_rows());
-    ToDatasetInfo(meta, response_);
+    ToDatasetInfo(meta, response);
     return absl::OkStatus();
   }
 
-  v1::DatasetInfo* const response_;
-  int64_t num_messages_ = 0;
   bool have_header_ = false;
   std::string dataset_id_;
   std::optional<int64_t> expected_version_;
@@ -150,16 +147,15 @@ class BnnServiceImpl::AppendReactor final
   Dataset rows_;
 };
 
-grpc::ServerReadReactor<v1::UploadDatasetRequest>*
-BnnServiceImpl::UploadDataset(grpc::CallbackServerContext* context,
-                              v1::UploadDatasetResponse* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* BnnServiceImpl::UploadDataset(
+    grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
   auto* reactor = new UploadReactor(this, context, response);
   reactor->Start();
   return reactor;
 }
 
-grpc::ServerReadReactor<v1::AppendRowsRequest>* BnnServiceImpl::AppendRows(
-    grpc::CallbackServerContext* context, v1::DatasetInfo* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* BnnServiceImpl::AppendRows(
+    grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
   auto* reactor = new AppendReactor(this, context, response);
   reactor->Start();
   return reactor;

@@ -100,15 +100,15 @@ class BnnServiceImpl::ExportReactor final
 // Accumulates the bytes (bounded by --max-snapshot-bytes); the store decodes
 // them completely before anything is written.
 class BnnServiceImpl::ImportReactor final
-    : public StreamReader<v1::SnapshotChunk> {
+    : public StreamReader<v1::SnapshotChunk, v1::SnapshotInfo> {
  public:
   ImportReactor(BnnServiceImpl* service, grpc::CallbackServerContext* context,
-                v1::SnapshotInfo* response)
-      : StreamReader(service, context, "ImportSnapshot", &service->io_pool_),
-        response_(response) {}
+                grpc::ByteBuffer* response)
+      : StreamReader(service, context, response, "ImportSnapshot", "import",
+                     &service->io_pool_) {}
 
  private:
-  absl::Status Consume(v1::SnapshotChunk& chunk) override {
+  absl::Status Consume(v1::SnapshotChunk& chunk, int64_t /*index*/) override {
     BNN_RETURN_IF_ERROR(ValidateSnapshotSize(
         static_cast<int64_t>(bytes_.size() + chunk.data().size()),
         service()->options_.limits));
@@ -116,7 +116,7 @@ class BnnServiceImpl::ImportReactor final
     return absl::OkStatus();
   }
 
-  absl::Status Commit() override {
+  absl::Status Commit(v1::SnapshotInfo* response) override {
     if (bytes_.empty()) {
       return absl::InvalidArgumentError(
           "the import has no data; send the snapshot file in chunks");
@@ -130,11 +130,10 @@ class BnnServiceImpl::ImportReactor final
     spdlog::info("snapshot {} imported: {} bytes, method {}, dataset {}",
                  meta.snapshot_id(), meta.size_bytes(), meta.method(),
                  meta.dataset_id());
-    ToSnapshotInfo(meta, response_);
+    ToSnapshotInfo(meta, response);
     return absl::OkStatus();
   }
 
-  v1::SnapshotInfo* const response_;
   std::string bytes_;
 };
 
@@ -144,8 +143,8 @@ grpc::ServerWriteReactor<v1::SnapshotChunk>* BnnServiceImpl::ExportSnapshot(
   return new ExportReactor(this, context, *request);
 }
 
-grpc::ServerReadReactor<v1::SnapshotChunk>* BnnServiceImpl::ImportSnapshot(
-    grpc::CallbackServerContext* context, v1::SnapshotInfo* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* BnnServiceImpl::ImportSnapshot(
+    grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
   auto* reactor = new ImportReactor(this, context, response);
   reactor->Start();
   return reactor;

@@ -20,27 +20,39 @@ namespace bnn::server {
 // client half-closes, Commit runs on `commit_pool` (it may hash, decode or
 // write to disk), whose thread finishes the call. An invalid message ends
 // the call at once and nothing is committed.
-template <typename Request>
-class BnnServiceImpl::StreamReader : public grpc::ServerReadReactor<Request> {
+//
+// The methods are registered raw (bnn_service.h), so messages arrive as
+// bytes and are parsed here: gRPC reports a message that does not parse as
+// a failed read, exactly like the end of the stream, and a typed reactor
+// would commit the rows before it as if the client had half-closed there.
+template <typename Request, typename Response>
+class BnnServiceImpl::StreamReader
+    : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
   // Starts reading; called once the derived reactor is fully constructed,
   // as reads complete on other threads.
-  void Start() { this->StartRead(&message_); }
+  void Start() { StartRead(&buffer_); }
 
  protected:
-  // `rpc` names the RPC in metrics and logs (a string literal).
+  // `rpc` names the RPC in metrics and logs, `stream` the stream in
+  // messages ("upload"); both string literals. The serialised response goes
+  // to `response` when the call succeeds.
   StreamReader(BnnServiceImpl* service, grpc::CallbackServerContext* context,
-               absl::string_view rpc, ThreadPool* commit_pool)
+               grpc::ByteBuffer* response, absl::string_view rpc,
+               absl::string_view stream, ThreadPool* commit_pool)
       : service_(service),
         context_(context),
+        raw_response_(response),
         rpc_(rpc),
+        stream_(stream),
         commit_pool_(commit_pool),
         start_(absl::Now()) {}
 
-  // Validates and takes in one message, which may be moved from.
-  virtual absl::Status Consume(Request& message) = 0;
-  // After the last message; fills the response.
-  virtual absl::Status Commit() = 0;
+  // Validates and takes in message number `index` (from 0), which may be
+  // moved from.
+  virtual absl::Status Consume(Request& message, int64_t index) = 0;
+  // After the last message; fills `response`.
+  virtual absl::Status Commit(Response* response) = 0;
 
   BnnServiceImpl* service() const { return service_; }
 
@@ -52,14 +64,24 @@ class BnnServiceImpl::StreamReader : public grpc::ServerReadReactor<Request> {
       // half-close while the cancellation reaches the context only later.
       // Sending the initial metadata tells them apart: the send fails on a
       // stream that is already closed.
-      this->StartSendInitialMetadata();
+      StartSendInitialMetadata();
       return;
     }
-    if (absl::Status status = Consume(message_); !status.ok()) {
+    message_.Clear();
+    const int64_t index = num_messages_++;
+    // Deserialize consumes the buffer.
+    if (!grpc::SerializationTraits<Request>::Deserialize(&buffer_, &message_)
+             .ok()) {
+      Complete(absl::InvalidArgumentError(absl::StrCat(
+          stream_, " message ", index, " does not parse as a ",
+          Request::descriptor()->full_name(), "; nothing was stored")));
+      return;
+    }
+    if (absl::Status status = Consume(message_, index); !status.ok()) {
       Complete(status);
       return;
     }
-    this->StartRead(&message_);
+    StartRead(&buffer_);
   }
 
   void OnSendInitialMetadataDone(bool ok) final {
@@ -68,22 +90,37 @@ class BnnServiceImpl::StreamReader : public grpc::ServerReadReactor<Request> {
           rpc_, " failed before the end of the stream; nothing was stored")));
       return;
     }
-    commit_pool_->Schedule([this] { Complete(Commit()); });
+    commit_pool_->Schedule([this] {
+      Response response;
+      absl::Status status = Commit(&response);
+      bool own_buffer = false;
+      if (status.ok() && !grpc::SerializationTraits<Response>::Serialize(
+                              response, raw_response_, &own_buffer)
+                              .ok()) {
+        status = absl::InternalError(
+            absl::StrCat("cannot serialise the ", rpc_, " response"));
+      }
+      Complete(status);
+    });
   }
 
   void OnDone() final { delete this; }
 
   void Complete(const absl::Status& status) {
     service_->RecordOutcome(context_, rpc_, start_, status);
-    this->Finish(ToGrpcStatus(status));
+    Finish(ToGrpcStatus(status));
   }
 
   BnnServiceImpl* const service_;
   grpc::CallbackServerContext* const context_;
+  grpc::ByteBuffer* const raw_response_;
   const absl::string_view rpc_;
+  const absl::string_view stream_;
   ThreadPool* const commit_pool_;
   const absl::Time start_;
+  grpc::ByteBuffer buffer_;
   Request message_;
+  int64_t num_messages_ = 0;
 };
 
 }  // namespace bnn::server
