@@ -66,6 +66,18 @@ absl::Status Server::Options::Validate() const {
   BNN_RETURN_IF_ERROR(SplitHostPort(listen, &host, &port));
   BNN_RETURN_IF_ERROR(
       CheckAtLeast("max-upload-rows", limits.max_upload_rows, 1));
+  // A dataset version is one protobuf record, below 2 GiB; its file takes
+  // fewer bytes than the messages that carried its rows.
+  BNN_RETURN_IF_ERROR(CheckInRange("max-upload-bytes", limits.max_upload_bytes,
+                                   1, (int64_t{2} << 30) - (int64_t{1} << 20)));
+  BNN_RETURN_IF_ERROR(
+      CheckAtLeast("max-client-streams", max_client_streams, 1));
+  if (!(stream_idle_seconds > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--stream-idle-seconds = ", stream_idle_seconds, " must be > 0"));
+  }
+  BNN_RETURN_IF_ERROR(
+      CheckAtLeast("memory-budget-bytes", memory_budget_bytes, 0));
   BNN_RETURN_IF_ERROR(
       CheckAtLeast("max-predict-rows", limits.max_predict_rows, 1));
   BNN_RETURN_IF_ERROR(
@@ -153,10 +165,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   service_options.compute_threads = o.threads;
   service_options.compute_workers = o.compute_workers;
   service_options.max_request_time = absl::Seconds(o.max_request_seconds);
+  service_options.data_dir = o.data_dir;
+  service_options.max_client_streams = o.max_client_streams;
+  service_options.stream_idle_timeout = absl::Seconds(o.stream_idle_seconds);
   server->service_ = std::make_unique<BnnServiceImpl>(
       service_options, server->datasets_.get(), server->snapshots_.get(),
       server->predictors_.get(), server->runner_.get(), registry,
-      &server->metrics_);
+      &server->metrics_, server->memory_budget_.get());
   return server;
 }
 

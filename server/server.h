@@ -82,11 +82,20 @@ class Server {
     // kDefaultMemoryBudgetFraction of the machine's memory (MemTotal, or a
     // smaller cgroup limit). >= 0.
     int64_t memory_budget_bytes = 0;
-    // --max-upload-rows, --max-predict-rows, --max-predict-samples,
-    // --max-snapshot-bytes, --max-message-bytes: request limits (each >= 1;
-    // max_message_bytes <= INT_MAX and max_snapshot_bytes <= 2 GiB, because
-    // gRPC and protobuf sizes are ints).
+    // --max-upload-rows, --max-upload-bytes, --max-predict-rows,
+    // --max-predict-samples, --max-snapshot-bytes, --max-message-bytes:
+    // request limits (each >= 1; max_message_bytes <= INT_MAX,
+    // max_snapshot_bytes <= 2 GiB and max_upload_bytes <= 2 GiB - 1 MiB,
+    // because gRPC and protobuf sizes are ints and a dataset version is one
+    // protobuf record).
     ServerLimits limits;
+    // --max-client-streams: UploadDataset, AppendRows and ImportSnapshot
+    // streams open at once; further ones are refused with
+    // RESOURCE_EXHAUSTED. >= 1.
+    int max_client_streams = 16;
+    // --stream-idle-seconds: a client stream that sends no message for this
+    // long is ended with DEADLINE_EXCEEDED and frees its slot. > 0.
+    double stream_idle_seconds = 60;
 
     // InvalidArgument naming the flag, its value and the violated bound.
     absl::Status Validate() const;

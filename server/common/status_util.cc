@@ -2,24 +2,35 @@
 
 #include <string>
 
+#include <absl/strings/match.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_replace.h>
 #include <absl/strings/string_view.h>
+
+#include "server/common/user_text.h"
 
 namespace bnn::server {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  absl::string_view message = status.message();
-  if (message.size() > kMaxStatusMessageBytes) {
-    size_t cut = kMaxStatusMessageBytes;
-    // Back off to a UTF-8 character boundary (never split a code point).
-    while (cut > 0 &&
-           (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) {
-      --cut;
-    }
-    message = message.substr(0, cut);
+  return grpc::Status(
+      static_cast<grpc::StatusCode>(status.code()),
+      std::string(Utf8Prefix(status.message(), kMaxStatusMessageBytes)));
+}
+
+std::string HideDataDir(absl::string_view text, absl::string_view data_dir) {
+  if (data_dir.empty()) return std::string(text);
+  return absl::StrReplaceAll(text,
+                             {{absl::StrCat(data_dir, "/"), "<data-dir>/"}});
+}
+
+absl::Status HideDataDir(const absl::Status& status,
+                         absl::string_view data_dir) {
+  if (status.ok() || data_dir.empty() ||
+      !absl::StrContains(status.message(), data_dir)) {
+    return status;
   }
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(message));
+  return absl::Status(status.code(), HideDataDir(status.message(), data_dir));
 }
 
 }  // namespace bnn::server

@@ -14,6 +14,8 @@
 #include "bnn/status.h"
 #include "bnn/train/trainer.h"
 
+#include "server/common/status_util.h"
+#include "server/common/user_text.h"
 #include "server/jobs/compute_threads.h"
 
 namespace bnn::server {
@@ -48,6 +50,37 @@ absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(
   return runner;
 }
 
+void JobRunner::AdoptSnapshots() {
+  for (const store::JobRecord& job : jobs_->List()) {
+    if (job.pending_snapshot_id().empty() ||
+        job.state() != store::JobRecord::FAILED ||
+        job.error() != kRestartedJobError) {
+      continue;
+    }
+    const bool written = snapshots_->GetMeta(job.pending_snapshot_id()).ok();
+    const absl::StatusOr<store::JobRecord> updated =
+        jobs_->Update(job.job_id(), [&](store::JobRecord* r) {
+          if (written) {
+            r->set_state(store::JobRecord::SUCCEEDED);
+            r->set_snapshot_id(r->pending_snapshot_id());
+            r->clear_error();
+            r->set_progress(1.0);
+          }
+          r->clear_pending_snapshot_id();
+          return true;
+        });
+    if (!updated.ok()) {
+      spdlog::error("job {}: cannot record its state: {}", job.job_id(),
+                    updated.status().ToString());
+    } else if (written) {
+      spdlog::info(
+          "job {}: the server stopped after writing its snapshot {}; the job "
+          "succeeded with it",
+          job.job_id(), job.pending_snapshot_id());
+    }
+  }
+}
+
 JobRunner::JobRunner(const Options& options, JobStore* jobs,
                      DatasetStore* datasets, SnapshotStore* snapshots,
                      PredictorCache* predictors, const MethodRegistry* registry,
@@ -60,6 +93,7 @@ JobRunner::JobRunner(const Options& options, JobStore* jobs,
       registry_(registry),
       metrics_(metrics),
       workers_(std::make_unique<ThreadPool>(options.max_concurrent_jobs)) {
+  AdoptSnapshots();
   PublishJobCounts();
 }
 
@@ -177,6 +211,7 @@ void JobRunner::Run(const std::string& job_id) {
       stopping = stopping_;
     }
     job = jobs_->Update(job_id, [&](store::JobRecord* r) {
+      r->clear_pending_snapshot_id();
       r->set_finished_unix_ms(NowUnixMs());
       if (snapshot_id.ok()) {
         r->set_state(store::JobRecord::SUCCEEDED);
@@ -195,7 +230,9 @@ void JobRunner::Run(const std::string& job_id) {
     if (job.ok()) {
       spdlog::info("job {} {}{}", job_id,
                    store::JobRecord::State_Name(job->state()),
-                   job->error().empty() ? "" : ": " + job->error());
+                   job->error().empty()
+                       ? ""
+                       : ": " + SafeText(job->error(), kMaxStatusMessageBytes));
     }
   }
   if (!job.ok()) {
@@ -263,8 +300,19 @@ absl::StatusOr<std::string> JobRunner::Train(const store::JobRecord& job,
   BNN_ASSIGN_OR_RETURN(const Snapshot snapshot,
                        bnn::Train(request, data, *registry_, progress,
                                   Interrupt::OnFlag(&cancel, "training")));
+  // The id is recorded before the snapshot is written: a crash in between
+  // leaves a job that names the snapshot it produced, which AdoptSnapshots
+  // attaches to it on restart.
+  const std::string snapshot_id = snapshots_->NewSnapshotId();
+  BNN_RETURN_IF_ERROR(jobs_
+                          ->Update(job.job_id(),
+                                   [&](store::JobRecord* r) {
+                                     r->set_pending_snapshot_id(snapshot_id);
+                                     return true;
+                                   })
+                          .status());
   BNN_ASSIGN_OR_RETURN(const store::SnapshotMeta stored,
-                       snapshots_->Create(snapshot));
+                       snapshots_->Create(snapshot, snapshot_id));
   metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
   return stored.snapshot_id();
 }

@@ -39,7 +39,10 @@ class JobRunner {
   };
 
   // Every pointer is borrowed and must outlive the runner. Queues the jobs
-  // `jobs` holds as QUEUED (left by a previous process), oldest first.
+  // `jobs` holds as QUEUED (left by a previous process), oldest first. Jobs
+  // a previous process left interrupted after writing their snapshot (the
+  // job store marked them failed on opening) succeed with it
+  // (AdoptSnapshots).
   static absl::StatusOr<std::unique_ptr<JobRunner>> Create(
       const Options& options, JobStore* jobs, DatasetStore* datasets,
       SnapshotStore* snapshots, PredictorCache* predictors,
@@ -84,6 +87,10 @@ class JobRunner {
   void Enqueue(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Worker body for one job.
   void Run(const std::string& job_id);
+  // A job records the id of its snapshot before writing it: a job that
+  // failed with kRestartedJobError whose snapshot exists is SUCCEEDED with
+  // it; otherwise the id is dropped.
+  void AdoptSnapshots();
   // Trains a RUNNING job; returns the new snapshot id.
   absl::StatusOr<std::string> Train(const store::JobRecord& job,
                                     const std::atomic<bool>& cancel);

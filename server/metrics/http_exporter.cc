@@ -14,8 +14,17 @@
 namespace bnn::server {
 namespace {
 
-// Scrapes are rare and cheap; httplib's default pool has 8+ threads.
-constexpr size_t kHttpThreads = 2;
+// httplib serves one connection per pool thread, and a connection that
+// sends nothing (half-open, or an idle keep-alive) holds its thread until the
+// keep-alive wait and then the read time out. A scrape queued behind such
+// connections waits about (idle connections / threads) x those timeouts
+// (with httplib's defaults, 2 idle connections per thread stalled scrapes
+// for 10 s): short timeouts and a few threads keep it prompt. Scrapes
+// themselves are cheap.
+constexpr size_t kHttpThreads = 8;
+constexpr time_t kKeepAliveSeconds = 1;
+constexpr auto kReadTimeout = std::chrono::milliseconds(500);
+constexpr auto kWriteTimeout = std::chrono::seconds(2);
 constexpr char kContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 
 }  // namespace
@@ -27,6 +36,9 @@ absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(
   BNN_RETURN_IF_ERROR(SplitHostPort(listen, &host, &port));
   auto http = std::make_unique<httplib::Server>();
   http->new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
+  http->set_read_timeout(kReadTimeout);
+  http->set_write_timeout(kWriteTimeout);
+  http->set_keep_alive_timeout(kKeepAliveSeconds);
   // httplib's default adds SO_REUSEPORT, which would let a second server
   // share the port and silently take half of the scrapes.
   http->set_socket_options([](int socket) {

@@ -8,6 +8,7 @@
 #include <absl/base/config.h>
 #include <absl/strings/str_cat.h>
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "bnn/io/file.h"
 #include "bnn/io/record.h"
@@ -240,13 +241,115 @@ absl::StatusOr<Dataset> DatasetSchema(const store::DatasetMeta& meta) {
   return data;
 }
 
-absl::StatusOr<std::string> EncodeDatasetFile(const Dataset& rows,
-                                              const store::DatasetMeta& meta) {
-  store::DatasetFile file;
-  *file.mutable_meta() = meta;
-  file.mutable_features()->Add(rows.features.begin(), rows.features.end());
-  file.mutable_targets()->Add(rows.targets.begin(), rows.targets.end());
-  return EncodeRecordMessage(kDatasetFormat, file);
+absl::StatusOr<std::unique_ptr<DatasetFileWriter>> DatasetFileWriter::Create(
+    std::string temp_path, int64_t num_features) {
+  BNN_ASSIGN_OR_RETURN(
+      std::unique_ptr<RecordWriter> record,
+      RecordWriter::Create(kDatasetFormat, std::move(temp_path)));
+  return std::unique_ptr<DatasetFileWriter>(
+      new DatasetFileWriter(std::move(record), num_features));
+}
+
+absl::StatusOr<uint64_t> DatasetFileWriter::AppendPacked(
+    int field, absl::Span<const double> values) {
+  // Tag (wire type 2, length-delimited) and length, as varints.
+  std::string prefix;
+  const auto put_varint = [&prefix](uint64_t v) {
+    while (v >= 0x80) {
+      prefix.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    prefix.push_back(static_cast<char>(v));
+  };
+  put_varint((static_cast<uint64_t>(field) << 3) | 2);
+  put_varint(values.size() * sizeof(double));
+  BNN_RETURN_IF_ERROR(record_->Append(prefix));
+  const uint64_t offset = record_->payload_size();
+  BNN_RETURN_IF_ERROR(record_->Append(
+      absl::string_view(reinterpret_cast<const char*>(values.data()),
+                        values.size() * sizeof(double))));
+  return offset;
+}
+
+absl::Status DatasetFileWriter::AddRows(absl::Span<const double> features,
+                                        absl::Span<const double> targets) {
+  if (features.size() != targets.size() * num_features_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(features.size(), " feature values for ", targets.size(),
+                     " rows of ", num_features_, " features"));
+  }
+  const int64_t run_rows =
+      std::max<int64_t>(1, kRunBytes / (num_features_ * 8));
+  for (int64_t first = 0; first < static_cast<int64_t>(targets.size());
+       first += run_rows) {
+    const int64_t rows = std::min<int64_t>(
+        run_rows, static_cast<int64_t>(targets.size()) - first);
+    Run run;
+    run.num_rows = rows;
+    BNN_ASSIGN_OR_RETURN(run.features_offset,
+                         AppendPacked(store::DatasetFile::kFeaturesFieldNumber,
+                                      features.subspan(first * num_features_,
+                                                       rows * num_features_)));
+    BNN_ASSIGN_OR_RETURN(run.targets_offset,
+                         AppendPacked(store::DatasetFile::kTargetsFieldNumber,
+                                      targets.subspan(first, rows)));
+    runs_.push_back(run);
+    num_rows_ += rows;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DatasetFileWriter::ForEachBlock(
+    absl::FunctionRef<absl::Status(absl::Span<const double> features,
+                                   absl::Span<double> targets)>
+        visit,
+    bool write_back) {
+  std::vector<double> features;
+  std::vector<double> targets;
+  for (const Run& run : runs_) {
+    features.resize(run.num_rows * num_features_);
+    targets.resize(run.num_rows);
+    BNN_RETURN_IF_ERROR(
+        record_->Read(run.features_offset, features.size() * sizeof(double),
+                      reinterpret_cast<char*>(features.data())));
+    BNN_RETURN_IF_ERROR(record_->Read(run.targets_offset,
+                                      targets.size() * sizeof(double),
+                                      reinterpret_cast<char*>(targets.data())));
+    BNN_RETURN_IF_ERROR(visit(features, absl::MakeSpan(targets)));
+    if (write_back) {
+      BNN_RETURN_IF_ERROR(record_->Overwrite(
+          run.targets_offset,
+          absl::string_view(reinterpret_cast<const char*>(targets.data()),
+                            targets.size() * sizeof(double))));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DatasetFileWriter::Commit(const store::DatasetMeta& meta,
+                                       const std::string& path) {
+  if (RowsInFile(meta) != num_rows_) {
+    return absl::InternalError(absl::StrCat("dataset file metadata spans ",
+                                            RowsInFile(meta), " rows; ",
+                                            num_rows_, " were written"));
+  }
+  std::string field;
+  {
+    google::protobuf::io::StringOutputStream out(&field);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.WriteTag((store::DatasetFile::kMetaFieldNumber << 3) | 2);
+    coded.WriteVarint64(meta.ByteSizeLong());
+  }
+  field.append(meta.SerializeAsString());
+  // Protobuf parses payloads below 2 GiB only.
+  if (record_->payload_size() + field.size() >=
+      static_cast<uint64_t>(INT_MAX)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("dataset file of ", record_->payload_size() + field.size(),
+                     " bytes exceeds the 2 GiB limit of a record"));
+  }
+  BNN_RETURN_IF_ERROR(record_->Append(field));
+  return record_->Commit(path);
 }
 
 absl::StatusOr<DatasetFileContents> ReadDatasetFile(const std::string& path) {

@@ -9,9 +9,9 @@
 #include <absl/time/time.h>
 #include <spdlog/spdlog.h>
 
+#include "bnn/data/dataset_hash.h"
 #include "bnn/io/file.h"
 #include "bnn/status.h"
-#include "bnn/train/trainer.h"
 
 #include "server/store/dataset_file.h"
 #include "server/store/ids.h"
@@ -46,6 +46,9 @@ bool ParseStem(absl::string_view stem, std::string* id, int64_t* version) {
   *version = parsed;
   return true;
 }
+
+// Ids of the temporary files of versions being received.
+constexpr absl::string_view kIncomingPrefix = "incoming";
 
 absl::Status UnknownDataset(absl::string_view dataset_id) {
   return absl::NotFoundError(
@@ -141,8 +144,59 @@ std::string DatasetStore::PathOf(absl::string_view dataset_id,
   return absl::StrCat(dir_, "/", dataset_id, kVersionMark, version, kExtension);
 }
 
+absl::StatusOr<std::unique_ptr<DatasetFileWriter>>
+DatasetStore::NewVersionWriter(int64_t num_features) const {
+  return DatasetFileWriter::Create(
+      absl::StrCat(dir_, "/", NewId(kIncomingPrefix), kTempSuffix),
+      num_features);
+}
+
 absl::StatusOr<store::DatasetMeta> DatasetStore::Create(
     const Dataset& data, absl::string_view name) {
+  BNN_RETURN_IF_ERROR(data.Validate());
+  BNN_ASSIGN_OR_RETURN(std::unique_ptr<DatasetFileWriter> writer,
+                       NewVersionWriter(data.num_features));
+  BNN_RETURN_IF_ERROR(writer->AddRows(data.features, data.targets));
+  return Commit(std::move(writer), data, name, /*encode_labels=*/false);
+}
+
+absl::StatusOr<store::DatasetMeta> DatasetStore::Create(
+    std::unique_ptr<DatasetFileWriter> rows, const Dataset& schema,
+    absl::string_view name) {
+  return Commit(std::move(rows), schema, name,
+                /*encode_labels=*/IsClassification(schema.task));
+}
+
+absl::StatusOr<store::DatasetMeta> DatasetStore::Commit(
+    std::unique_ptr<DatasetFileWriter> rows, const Dataset& schema,
+    absl::string_view name, bool encode_labels) {
+  if (rows->num_rows() == 0) {
+    return absl::InvalidArgumentError("a dataset needs at least one row");
+  }
+  // One pass over the rows as written: class labels become class indices,
+  // and the hash takes in the rows.
+  DatasetHasher hasher(schema.task, schema.num_features);
+  const std::vector<double>& classes = schema.class_values;
+  BNN_RETURN_IF_ERROR(rows->ForEachBlock(
+      [&](absl::Span<const double> features,
+          absl::Span<double> targets) -> absl::Status {
+        if (encode_labels) {
+          for (double& y : targets) {
+            const int64_t index = ClassIndex(classes, y);
+            if (index < 0) {
+              return absl::InternalError(
+                  absl::StrCat("label ", y, " is not among the dataset's ",
+                               classes.size(), " class values"));
+            }
+            y = static_cast<double>(index);
+          }
+        }
+        hasher.AddRows(features.data(), targets.data(),
+                       static_cast<int64_t>(targets.size()));
+        return absl::OkStatus();
+      },
+      /*write_back=*/encode_labels));
+
   store::DatasetMeta meta;
   {
     absl::MutexLock lock(&mu_);
@@ -152,22 +206,20 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Create(
   }
   meta.set_version(1);
   meta.set_name(std::string(name));
-  meta.set_task(std::string(TaskToString(data.task)));
-  meta.set_num_rows(data.num_rows());
-  meta.set_num_features(static_cast<int32_t>(data.num_features));
-  meta.set_num_classes(data.num_classes);
-  meta.mutable_class_values()->Add(data.class_values.begin(),
-                                   data.class_values.end());
-  for (const std::string& feature : data.feature_names) {
+  meta.set_task(std::string(TaskToString(schema.task)));
+  meta.set_num_rows(rows->num_rows());
+  meta.set_num_features(static_cast<int32_t>(schema.num_features));
+  meta.set_num_classes(schema.num_classes);
+  meta.mutable_class_values()->Add(classes.begin(), classes.end());
+  for (const std::string& feature : schema.feature_names) {
     meta.add_feature_names(feature);
   }
-  meta.set_target_name(data.target_name);
-  meta.set_hash(DatasetHash(data));
+  meta.set_target_name(schema.target_name);
+  meta.set_hash(hasher.HexDigest(classes));
+  meta.set_hash_state(hasher.State());
   meta.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
-
-  BNN_ASSIGN_OR_RETURN(const std::string bytes, EncodeDatasetFile(data, meta));
   // Written outside the lock: large files must not stall lookups.
-  BNN_RETURN_IF_ERROR(WriteFileAtomically(PathOf(meta.dataset_id(), 1), bytes));
+  BNN_RETURN_IF_ERROR(rows->Commit(meta, PathOf(meta.dataset_id(), 1)));
   absl::MutexLock lock(&mu_);
   datasets_[meta.dataset_id()][1] = Entry{absl::OkStatus(), meta};
   return meta;
@@ -176,29 +228,69 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Create(
 absl::StatusOr<store::DatasetMeta> DatasetStore::Append(
     absl::string_view dataset_id, const Dataset& rows,
     std::optional<int64_t> expected_version) {
+  BNN_RETURN_IF_ERROR(rows.Validate());
+  BNN_ASSIGN_OR_RETURN(const store::DatasetMeta latest, Get(dataset_id));
+  BNN_ASSIGN_OR_RETURN(const Dataset schema, DatasetSchema(latest));
+  BNN_RETURN_IF_ERROR(schema.CheckSameSchema(rows));
+  BNN_ASSIGN_OR_RETURN(std::unique_ptr<DatasetFileWriter> writer,
+                       NewVersionWriter(rows.num_features));
+  BNN_RETURN_IF_ERROR(writer->AddRows(rows.features, rows.targets));
+  return Append(dataset_id, std::move(writer), expected_version);
+}
+
+absl::StatusOr<store::DatasetMeta> DatasetStore::Append(
+    absl::string_view dataset_id, std::unique_ptr<DatasetFileWriter> rows,
+    std::optional<int64_t> expected_version) {
   absl::MutexLock append_lock(&append_mu_);
   BNN_ASSIGN_OR_RETURN(const store::DatasetMeta latest, Get(dataset_id));
   BNN_RETURN_IF_ERROR(CheckExpectedVersion(latest, expected_version));
-  if (rows.num_rows() == 0) {
+  if (rows->num_rows() == 0) {
     return absl::InvalidArgumentError("an append needs at least one row");
   }
-  BNN_RETURN_IF_ERROR(rows.Validate());
-  BNN_ASSIGN_OR_RETURN(Dataset data, Load(dataset_id, latest.version()));
-  BNN_RETURN_IF_ERROR(data.Append(rows));
+  if (rows->num_features() != latest.num_features()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("schema mismatch: appending ", rows->num_features(),
+                     " features to ", latest.num_features()));
+  }
+  BNN_ASSIGN_OR_RETURN(DatasetHasher hasher, HasherAfter(latest));
+  BNN_RETURN_IF_ERROR(rows->ForEachBlock(
+      [&](absl::Span<const double> features, absl::Span<double> targets) {
+        hasher.AddRows(features.data(), targets.data(),
+                       static_cast<int64_t>(targets.size()));
+        return absl::OkStatus();
+      },
+      /*write_back=*/false));
 
   store::DatasetMeta meta = latest;
   meta.set_version(latest.version() + 1);
   meta.set_first_row(latest.num_rows());
-  meta.set_num_rows(data.num_rows());
-  meta.set_hash(DatasetHash(data));
+  meta.set_num_rows(latest.num_rows() + rows->num_rows());
+  meta.set_hash(
+      hasher.HexDigest({latest.class_values().data(),
+                        static_cast<size_t>(latest.class_values_size())}));
+  meta.set_hash_state(hasher.State());
   meta.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
-  BNN_ASSIGN_OR_RETURN(const std::string bytes, EncodeDatasetFile(rows, meta));
-  BNN_RETURN_IF_ERROR(
-      WriteFileAtomically(PathOf(dataset_id, meta.version()), bytes));
+  BNN_RETURN_IF_ERROR(rows->Commit(meta, PathOf(dataset_id, meta.version())));
   absl::MutexLock lock(&mu_);
   datasets_.find(dataset_id)->second[meta.version()] =
       Entry{absl::OkStatus(), meta};
   return meta;
+}
+
+absl::StatusOr<DatasetHasher> DatasetStore::HasherAfter(
+    const store::DatasetMeta& meta) const {
+  if (!meta.hash_state().empty()) {
+    absl::StatusOr<DatasetHasher> hasher =
+        DatasetHasher::FromState(meta.hash_state(), meta.num_features());
+    if (hasher.ok() && hasher->num_rows() == meta.num_rows()) return hasher;
+  }
+  // A version written before hash states were kept (or with a bad one):
+  // hash its rows once; the new version keeps the state.
+  BNN_ASSIGN_OR_RETURN(const Dataset data,
+                       Load(meta.dataset_id(), meta.version()));
+  DatasetHasher hasher(data.task, data.num_features);
+  hasher.AddRows(data.features.data(), data.targets.data(), data.num_rows());
+  return hasher;
 }
 
 absl::StatusOr<store::DatasetMeta> DatasetStore::Get(

@@ -2,8 +2,10 @@
 // upload, <dir>/<dataset_id>.dataset; every append adds the next version,
 // <dir>/<dataset_id>.v<N>.dataset, holding only the rows it added (see
 // dataset_file.h). Metadata of every version is indexed in memory; rows are
-// read from disk when needed (training, acquisition pools, appends), so
-// memory does not grow with the data held.
+// written to disk as they arrive (NewVersionWriter) and read from disk when
+// needed (training, acquisition pools), so memory grows neither with the
+// data held nor with the data being uploaded. An append reads no earlier
+// version: its hash continues from the state the latest version keeps.
 #ifndef BNN_SERVER_STORE_DATASET_STORE_H_
 #define BNN_SERVER_STORE_DATASET_STORE_H_
 
@@ -21,8 +23,10 @@
 #include <absl/synchronization/mutex.h>
 
 #include "bnn/data/dataset.h"
+#include "bnn/data/dataset_hash.h"
 #include "bnn/predict/acquisition.h"
 
+#include "server/store/dataset_file.h"
 #include "store/store.pb.h"
 
 namespace bnn::server {
@@ -42,20 +46,40 @@ class DatasetStore {
   // are logged and the files left on disk for inspection.
   static absl::StatusOr<std::unique_ptr<DatasetStore>> Open(std::string dir);
 
-  // Stores `data` as version 1 of a new dataset named `name` and returns its
-  // metadata. `data` must pass Dataset::Validate() with class labels already
-  // encoded (bnn::EncodeClassLabels).
+  // A writer for the rows of a new version, in a temporary file of the
+  // store's directory, for Create or Append to commit: rows are written as
+  // they arrive (an upload never holds them in memory). Dropping it
+  // uncommitted deletes the file; a crash's leftover is deleted when the
+  // store opens.
+  absl::StatusOr<std::unique_ptr<DatasetFileWriter>> NewVersionWriter(
+      int64_t num_features) const;
+
+  // Stores the rows of `rows` as version 1 of a new dataset named `name`
+  // with the schema of `schema` (task, feature count and names, target name,
+  // classes; its rows are ignored) and returns its metadata. For
+  // classification, the targets written are raw labels, each one of
+  // schema.class_values; they are encoded as class indices here. Costs one
+  // read of the rows (label encoding, hash) besides the write.
+  absl::StatusOr<store::DatasetMeta> Create(
+      std::unique_ptr<DatasetFileWriter> rows, const Dataset& schema,
+      absl::string_view name);
+  // The same for rows in memory: `data` must pass Dataset::Validate() with
+  // class labels already encoded (bnn::EncodeClassLabels).
   absl::StatusOr<store::DatasetMeta> Create(const Dataset& data,
                                             absl::string_view name);
 
-  // Stores `rows` as the next version of `dataset_id` and returns the new
-  // version's metadata (its hash covers every row of the version). `rows`
-  // must have the dataset's schema (DatasetSchema of its metadata) and pass
-  // Dataset::Validate(); class labels are encoded against the dataset's
-  // class_values. With `expected_version`, FailedPrecondition unless that
-  // is the latest version. Reads the latest version's rows (for the hash);
-  // appends are serialised store-wide, so concurrent appends to a dataset
-  // each get their own version.
+  // Stores `rows` (the dataset's schema, class labels encoded against its
+  // class_values) as the next version of `dataset_id` and returns the new
+  // version's metadata (its hash covers every row of the version). With
+  // `expected_version`, FailedPrecondition unless that is the latest
+  // version. Costs the appended rows only: the hash continues from the
+  // state kept with the latest version (DatasetHasher). Appends are
+  // serialised store-wide, so concurrent appends to a dataset each get their
+  // own version.
+  absl::StatusOr<store::DatasetMeta> Append(
+      absl::string_view dataset_id, std::unique_ptr<DatasetFileWriter> rows,
+      std::optional<int64_t> expected_version);
+  // The same for rows in memory (Dataset::Validate()d).
   absl::StatusOr<store::DatasetMeta> Append(
       absl::string_view dataset_id, const Dataset& rows,
       std::optional<int64_t> expected_version);
@@ -93,6 +117,15 @@ class DatasetStore {
   using Versions = std::map<int64_t, Entry>;
 
   explicit DatasetStore(std::string dir) : dir_(std::move(dir)) {}
+  // Stores version 1 (Create); `encode_labels` says whether rows' targets
+  // are raw labels to encode.
+  absl::StatusOr<store::DatasetMeta> Commit(
+      std::unique_ptr<DatasetFileWriter> rows, const Dataset& schema,
+      absl::string_view name, bool encode_labels);
+  // The hasher after the rows of version `meta`: resumed from its state, or
+  // for versions stored without one, by hashing its rows.
+  absl::StatusOr<DatasetHasher> HasherAfter(
+      const store::DatasetMeta& meta) const;
   std::string PathOf(absl::string_view dataset_id, int64_t version) const;
   // Marks every version after an unreadable or missing one unreadable too.
   void CheckVersionChain(absl::string_view dataset_id,

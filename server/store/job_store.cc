@@ -136,4 +136,13 @@ std::map<store::JobRecord::State, int64_t> JobStore::CountByState() const {
   return counts;
 }
 
+std::vector<store::JobRecord> JobStore::List() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<store::JobRecord> records;
+  for (const auto& [id, entry] : entries_) {
+    if (entry.status.ok()) records.push_back(entry.record);
+  }
+  return records;
+}
+
 }  // namespace bnn::server

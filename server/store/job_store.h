@@ -59,6 +59,9 @@ class JobStore {
   // Readable jobs per state.
   std::map<store::JobRecord::State, int64_t> CountByState() const;
 
+  // Every readable record, by id.
+  std::vector<store::JobRecord> List() const;
+
  private:
   struct Entry {
     absl::Status status;  // why the file is unreadable, or OK

@@ -118,33 +118,65 @@ std::string SnapshotStore::InfoPathOf(absl::string_view snapshot_id) const {
   return absl::StrCat(dir_, "/", snapshot_id, kInfoExtension);
 }
 
+std::string SnapshotStore::NewSnapshotId() const {
+  absl::MutexLock lock(&mu_);
+  std::string id;
+  do {
+    id = NewId(kSnapshotIdPrefix);
+  } while (entries_.count(id) > 0);
+  return id;
+}
+
 absl::StatusOr<store::SnapshotMeta> SnapshotStore::Create(
-    const Snapshot& snapshot) {
-  // bnn::WriteSnapshotFile does not fsync; the store's writer does.
+    const Snapshot& snapshot, const std::string& snapshot_id) {
   BNN_ASSIGN_OR_RETURN(const std::string bytes, EncodeSnapshot(snapshot));
-  return Store(bytes, snapshot);
+  return Store(bytes, snapshot,
+               snapshot_id.empty() ? NewSnapshotId() : snapshot_id);
 }
 
 absl::StatusOr<store::SnapshotMeta> SnapshotStore::Import(
     const std::string& bytes) {
-  BNN_ASSIGN_OR_RETURN(const Snapshot snapshot, DecodeSnapshot(bytes));
-  return Store(bytes, snapshot);
+  BNN_ASSIGN_OR_RETURN(std::unique_ptr<FileWriter> file, NewImportFile());
+  BNN_RETURN_IF_ERROR(file->Append(bytes));
+  return Import(std::move(file));
+}
+
+absl::StatusOr<std::unique_ptr<FileWriter>> SnapshotStore::NewImportFile()
+    const {
+  return FileWriter::Create(
+      absl::StrCat(dir_, "/", NewId("incoming"), kTempSuffix));
+}
+
+absl::StatusOr<store::SnapshotMeta> SnapshotStore::Import(
+    std::unique_ptr<FileWriter> file) {
+  Snapshot snapshot;
+  {
+    BNN_ASSIGN_OR_RETURN(const MappedFile mapped,
+                         MappedFile::Open(file->temp_path()));
+    BNN_ASSIGN_OR_RETURN(snapshot, DecodeSnapshot(mapped.bytes()));
+  }
+  const std::string id = NewSnapshotId();
+  const store::SnapshotMeta meta =
+      SnapshotMetaOf(snapshot, id, static_cast<int64_t>(file->size()));
+  // The snapshot first: a crash before its record is written leaves a
+  // snapshot whose record Open() rebuilds.
+  BNN_RETURN_IF_ERROR(file->Commit(PathOf(id)));
+  return AddStored(meta);
 }
 
 absl::StatusOr<store::SnapshotMeta> SnapshotStore::Store(
-    absl::string_view bytes, const Snapshot& snapshot) {
-  std::string id;
-  {
-    absl::MutexLock lock(&mu_);
-    do {
-      id = NewId(kSnapshotIdPrefix);
-    } while (entries_.count(id) > 0);
-  }
+    absl::string_view bytes, const Snapshot& snapshot, const std::string& id) {
   store::SnapshotMeta meta =
       SnapshotMetaOf(snapshot, id, static_cast<int64_t>(bytes.size()));
   // The snapshot first: a crash before its record is written leaves a
   // snapshot whose record Open() rebuilds.
   BNN_RETURN_IF_ERROR(WriteFileAtomically(PathOf(id), bytes));
+  return AddStored(meta);
+}
+
+absl::StatusOr<store::SnapshotMeta> SnapshotStore::AddStored(
+    const store::SnapshotMeta& meta) {
+  const std::string& id = meta.snapshot_id();
   if (absl::Status status = WriteInfo(InfoPathOf(id), meta); !status.ok()) {
     RemoveFile(PathOf(id)).IgnoreError();  // the error below says enough
     return status;

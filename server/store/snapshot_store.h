@@ -42,8 +42,13 @@ class SnapshotStore {
   // deleted.
   static absl::StatusOr<std::unique_ptr<SnapshotStore>> Open(std::string dir);
 
-  // Writes `snapshot` durably under a new id and returns its metadata.
-  absl::StatusOr<store::SnapshotMeta> Create(const Snapshot& snapshot);
+  // A new snapshot id, for a writer that records which snapshot it is
+  // about to create (a training job) before it calls Create with it.
+  std::string NewSnapshotId() const;
+  // Writes `snapshot` durably under `snapshot_id` (from NewSnapshotId()),
+  // or a new id if it is empty, and returns its metadata.
+  absl::StatusOr<store::SnapshotMeta> Create(
+      const Snapshot& snapshot, const std::string& snapshot_id = "");
 
   // Stores the snapshot file `bytes` (e.g. from another server's export)
   // unchanged under a new id, after decoding it completely. The errors of
@@ -51,6 +56,13 @@ class SnapshotStore {
   // FailedPrecondition for a newer format, InvalidArgument for bad
   // contents) are returned as they are, and nothing is stored.
   absl::StatusOr<store::SnapshotMeta> Import(const std::string& bytes);
+  // The same for a snapshot file written to a NewImportFile(): it is
+  // decoded from its mapping and renamed into place, never copied.
+  absl::StatusOr<store::SnapshotMeta> Import(std::unique_ptr<FileWriter> file);
+  // A temporary file in the store's directory to write an imported
+  // snapshot to as it arrives (dropping it deletes the file; a crash's
+  // leftover is deleted when the store opens).
+  absl::StatusOr<std::unique_ptr<FileWriter>> NewImportFile() const;
 
   // NotFound for an unknown id, DataLoss (naming the file) for a corrupt
   // snapshot.
@@ -87,10 +99,14 @@ class SnapshotStore {
   std::string InfoPathOf(absl::string_view snapshot_id) const;
   // Indexes one snapshot file when the store opens.
   Entry Index(const std::string& snapshot_id, bool has_info) const;
-  // Writes `bytes`, which decode to `snapshot`, and its record under a new
-  // id.
+  // Writes `bytes`, which decode to `snapshot`, and its record under `id`.
   absl::StatusOr<store::SnapshotMeta> Store(absl::string_view bytes,
-                                            const Snapshot& snapshot);
+                                            const Snapshot& snapshot,
+                                            const std::string& id);
+  // Writes the record of the snapshot file now stored under `meta`'s id and
+  // indexes it; deletes the file if the record cannot be written.
+  absl::StatusOr<store::SnapshotMeta> AddStored(
+      const store::SnapshotMeta& meta);
 
   const std::string dir_;
   mutable absl::Mutex mu_;

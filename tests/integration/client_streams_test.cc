@@ -1,7 +1,10 @@
 // The client-streaming RPCs (UploadDataset, AppendRows, ImportSnapshot)
 // against the real bnn-server, driven by raw clients that send what a typed
-// stub cannot: messages that do not parse (issue 10, finding 4). A stream
-// with such a message fails with INVALID_ARGUMENT and stores nothing.
+// stub cannot (issue 10, findings 3 and 4): messages that do not parse (the
+// stream fails with INVALID_ARGUMENT and stores nothing), streams over the
+// byte limits, more streams than the server takes, idle streams. Every
+// refused stream stores nothing and leaves no temporary file.
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +14,8 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "bnn/data/dataset.h"
+#include "bnn/data/dataset_hash.h"
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
 #include "client/bnn_client.h"
@@ -206,6 +211,155 @@ TEST_F(ClientStreamsTest, UnparsableImportMessageStoresNothing) {
       client_->ListSnapshots();
   ASSERT_TRUE(listed.ok()) << listed.status();
   EXPECT_THAT(*listed, SizeIs(1));  // the trained one only
+}
+
+// The temporary files in the store's folders (none once streams ended).
+std::vector<std::string> TempFiles(const std::string& data_dir) {
+  std::vector<std::string> found;
+  for (const char* folder : {"/datasets", "/snapshots"}) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(data_dir + folder)) {
+      if (entry.path().extension() == ".tmp") {
+        found.push_back(entry.path().string());
+      }
+    }
+  }
+  return found;
+}
+
+TEST_F(ClientStreamsTest, UploadAndAppendOverTheByteLimitStoreNothing) {
+  StartServer({"--max-upload-bytes", "100000"});
+  const v1::DatasetInfo dataset = UploadOrDie(100);  // ~2 KB
+  std::unique_ptr<RawClientStream> upload = Stream(kUpload);
+  upload->Write(UploadHeader());
+  for (int i = 0; i < 10; ++i) upload->Write(UploadChunk(1000 * i, 1000));
+  grpc::Status status = upload->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("upload exceeds 100000 bytes, the server limit "
+                        "(--max-upload-bytes)"));
+
+  std::unique_ptr<RawClientStream> append = Stream(kAppend);
+  append->Write(AppendHeader(dataset.dataset_id()));
+  for (int i = 0; i < 10; ++i) append->Write(AppendChunk(1000 * i, 1000));
+  status = append->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(), HasSubstr("--max-upload-bytes"));
+
+  absl::StatusOr<std::vector<v1::DatasetInfo>> listed = client_->ListDatasets();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_THAT(*listed, SizeIs(1));
+  EXPECT_EQ((*listed)[0].version(), 1);
+  EXPECT_THAT(TempFiles(dir_->path() + "/data"), SizeIs(0));
+}
+
+// A message is reserved from the memory budget while it is worked on.
+TEST_F(ClientStreamsTest, MessageOverTheMemoryBudgetIsRefused) {
+  StartServer({"--memory-budget-bytes", "1000000"});
+  std::unique_ptr<RawClientStream> upload = Stream(kUpload);
+  upload->Write(UploadHeader());
+  upload->Write(UploadChunk(0, 20000));  // ~400 KB, 3 copies > 1 MB
+  const grpc::Status status = upload->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(), HasSubstr("--memory-budget-bytes"));
+  EXPECT_THAT(status.error_message(), HasSubstr("upload message 1"));
+  // Smaller messages carry the same rows.
+  std::unique_ptr<RawClientStream> small = Stream(kUpload);
+  small->Write(UploadHeader());
+  for (int i = 0; i < 20; ++i) small->Write(UploadChunk(1000 * i, 1000));
+  std::string bytes;
+  ASSERT_TRUE(small->Finish(&bytes).ok());
+  v1::UploadDatasetResponse uploaded;
+  ASSERT_TRUE(uploaded.ParseFromString(bytes));
+  EXPECT_EQ(uploaded.dataset().num_rows(), 20000);
+  EXPECT_THAT(TempFiles(dir_->path() + "/data"), SizeIs(0));
+}
+
+TEST_F(ClientStreamsTest, StreamsBeyondTheCapAreRefused) {
+  StartServer({"--max-client-streams", "2"});
+  std::unique_ptr<RawClientStream> first = Stream(kUpload);
+  std::unique_ptr<RawClientStream> second = Stream(kImport);
+  ASSERT_TRUE(first->Write(UploadHeader()));
+  v1::SnapshotChunk chunk;
+  chunk.set_data("BNN");
+  ASSERT_TRUE(second->Write(chunk));
+  absl::SleepFor(absl::Milliseconds(300));  // both reached the server
+  std::unique_ptr<RawClientStream> third = Stream(kUpload);
+  third->Write(UploadHeader());
+  const grpc::Status refused = third->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr("2 client streams (uploads, appends, imports) are "
+                        "open, the server limit (--max-client-streams)"));
+  // A finished stream frees its slot (once the server is done with it,
+  // just after the client has its status).
+  first->Write(UploadChunk(0, 10));
+  ASSERT_TRUE(first->Finish().ok());
+  absl::SleepFor(absl::Milliseconds(300));
+  std::unique_ptr<RawClientStream> fourth = Stream(kUpload);
+  fourth->Write(UploadHeader());
+  fourth->Write(UploadChunk(0, 5));
+  EXPECT_TRUE(fourth->Finish().ok());
+}
+
+// Idle streams (a header, then nothing) are ended by the server with
+// DEADLINE_EXCEEDED once --stream-idle-seconds pass, and free their slots.
+TEST_F(ClientStreamsTest, IdleStreamsAreEndedAndFreeTheirSlots) {
+  StartServer({"--max-client-streams", "8", "--stream-idle-seconds", "1"});
+  std::vector<std::unique_ptr<RawClientStream>> idle;
+  for (int i = 0; i < 8; ++i) {
+    idle.push_back(Stream(kUpload));
+    ASSERT_TRUE(idle.back()->Write(UploadHeader()));
+  }
+  const absl::Time start = absl::Now();
+  for (std::unique_ptr<RawClientStream>& stream : idle) {
+    // Without half-closing: the server must end the call by itself.
+    const grpc::Status status = stream->Finish(nullptr, /*half_close=*/false);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    EXPECT_THAT(status.error_message(),
+                HasSubstr("received no message for 1s, the server's limit "
+                          "(--stream-idle-seconds)"));
+  }
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  const v1::DatasetInfo dataset = UploadOrDie(10);
+  EXPECT_EQ(dataset.num_rows(), 10);
+  absl::StatusOr<std::vector<v1::DatasetInfo>> listed = client_->ListDatasets();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_THAT(*listed, SizeIs(1));
+  EXPECT_THAT(TempFiles(dir_->path() + "/data"), SizeIs(0));
+}
+
+// Rows streamed to disk come back exactly: the dataset's hash is the one of
+// the rows sent (bnn::DatasetHash), for an upload with raw class labels and
+// for an append to it.
+TEST_F(ClientStreamsTest, StreamedRowsAreStoredExactly) {
+  Dataset data;
+  data.num_features = 3;
+  for (int i = 0; i < 20000; ++i) {
+    data.features.insert(data.features.end(), {i * 0.5, -i * 1e-3, 7.0});
+    data.targets.push_back(i % 3 == 0 ? -1.0 : (i % 3 == 1 ? 5.0 : 2.0));
+  }
+  v1::DatasetHeader header;
+  header.set_name("labels");
+  header.set_task(v1::TASK_CLASSIFICATION);
+  header.set_num_features(3);
+  absl::StatusOr<v1::DatasetInfo> info =
+      client_->UploadDataset(header, data.features, data.targets);
+  ASSERT_TRUE(info.ok()) << info.status();
+  Dataset encoded = data;
+  ASSERT_TRUE(EncodeClassLabels(&encoded).ok());
+  EXPECT_EQ(info->hash(), DatasetHash(encoded));
+
+  Dataset more = data;
+  more.features.resize(3 * 100);
+  more.targets.resize(100);
+  absl::StatusOr<v1::DatasetInfo> appended =
+      client_->AppendRows(info->dataset_id(), more.features, 3, more.targets);
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  ASSERT_TRUE(EncodeClassLabels(&more).ok());
+  ASSERT_TRUE(encoded.Append(more).ok());
+  EXPECT_EQ(appended->num_rows(), 20100);
+  EXPECT_EQ(appended->hash(), DatasetHash(encoded));
 }
 
 }  // namespace

@@ -145,7 +145,7 @@ Dataset Dataset::Subset(const std::vector<int64_t>& indices) const {
   return out;
 }
 
-absl::Status Dataset::Append(const Dataset& other) {
+absl::Status Dataset::CheckSameSchema(const Dataset& other) const {
   if (other.num_features != num_features || other.task != task ||
       other.num_classes != num_classes || other.class_values != class_values) {
     return absl::InvalidArgumentError(
@@ -153,6 +153,11 @@ absl::Status Dataset::Append(const Dataset& other) {
                      " features (", TaskToString(other.task), ") to ",
                      num_features, " features (", TaskToString(task), ")"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Dataset::Append(const Dataset& other) {
+  BNN_RETURN_IF_ERROR(CheckSameSchema(other));
   features.insert(features.end(), other.features.begin(), other.features.end());
   targets.insert(targets.end(), other.targets.begin(), other.targets.end());
   return absl::OkStatus();
@@ -178,13 +183,19 @@ absl::Status EncodeClassLabels(Dataset* dataset) {
                      values.size()));
   }
   for (double& y : dataset->targets) {
-    y = static_cast<double>(std::lower_bound(values.begin(), values.end(), y) -
-                            values.begin());
+    y = static_cast<double>(ClassIndex(values, y));
   }
   dataset->num_classes = static_cast<int>(values.size());
   dataset->class_values = std::move(values);
   dataset->task = dataset->num_classes == 2 ? Task::kBinary : Task::kMulticlass;
   return absl::OkStatus();
+}
+
+int64_t ClassIndex(absl::Span<const double> class_values, double label) {
+  const auto match =
+      std::lower_bound(class_values.begin(), class_values.end(), label);
+  if (match == class_values.end() || *match != label) return -1;
+  return match - class_values.begin();
 }
 
 }  // namespace bnn

@@ -1,5 +1,6 @@
 #include "bnn/io/file.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -18,8 +19,28 @@ namespace {
 
 absl::Status ErrnoError(absl::string_view what, const std::string& path) {
   const int error = errno;
-  return absl::InternalError(
+  const bool full = error == ENOSPC || error == EDQUOT || error == EFBIG;
+  return absl::Status(
+      full ? absl::StatusCode::kResourceExhausted : absl::StatusCode::kInternal,
       absl::StrCat("cannot ", what, " ", path, ": ", std::strerror(error)));
+}
+
+// write(2) of all of `bytes` at `offset`, retrying short writes.
+bool WriteAll(int fd, absl::string_view bytes, uint64_t offset) {
+  const char* data = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t written =
+        ::pwrite(fd, data, left, static_cast<off_t>(offset));
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += written;
+    offset += static_cast<uint64_t>(written);
+    left -= static_cast<size_t>(written);
+  }
+  return true;
 }
 
 // Closes the descriptor on every path out.
@@ -63,26 +84,76 @@ absl::StatusOr<size_t> SizeOfOpened(const Fd& fd, const std::string& path) {
 
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view contents) {
-  const std::string temp = absl::StrCat(path, kTempSuffix);
-  {
-    Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) return ErrnoError("create", temp);
-    const char* data = contents.data();
-    size_t left = contents.size();
-    while (left > 0) {
-      const ssize_t written = ::write(fd.get(), data, left);
-      if (written < 0) {
-        if (errno == EINTR) continue;
-        return ErrnoError("write", temp);
-      }
-      data += written;
-      left -= static_cast<size_t>(written);
-    }
-    if (::fsync(fd.get()) != 0) return ErrnoError("fsync", temp);
-    if (!fd.Close()) return ErrnoError("close", temp);
+  BNN_ASSIGN_OR_RETURN(std::unique_ptr<FileWriter> writer,
+                       FileWriter::Create(absl::StrCat(path, kTempSuffix)));
+  BNN_RETURN_IF_ERROR(writer->Append(contents));
+  return writer->Commit(path);
+}
+
+absl::StatusOr<std::unique_ptr<FileWriter>> FileWriter::Create(
+    std::string temp_path) {
+  const int fd =
+      ::open(temp_path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("create", temp_path);
+  return std::unique_ptr<FileWriter>(new FileWriter(std::move(temp_path), fd));
+}
+
+FileWriter::~FileWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(temp_path_.c_str());
   }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    return ErrnoError("rename into place", path);
+}
+
+absl::Status FileWriter::Append(absl::string_view bytes) {
+  return WriteAt(size_, bytes);
+}
+
+absl::Status FileWriter::WriteAt(uint64_t offset, absl::string_view bytes) {
+  if (fd_ < 0 || offset > size_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("write at ", offset, " of ", temp_path_, " (", size_,
+                     " bytes, ", fd_ < 0 ? "closed" : "open", ")"));
+  }
+  if (!WriteAll(fd_, bytes, offset)) return ErrnoError("write", temp_path_);
+  size_ = std::max<uint64_t>(size_, offset + bytes.size());
+  return absl::OkStatus();
+}
+
+absl::Status FileWriter::ReadAt(uint64_t offset, size_t size, char* out) const {
+  if (fd_ < 0 || offset + size > size_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("read of [", offset, ", ", offset + size, ") of ",
+                     temp_path_, " (", size_, " bytes)"));
+  }
+  while (size > 0) {
+    const ssize_t got = ::pread(fd_, out, size, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return ErrnoError("read back", temp_path_);
+    out += got;
+    offset += static_cast<uint64_t>(got);
+    size -= static_cast<size_t>(got);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FileWriter::Commit(const std::string& path) {
+  if (fd_ < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(temp_path_, " is already committed or failed"));
+  }
+  absl::Status status;
+  if (::fsync(fd_) != 0) status = ErrnoError("fsync", temp_path_);
+  // close() can report a failed write-back.
+  if (::close(fd_) != 0 && status.ok())
+    status = ErrnoError("close", temp_path_);
+  fd_ = -1;
+  if (status.ok() && ::rename(temp_path_.c_str(), path.c_str()) != 0) {
+    status = ErrnoError("rename into place", path);
+  }
+  if (!status.ok()) {
+    ::unlink(temp_path_.c_str());
+    return status;
   }
   const std::string dir = std::filesystem::path(path).parent_path().string();
   return SyncDirectory(dir.empty() ? "." : dir);

@@ -47,9 +47,11 @@ U GetLittleEndian(const char* p) {
 
 }  // namespace
 
-uint32_t Crc32c(absl::string_view data) {
+uint32_t Crc32c(absl::string_view data) { return Crc32cExtend(0, data); }
+
+uint32_t Crc32cExtend(uint32_t crc, absl::string_view data) {
   static const std::array<uint32_t, 256> table = MakeCrcTable();
-  uint32_t crc = 0xffffffffu;
+  crc ^= 0xffffffffu;
   for (unsigned char c : data) crc = table[(crc ^ c) & 0xff] ^ (crc >> 8);
   return crc ^ 0xffffffffu;
 }
@@ -170,6 +172,59 @@ absl::StatusOr<uint32_t> ReadRecordFile(
       DecodeRecordMessage(format, bytes, message);
   if (!version.ok()) return InFile(path, version.status());
   return version;
+}
+
+absl::StatusOr<std::unique_ptr<RecordWriter>> RecordWriter::Create(
+    const RecordFormat& format, std::string temp_path) {
+  BNN_ASSIGN_OR_RETURN(std::unique_ptr<FileWriter> file,
+                       FileWriter::Create(std::move(temp_path)));
+  // The header, rewritten with the payload size by Commit.
+  BNN_RETURN_IF_ERROR(file->Append(std::string(kRecordHeaderBytes, '\0')));
+  return std::unique_ptr<RecordWriter>(
+      new RecordWriter(format, std::move(file)));
+}
+
+absl::Status RecordWriter::Append(absl::string_view bytes) {
+  BNN_RETURN_IF_ERROR(file_->Append(bytes));
+  payload_size_ += bytes.size();
+  if (crc_valid_) crc_ = Crc32cExtend(crc_, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status RecordWriter::Overwrite(uint64_t offset, absl::string_view bytes) {
+  if (offset + bytes.size() > payload_size_) {
+    return absl::OutOfRangeError(absl::StrCat(
+        format_.kind, " payload bytes [", offset, ", ", offset + bytes.size(),
+        ") were not written yet (", payload_size_, " written)"));
+  }
+  crc_valid_ = false;
+  return file_->WriteAt(kRecordHeaderBytes + offset, bytes);
+}
+
+absl::Status RecordWriter::Read(uint64_t offset, size_t size, char* out) const {
+  return file_->ReadAt(kRecordHeaderBytes + offset, size, out);
+}
+
+absl::Status RecordWriter::Commit(const std::string& path) {
+  if (!crc_valid_) {
+    std::string block(std::min<uint64_t>(payload_size_, 1 << 20), '\0');
+    crc_ = 0;
+    for (uint64_t offset = 0; offset < payload_size_;) {
+      const size_t n = std::min<uint64_t>(block.size(), payload_size_ - offset);
+      BNN_RETURN_IF_ERROR(Read(offset, n, block.data()));
+      crc_ = Crc32cExtend(crc_, absl::string_view(block.data(), n));
+      offset += n;
+    }
+    crc_valid_ = true;
+  }
+  std::string trailer;
+  PutLittleEndian<uint32_t>(crc_, &trailer);
+  BNN_RETURN_IF_ERROR(file_->Append(trailer));
+  std::string header(format_.magic.data(), format_.magic.size());
+  PutLittleEndian<uint32_t>(format_.version, &header);
+  PutLittleEndian<uint64_t>(payload_size_, &header);
+  BNN_RETURN_IF_ERROR(file_->WriteAt(0, header));
+  return file_->Commit(path);
 }
 
 absl::Status InFile(absl::string_view path, const absl::Status& status) {

@@ -101,4 +101,37 @@ std::string Sha256::HexDigest() {
   return out;
 }
 
+std::string Sha256::SaveState() const {
+  std::string state;
+  for (const uint32_t v : h_) {
+    for (int i = 0; i < 4; ++i)
+      state.push_back(static_cast<char>(v >> (8 * i)));
+  }
+  for (int i = 0; i < 8; ++i) {
+    state.push_back(static_cast<char>(length_ >> (8 * i)));
+  }
+  // The partial block: length_ % 64 == buffered_.
+  state.append(reinterpret_cast<const char*>(buffer_.data()), buffered_);
+  return state;
+}
+
+std::optional<Sha256> Sha256::LoadState(absl::string_view state) {
+  constexpr size_t kFixed = 8 * 4 + 8;
+  if (state.size() < kFixed) return std::nullopt;
+  const auto byte = [&](size_t i) {
+    return static_cast<uint8_t>(static_cast<unsigned char>(state[i]));
+  };
+  Sha256 sha;
+  for (int k = 0; k < 8; ++k) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= uint32_t{byte(4 * k + i)} << (8 * i);
+    sha.h_[k] = v;
+  }
+  for (int i = 0; i < 8; ++i) sha.length_ |= uint64_t{byte(32 + i)} << (8 * i);
+  sha.buffered_ = state.size() - kFixed;
+  if (sha.buffered_ != sha.length_ % 64) return std::nullopt;
+  std::memcpy(sha.buffer_.data(), state.data() + kFixed, sha.buffered_);
+  return sha;
+}
+
 }  // namespace bnn::internal

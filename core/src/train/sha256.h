@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -17,6 +18,11 @@ class Sha256 {
   void Update(absl::string_view s) { Update(s.data(), s.size()); }
   // Lower-case hex digest; the object must not be updated afterwards.
   std::string HexDigest();
+
+  // The state after the bytes so far (fixed size), and the hasher that
+  // continues from one; nullopt if `state` is not a SaveState().
+  std::string SaveState() const;
+  static std::optional<Sha256> LoadState(absl::string_view state);
 
  private:
   void Block(const uint8_t* p);

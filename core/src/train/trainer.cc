@@ -171,19 +171,6 @@ absl::StatusOr<MemoryEstimate> EstimateTrainingMemory(
   return saving.bytes > training.bytes ? saving : training;
 }
 
-std::string DatasetHash(const Dataset& data) {
-  internal::Sha256 sha;
-  sha.Update(TaskToString(data.task));
-  const int64_t header[3] = {data.num_features, data.num_rows(),
-                             data.num_classes};
-  sha.Update(header, sizeof(header));
-  sha.Update(data.features.data(), data.features.size() * sizeof(double));
-  sha.Update(data.targets.data(), data.targets.size() * sizeof(double));
-  sha.Update(data.class_values.data(),
-             data.class_values.size() * sizeof(double));
-  return sha.HexDigest();
-}
-
 namespace {
 
 absl::StatusOr<Snapshot> TrainImpl(const TrainRequest& request,

@@ -18,6 +18,7 @@
 #include "server/api/bnn_v1/to_wire.h"
 #include "server/api/bnn_v1/training_request.h"
 #include "server/common/status_util.h"
+#include "server/common/user_text.h"
 #include "server/jobs/compute_threads.h"
 
 namespace bnn::server {
@@ -87,7 +88,8 @@ BnnServiceImpl::BnnServiceImpl(const Options& options, DatasetStore* datasets,
                                SnapshotStore* snapshots,
                                PredictorCache* predictors, JobRunner* jobs,
                                const MethodRegistry* registry,
-                               ServerMetrics* metrics)
+                               ServerMetrics* metrics,
+                               MemoryBudget* memory_budget)
     : options_(options),
       datasets_(datasets),
       snapshots_(snapshots),
@@ -95,33 +97,36 @@ BnnServiceImpl::BnnServiceImpl(const Options& options, DatasetStore* datasets,
       jobs_(jobs),
       registry_(registry),
       metrics_(metrics),
+      memory_budget_(memory_budget),
+      streams_(options.max_client_streams, options.stream_idle_timeout),
       io_pool_(kIoThreads),
       compute_pool_(options.compute_workers) {
   metrics_->datasets().Set(static_cast<double>(datasets_->size()));
   metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
 }
 
-void BnnServiceImpl::RecordOutcome(grpc::CallbackServerContext* context,
-                                   absl::string_view rpc, absl::Time start,
-                                   const absl::Status& status) {
+absl::Status BnnServiceImpl::RecordOutcome(grpc::CallbackServerContext* context,
+                                           absl::string_view rpc,
+                                           absl::Time start,
+                                           const absl::Status& status) {
   metrics_->RecordRpc(rpc, status.code(), absl::Now() - start);
-  if (status.ok()) return;
+  if (status.ok()) return status;
   const std::string_view name(rpc.data(), rpc.size());  // fmt-formattable
+  // Messages quote what clients sent: one escaped line of bounded length.
+  const std::string line = SafeText(status.ToString(), kMaxStatusMessageBytes);
   if (IsServerError(rpc, status)) {
-    spdlog::error("{} from {} failed: {}", name, context->peer(),
-                  status.ToString());
+    spdlog::error("{} from {} failed: {}", name, context->peer(), line);
   } else {
-    spdlog::warn("{} from {} rejected: {}", name, context->peer(),
-                 status.ToString());
+    spdlog::warn("{} from {} rejected: {}", name, context->peer(), line);
   }
+  return HideDataDir(status, options_.data_dir);
 }
 
 grpc::ServerUnaryReactor* BnnServiceImpl::Finish(
     grpc::CallbackServerContext* context, absl::string_view rpc,
     absl::Time start, const absl::Status& status) {
-  RecordOutcome(context, rpc, start, status);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
+  reactor->Finish(ToGrpcStatus(RecordOutcome(context, rpc, start, status)));
   return reactor;
 }
 
@@ -144,8 +149,7 @@ grpc::ServerUnaryReactor* BnnServiceImpl::FinishOnPool(
       status = absl::Status(
           status.code(), absl::StrCat(status.message(), " before it started"));
     }
-    RecordOutcome(context, rpc, start, status);
-    reactor->Finish(ToGrpcStatus(status));
+    reactor->Finish(ToGrpcStatus(RecordOutcome(context, rpc, start, status)));
   });
   return reactor;
 }
@@ -274,6 +278,8 @@ absl::Status BnnServiceImpl::DoStartTraining(
                        datasets_->Get(request.dataset_id(), version));
   std::optional<store::SnapshotMeta> parent;
   if (!request.parent_snapshot_id().empty()) {
+    BNN_RETURN_IF_ERROR(
+        RequireId("parent_snapshot_id", request.parent_snapshot_id()));
     BNN_ASSIGN_OR_RETURN(parent,
                          snapshots_->GetMeta(request.parent_snapshot_id()));
   }
@@ -292,6 +298,7 @@ absl::Status BnnServiceImpl::DoGetJob(const v1::GetJobRequest& request,
   BNN_ASSIGN_OR_RETURN(const store::JobRecord job,
                        jobs_->Get(request.job_id()));
   ToJob(job, response);
+  response->set_error(HideDataDir(response->error(), options_.data_dir));
   return absl::OkStatus();
 }
 
@@ -301,6 +308,7 @@ absl::Status BnnServiceImpl::DoCancelJob(const v1::CancelJobRequest& request,
   BNN_ASSIGN_OR_RETURN(const store::JobRecord job,
                        jobs_->Cancel(request.job_id()));
   ToJob(job, response);
+  response->set_error(HideDataDir(response->error(), options_.data_dir));
   return absl::OkStatus();
 }
 

@@ -11,6 +11,7 @@
 #define BNN_SERVER_API_BNN_V1_BNN_SERVICE_H_
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <absl/functional/any_invocable.h>
@@ -25,7 +26,9 @@
 #include "bnn/predict/acquisition.h"
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
+#include "server/admission/memory_budget.h"
 #include "server/api/bnn_v1/request_validation.h"
+#include "server/common/stream_watch.h"
 #include "server/common/thread_pool.h"
 #include "server/jobs/job_runner.h"
 #include "server/metrics/server_metrics.h"
@@ -56,14 +59,24 @@ class BnnServiceImpl final : public BnnServiceBase {
     // (--max-request-seconds); checked between chunks of rows, as the
     // client's deadline and cancellation are.
     absl::Duration max_request_time = absl::Seconds(60);
+    // The server's --data-dir: paths under it are written "<data-dir>/..."
+    // in what clients see (HideDataDir); logs keep them.
+    std::string data_dir;
+    // Client streams (UploadDataset, AppendRows, ImportSnapshot) open at
+    // once (--max-client-streams); further ones are refused.
+    int max_client_streams = 16;
+    // A client stream waiting longer than this for its next message is
+    // ended with DEADLINE_EXCEEDED (--stream-idle-seconds).
+    absl::Duration stream_idle_timeout = absl::Seconds(60);
   };
 
   // Every pointer is borrowed and must outlive the service, which must
-  // outlive the grpc::Server it is registered with.
+  // outlive the grpc::Server it is registered with. Client streams reserve
+  // the bytes they buffer from `memory_budget`.
   BnnServiceImpl(const Options& options, DatasetStore* datasets,
                  SnapshotStore* snapshots, PredictorCache* predictors,
                  JobRunner* jobs, const MethodRegistry* registry,
-                 ServerMetrics* metrics);
+                 ServerMetrics* metrics, MemoryBudget* memory_budget);
 
   // Raw: v1::UploadDatasetRequest messages in, a v1::UploadDatasetResponse
   // out.
@@ -163,10 +176,11 @@ class BnnServiceImpl final : public BnnServiceBase {
   // Adds the predictors' new sample-cache lookups to the counters.
   void PublishCacheCounts();
 
-  // Metrics and, on failure, a log line for one finished RPC.
-  void RecordOutcome(grpc::CallbackServerContext* context,
-                     absl::string_view rpc, absl::Time start,
-                     const absl::Status& status);
+  // Metrics and, on failure, a log line (SafeText) for one finished RPC;
+  // returns the status to send the client (HideDataDir).
+  absl::Status RecordOutcome(grpc::CallbackServerContext* context,
+                             absl::string_view rpc, absl::Time start,
+                             const absl::Status& status);
   // Finishes a unary RPC with `status` and returns its reactor.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
                                    absl::string_view rpc, absl::Time start,
@@ -190,8 +204,12 @@ class BnnServiceImpl final : public BnnServiceBase {
   JobRunner* const jobs_;
   const MethodRegistry* const registry_;
   ServerMetrics* const metrics_;
-  // Disk work: the end of uploads, appends and imports (hashing, decoding,
-  // durable writes), export reads and deletions.
+  MemoryBudget* const memory_budget_;
+  // The open client streams: their number and idle time.
+  StreamWatch streams_;
+  // Disk work: the messages of uploads, appends and imports (parsing,
+  // validation, writes to temporary files) and their ends (hashing,
+  // decoding, commits), export reads and deletions.
   ThreadPool io_pool_;
   // Predict and Acquire, options_.compute_workers at a time, fair across
   // clients.

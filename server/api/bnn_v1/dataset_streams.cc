@@ -1,35 +1,55 @@
 // UploadDataset and AppendRows: client streams of a header, then row chunks.
-// Rows are validated as they arrive (row indices count across chunks), so a
-// bad row ends the call at once; the dataset (or its next version) is stored
-// on the I/O pool at the end of the stream, and only if every row was valid.
+// Rows are validated as they arrive (row indices count across chunks) and
+// written to a temporary file of the dataset store, so a bad row ends the
+// call at once and no stream holds its rows in memory; the dataset (or its
+// next version) is committed at the end of the stream, and only if every
+// row was valid.
+#include <cmath>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include <absl/strings/str_cat.h>
 #include <spdlog/spdlog.h>
 
 #include "bnn/data/dataset.h"
+#include "bnn/model/model_spec.h"
 #include "bnn/status.h"
 
 #include "server/api/bnn_v1/bnn_service.h"
 #include "server/api/bnn_v1/request_validation.h"
 #include "server/api/bnn_v1/stream_reader.h"
 #include "server/api/bnn_v1/to_wire.h"
+#include "server/common/user_text.h"
 #include "server/store/dataset_file.h"
 
 namespace bnn::server {
 namespace {
 
+// The rows of one chunk as a row-major feature matrix and targets.
+struct ChunkRows {
+  std::vector<double> features;
+  std::vector<double> targets;
+};
+
 // Validates one chunk of rows (numbered from the start of the stream, i.e.
-// from data->num_rows()) and appends them to `data`.
-absl::Status AddRows(const v1::RowChunk& chunk, const ServerLimits& limits,
-                     Dataset* data) {
-  BNN_RETURN_IF_ERROR(ValidateRowChunk(
-      chunk, static_cast<int>(data->num_features), data->num_rows(), limits));
+// from rows->num_rows()) and converts it into `out`.
+absl::Status ChunkToRows(const v1::RowChunk& chunk, int64_t num_features,
+                         int64_t first_row, const ServerLimits& limits,
+                         ChunkRows* out) {
+  BNN_RETURN_IF_ERROR(ValidateRowChunk(chunk, static_cast<int>(num_features),
+                                       first_row, limits));
+  out->features.clear();
+  out->targets.clear();
+  out->features.reserve(chunk.rows_size() * num_features);
+  out->targets.reserve(chunk.rows_size());
   for (const v1::Example& example : chunk.rows()) {
-    data->features.insert(data->features.end(), example.x().begin(),
-                          example.x().end());
-    data->targets.push_back(example.y());
+    out->features.insert(out->features.end(), example.x().begin(),
+                         example.x().end());
+    out->targets.push_back(example.y());
   }
   return absl::OkStatus();
 }
@@ -42,48 +62,90 @@ class BnnServiceImpl::UploadReactor final
   UploadReactor(BnnServiceImpl* service, grpc::CallbackServerContext* context,
                 grpc::ByteBuffer* response)
       : StreamReader(service, context, response, "UploadDataset", "upload",
-                     &service->io_pool_) {}
+                     service->options_.limits.max_upload_bytes,
+                     "--max-upload-bytes") {}
 
  private:
   absl::Status Consume(v1::UploadDatasetRequest& message,
                        int64_t index) override {
     BNN_RETURN_IF_ERROR(ValidateStreamMessage("upload", PayloadOf(message),
-                                              index, have_header_));
-    if (message.has_header()) {
-      BNN_RETURN_IF_ERROR(ValidateDatasetHeader(message.header()));
-      header_ = std::move(*message.mutable_header());
-      have_header_ = true;
-      data_.num_features = header_.num_features();
-      data_.feature_names.assign(header_.feature_names().begin(),
-                                 header_.feature_names().end());
-      data_.target_name = header_.target_name();
-      return absl::OkStatus();
+                                              index, rows_ != nullptr));
+    if (message.has_header()) return TakeHeader(message.header());
+    const int64_t first_row = rows_->num_rows();
+    BNN_RETURN_IF_ERROR(ChunkToRows(message.chunk(), schema_.num_features,
+                                    first_row, service()->options_.limits,
+                                    &chunk_));
+    if (header_.task() == v1::TASK_CLASSIFICATION) {
+      BNN_RETURN_IF_ERROR(CollectLabels(first_row));
     }
-    return AddRows(message.chunk(), service()->options_.limits, &data_);
+    return rows_->AddRows(chunk_.features, chunk_.targets);
+  }
+
+  absl::Status TakeHeader(const v1::DatasetHeader& header) {
+    BNN_RETURN_IF_ERROR(ValidateDatasetHeader(header));
+    header_ = header;
+    schema_.num_features = header.num_features();
+    schema_.feature_names.assign(header.feature_names().begin(),
+                                 header.feature_names().end());
+    schema_.target_name = header.target_name();
+    BNN_ASSIGN_OR_RETURN(
+        rows_, service()->datasets_->NewVersionWriter(schema_.num_features));
+    return absl::OkStatus();
+  }
+
+  // Classification: the chunk's labels are integers, and the distinct ones
+  // (the classes) stay within what an output layer supports, checked as
+  // they arrive so that they never take much memory.
+  absl::Status CollectLabels(int64_t first_row) {
+    for (size_t i = 0; i < chunk_.targets.size(); ++i) {
+      const double y = chunk_.targets[i];
+      if (y != std::floor(y)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("rows[", first_row + static_cast<int64_t>(i),
+                         "].y = ", y, " is not an integer class label"));
+      }
+      if (labels_.insert(y).second &&
+          labels_.size() > static_cast<size_t>(kMaxLayerWidth)) {
+        return ValidateClassLabels(
+            std::vector<double>(labels_.begin(), labels_.end()));
+      }
+    }
+    return absl::OkStatus();
   }
 
   absl::Status Commit(v1::UploadDatasetResponse* response) override {
-    BNN_RETURN_IF_ERROR(
-        ValidateStreamComplete("upload", have_header_, data_.num_rows()));
+    BNN_RETURN_IF_ERROR(ValidateStreamComplete(
+        "upload", rows_ != nullptr, rows_ == nullptr ? 0 : rows_->num_rows()));
     if (header_.task() == v1::TASK_CLASSIFICATION) {
-      BNN_RETURN_IF_ERROR(ValidateClassLabels(data_.targets));
-      BNN_RETURN_IF_ERROR(EncodeClassLabels(&data_));
+      schema_.class_values.assign(labels_.begin(), labels_.end());
+      BNN_RETURN_IF_ERROR(ValidateClassLabels(schema_.class_values));
+      schema_.num_classes = static_cast<int>(labels_.size());
+      schema_.task =
+          schema_.num_classes == 2 ? Task::kBinary : Task::kMulticlass;
     }
-    BNN_RETURN_IF_ERROR(data_.Validate());
     DatasetStore* const datasets = service()->datasets_;
-    BNN_ASSIGN_OR_RETURN(const store::DatasetMeta meta,
-                         datasets->Create(data_, header_.name()));
+    BNN_ASSIGN_OR_RETURN(
+        const store::DatasetMeta meta,
+        datasets->Create(std::move(rows_), schema_, header_.name()));
     service()->metrics_->datasets().Set(static_cast<double>(datasets->size()));
-    spdlog::info("dataset {} '{}' stored: {} rows x {} features",
-                 meta.dataset_id(), meta.name(), meta.num_rows(),
-                 meta.num_features());
+    spdlog::info(
+        "dataset {} '{}' stored: {} rows x {} features, {} bytes "
+        "received",
+        meta.dataset_id(), SafeText(meta.name()), meta.num_rows(),
+        meta.num_features(), bytes_received());
     ToDatasetInfo(meta, response->mutable_dataset());
     return absl::OkStatus();
   }
 
-  bool have_header_ = false;
+  void Discard() override { rows_.reset(); }
+
   v1::DatasetHeader header_;
-  Dataset data_;
+  // The dataset's schema: no rows (those go to rows_).
+  Dataset schema_;
+  // Set by the header.
+  std::unique_ptr<DatasetFileWriter> rows_;
+  std::set<double> labels_;
+  ChunkRows chunk_;
 };
 
 class BnnServiceImpl::AppendReactor final
@@ -92,20 +154,23 @@ class BnnServiceImpl::AppendReactor final
   AppendReactor(BnnServiceImpl* service, grpc::CallbackServerContext* context,
                 grpc::ByteBuffer* response)
       : StreamReader(service, context, response, "AppendRows", "append",
-                     &service->io_pool_) {}
+                     service->options_.limits.max_upload_bytes,
+                     "--max-upload-bytes") {}
 
  private:
   absl::Status Consume(v1::AppendRowsRequest& message, int64_t index) override {
     BNN_RETURN_IF_ERROR(ValidateStreamMessage("append", PayloadOf(message),
-                                              index, have_header_));
+                                              index, rows_ != nullptr));
     if (message.has_header()) return TakeHeader(message.header());
-    const int64_t first_row = rows_.num_rows();
-    BNN_RETURN_IF_ERROR(
-        AddRows(message.chunk(), service()->options_.limits, &rows_));
-    if (!IsClassification(rows_.task)) return absl::OkStatus();
-    return EncodeAppendedLabels(
-        absl::MakeSpan(rows_.targets).subspan(first_row), first_row,
-        rows_.class_values);
+    const int64_t first_row = rows_->num_rows();
+    BNN_RETURN_IF_ERROR(ChunkToRows(message.chunk(), schema_.num_features,
+                                    first_row, service()->options_.limits,
+                                    &chunk_));
+    if (IsClassification(schema_.task)) {
+      BNN_RETURN_IF_ERROR(EncodeAppendedLabels(
+          absl::MakeSpan(chunk_.targets), first_row, schema_.class_values));
+    }
+    return rows_->AddRows(chunk_.features, chunk_.targets);
   }
 
   // Rows are checked against the latest version's schema, which every
@@ -121,30 +186,35 @@ class BnnServiceImpl::AppendReactor final
     // Checked again when the version is written; failing now spares the
     // client sending rows in vain.
     BNN_RETURN_IF_ERROR(CheckExpectedVersion(latest, expected_version_));
-    BNN_ASSIGN_OR_RETURN(rows_, DatasetSchema(latest));
+    BNN_ASSIGN_OR_RETURN(schema_, DatasetSchema(latest));
+    BNN_ASSIGN_OR_RETURN(
+        rows_, service()->datasets_->NewVersionWriter(schema_.num_features));
     dataset_id_ = header.dataset_id();
-    have_header_ = true;
     return absl::OkStatus();
   }
 
   absl::Status Commit(v1::DatasetInfo* response) override {
-    BNN_RETURN_IF_ERROR(
-        ValidateStreamComplete("append", have_header_, rows_.num_rows()));
-    BNN_ASSIGN_OR_RETURN(
-        const store::DatasetMeta meta,
-        service()->datasets_->Append(dataset_id_, rows_, expected_version_));
+    BNN_RETURN_IF_ERROR(ValidateStreamComplete(
+        "append", rows_ != nullptr, rows_ == nullptr ? 0 : rows_->num_rows()));
+    const int64_t appended = rows_->num_rows();
+    BNN_ASSIGN_OR_RETURN(const store::DatasetMeta meta,
+                         service()->datasets_->Append(
+                             dataset_id_, std::move(rows_), expected_version_));
     spdlog::info("dataset {} version {}: {} rows appended, {} in all",
-                 meta.dataset_id(), meta.version(), rows_.num_rows(),
-                 meta.num_rows());
+                 meta.dataset_id(), meta.version(), appended, meta.num_rows());
     ToDatasetInfo(meta, response);
     return absl::OkStatus();
   }
 
-  bool have_header_ = false;
+  void Discard() override { rows_.reset(); }
+
   std::string dataset_id_;
   std::optional<int64_t> expected_version_;
-  // The appended rows, labels encoded, with the dataset's schema.
-  Dataset rows_;
+  // The dataset's schema, without rows.
+  Dataset schema_;
+  // The appended rows, labels encoded; set by the header.
+  std::unique_ptr<DatasetFileWriter> rows_;
+  ChunkRows chunk_;
 };
 
 grpc::ServerReadReactor<grpc::ByteBuffer>* BnnServiceImpl::UploadDataset(

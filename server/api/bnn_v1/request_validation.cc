@@ -7,6 +7,7 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
 
+#include "bnn/data/dataset.h"
 #include "bnn/model/model_spec.h"
 
 namespace bnn::server {
@@ -60,6 +61,13 @@ absl::Status CheckFeatures(absl::string_view field,
 absl::Status RequireId(absl::string_view field, absl::string_view value) {
   if (value.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
+  }
+  // Checked before any lookup, so that no message or log line echoes an
+  // id of arbitrary length.
+  if (value.size() > kMaxIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " has ", value.size(), " bytes; ids have at most ", kMaxIdBytes,
+        " (server ids are like ds-0123456789abcdef)"));
   }
   return absl::OkStatus();
 }
@@ -181,16 +189,15 @@ absl::Status ValidateClassLabels(absl::Span<const double> labels) {
 absl::Status EncodeAppendedLabels(absl::Span<double> labels, int64_t first_row,
                                   absl::Span<const double> class_values) {
   for (size_t i = 0; i < labels.size(); ++i) {
-    const auto match =
-        std::lower_bound(class_values.begin(), class_values.end(), labels[i]);
-    if (match == class_values.end() || *match != labels[i]) {
+    const int64_t index = ClassIndex(class_values, labels[i]);
+    if (index < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "rows[", first_row + static_cast<int64_t>(i), "].y = ", labels[i],
           " is not a class of the dataset; its class labels are ",
           absl::StrJoin(class_values, ", "),
           " (a new class needs a new dataset)"));
     }
-    labels[i] = static_cast<double>(match - class_values.begin());
+    labels[i] = static_cast<double>(index);
   }
   return absl::OkStatus();
 }

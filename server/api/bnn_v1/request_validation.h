@@ -25,6 +25,9 @@ struct ServerLimits {
   int64_t max_predict_rows = 100'000;
   // --max-predict-samples
   int max_predict_samples = 4096;
+  // --max-upload-bytes: the most message bytes one UploadDataset or
+  // AppendRows stream may carry.
+  int64_t max_upload_bytes = int64_t{1} << 30;
   // --max-snapshot-bytes: the largest snapshot ImportSnapshot accepts.
   int64_t max_snapshot_bytes = int64_t{2} << 30;
   // --max-message-bytes: the largest message the server accepts, and so the
@@ -37,7 +40,12 @@ inline constexpr int kMaxNameChars = 128;
 // Posterior samples of a Predict request that leaves num_samples at 0.
 inline constexpr int kDefaultPredictSamples = 64;
 
-// An id field, e.g. "snapshot_id": it must not be empty.
+// Longest id a request may name: server ids (ds-, job-, snap- and 16 hex
+// digits) are far shorter.
+inline constexpr size_t kMaxIdBytes = 128;
+
+// An id field, e.g. "snapshot_id": it must not be empty nor longer than
+// kMaxIdBytes.
 absl::Status RequireId(absl::string_view field, absl::string_view value);
 
 // --- UploadDataset, AppendRows ---------------------------------------------

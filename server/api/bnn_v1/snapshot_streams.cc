@@ -1,6 +1,7 @@
 // ExportSnapshot and ImportSnapshot: a snapshot file, exactly as stored
 // (versioned and checksummed), streamed out or in in chunks.
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 #include <absl/time/time.h>
 #include <spdlog/spdlog.h>
 
+#include "bnn/io/file.h"
 #include "bnn/status.h"
 
 #include "server/api/bnn_v1/bnn_service.h"
@@ -17,6 +19,7 @@
 #include "server/api/bnn_v1/stream_reader.h"
 #include "server/api/bnn_v1/to_wire.h"
 #include "server/common/status_util.h"
+#include "server/common/user_text.h"
 
 namespace bnn::server {
 namespace {
@@ -84,8 +87,8 @@ class BnnServiceImpl::ExportReactor final
   }
 
   void Complete(const absl::Status& status) {
-    service_->RecordOutcome(context_, "ExportSnapshot", start_, status);
-    Finish(ToGrpcStatus(status));
+    Finish(ToGrpcStatus(
+        service_->RecordOutcome(context_, "ExportSnapshot", start_, status)));
   }
 
   BnnServiceImpl* const service_;
@@ -97,44 +100,55 @@ class BnnServiceImpl::ExportReactor final
   v1::SnapshotChunk chunk_;
 };
 
-// Accumulates the bytes (bounded by --max-snapshot-bytes); the store decodes
-// them completely before anything is written.
+// Writes the bytes to a temporary file of the snapshot store as they arrive
+// (at most --max-snapshot-bytes); the store decodes the file completely
+// before it is stored.
 class BnnServiceImpl::ImportReactor final
     : public StreamReader<v1::SnapshotChunk, v1::SnapshotInfo> {
  public:
   ImportReactor(BnnServiceImpl* service, grpc::CallbackServerContext* context,
                 grpc::ByteBuffer* response)
       : StreamReader(service, context, response, "ImportSnapshot", "import",
-                     &service->io_pool_) {}
+                     service->options_.limits.max_snapshot_bytes,
+                     "--max-snapshot-bytes") {}
 
  private:
   absl::Status Consume(v1::SnapshotChunk& chunk, int64_t /*index*/) override {
-    BNN_RETURN_IF_ERROR(ValidateSnapshotSize(
-        static_cast<int64_t>(bytes_.size() + chunk.data().size()),
-        service()->options_.limits));
-    bytes_.append(chunk.data());
-    return absl::OkStatus();
+    if (file_ == nullptr) {
+      BNN_ASSIGN_OR_RETURN(file_, service()->snapshots_->NewImportFile());
+    }
+    return file_->Append(chunk.data());
   }
 
   absl::Status Commit(v1::SnapshotInfo* response) override {
-    if (bytes_.empty()) {
+    if (file_ == nullptr || file_->size() == 0) {
       return absl::InvalidArgumentError(
           "the import has no data; send the snapshot file in chunks");
     }
     SnapshotStore* const snapshots = service()->snapshots_;
+    // Decoding holds the parsed message and the decoded snapshot, each
+    // about the size of the file.
+    BNN_ASSIGN_OR_RETURN(
+        const MemoryBudget::Reservation reservation,
+        service()->memory_budget_->TryReserve(
+            Who(), 2 * static_cast<int64_t>(file_->size()),
+            absl::StrCat("decoding a snapshot of ", file_->size(), " bytes")));
     BNN_ASSIGN_OR_RETURN(const store::SnapshotMeta meta,
-                         snapshots->Import(bytes_));
+                         snapshots->Import(std::move(file_)));
     service()->metrics_->snapshots_imported().Increment();
     service()->metrics_->snapshots().Set(
         static_cast<double>(snapshots->size()));
     spdlog::info("snapshot {} imported: {} bytes, method {}, dataset {}",
-                 meta.snapshot_id(), meta.size_bytes(), meta.method(),
-                 meta.dataset_id());
+                 meta.snapshot_id(), meta.size_bytes(), SafeText(meta.method()),
+                 SafeText(meta.dataset_id()));
     ToSnapshotInfo(meta, response);
     return absl::OkStatus();
   }
 
-  std::string bytes_;
+  void Discard() override { file_.reset(); }
+
+  // Created by the first chunk.
+  std::unique_ptr<FileWriter> file_;
 };
 
 grpc::ServerWriteReactor<v1::SnapshotChunk>* BnnServiceImpl::ExportSnapshot(

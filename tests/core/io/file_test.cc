@@ -3,6 +3,7 @@
 #include "bnn/io/file.h"
 
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -30,6 +31,50 @@ TEST(WriteFileAtomicallyTest, ReportsUnwritableDirectories) {
   const absl::Status status = WriteFileAtomically("/nonexistent/dir/file", "x");
   EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(Msg(status), HasSubstr("cannot create"));
+}
+
+TEST(WriteFileAtomicallyTest, FailedRenameLeavesNoTemporary) {
+  testing::ScopedTempDir dir;
+  // A non-empty directory cannot be replaced by a file.
+  const std::string path = dir.File("taken");
+  std::filesystem::create_directories(path + "/inside");
+  const absl::Status status = WriteFileAtomically(path, "x");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(Msg(status), HasSubstr("cannot rename into place"));
+  EXPECT_FALSE(std::filesystem::exists(path + std::string(kTempSuffix)));
+}
+
+TEST(FileWriterTest, WritesInPiecesAndCommits) {
+  testing::ScopedTempDir dir;
+  const std::string temp = dir.File("file.tmp");
+  std::unique_ptr<FileWriter> writer = *FileWriter::Create(temp);
+  ASSERT_TRUE(writer->Append("hello ").ok());
+  ASSERT_TRUE(writer->Append("world").ok());
+  ASSERT_TRUE(writer->WriteAt(0, "J").ok());
+  EXPECT_EQ(writer->size(), 11u);
+  char back[5];
+  ASSERT_TRUE(writer->ReadAt(6, 5, back).ok());
+  EXPECT_EQ(std::string(back, 5), "world");
+  EXPECT_EQ(writer->ReadAt(8, 5, back).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(writer->WriteAt(12, "x").code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(writer->Commit(dir.File("file")).ok());
+  EXPECT_EQ(*ReadFile(dir.File("file")), "Jello world");
+  EXPECT_FALSE(std::filesystem::exists(temp));
+  EXPECT_EQ(writer->Append("more").code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(FileWriterTest, DroppedWriterDeletesItsTemporary) {
+  testing::ScopedTempDir dir;
+  const std::string temp = dir.File("file.tmp");
+  {
+    std::unique_ptr<FileWriter> writer = *FileWriter::Create(temp);
+    ASSERT_TRUE(writer->Append("partial").ok());
+    EXPECT_TRUE(std::filesystem::exists(temp));
+  }
+  EXPECT_FALSE(std::filesystem::exists(temp));
 }
 
 TEST(ReadFileTest, MissingFileIsNotFound) {

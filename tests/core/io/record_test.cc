@@ -5,6 +5,8 @@
 #include "bnn/io/record.h"
 
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -214,6 +216,50 @@ TEST(Crc32cTest, KnownAnswers) {
   std::string ascending(32, '\0');
   for (int i = 0; i < 32; ++i) ascending[i] = static_cast<char>(i);
   EXPECT_EQ(Crc32c(ascending), 0x46DD794Eu);
+}
+
+TEST(Crc32cTest, ExtendsOverSplits) {
+  const std::string data = "123456789";
+  for (size_t split = 0; split <= data.size(); ++split) {
+    EXPECT_EQ(Crc32cExtend(Crc32c(data.substr(0, split)), data.substr(split)),
+              0xE3069283u)
+        << split;
+  }
+}
+
+// A record written piece by piece is the record EncodeRecord makes of the
+// whole payload, also after bytes were overwritten in place.
+TEST(RecordWriterTest, WritesTheSameRecordAsEncodeRecord) {
+  testing::ScopedTempDir dir;
+  const std::string payload = "a payload written in three pieces";
+  for (const bool overwrite : {false, true}) {
+    absl::StatusOr<std::unique_ptr<RecordWriter>> writer =
+        RecordWriter::Create(kFormat, dir.File("record.tmp"));
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE((*writer)->Append(payload.substr(0, 5)).ok());
+    ASSERT_TRUE((*writer)->Append(payload.substr(5, 10)).ok());
+    ASSERT_TRUE((*writer)->Append(payload.substr(15)).ok());
+    std::string expected = payload;
+    if (overwrite) {
+      ASSERT_TRUE((*writer)->Overwrite(2, "XYZ").ok());
+      expected.replace(2, 3, "XYZ");
+    }
+    char back[3];
+    ASSERT_TRUE((*writer)->Read(2, 3, back).ok());
+    EXPECT_EQ(std::string(back, 3), expected.substr(2, 3));
+    EXPECT_EQ((*writer)->payload_size(), payload.size());
+    ASSERT_TRUE((*writer)->Commit(dir.File("record")).ok());
+    EXPECT_EQ(*ReadFile(dir.File("record")), EncodeRecord(kFormat, expected));
+    EXPECT_FALSE(std::filesystem::exists(dir.File("record.tmp")));
+  }
+}
+
+TEST(RecordWriterTest, OverwriteOutsideThePayloadFails) {
+  testing::ScopedTempDir dir;
+  std::unique_ptr<RecordWriter> writer =
+      *RecordWriter::Create(kFormat, dir.File("record.tmp"));
+  ASSERT_TRUE(writer->Append("abc").ok());
+  EXPECT_EQ(writer->Overwrite(2, "xy").code(), absl::StatusCode::kOutOfRange);
 }
 
 }  // namespace

@@ -1,18 +1,16 @@
 // SHA-256 against the FIPS 180-2 known answers (plus padding-boundary lengths
-// whose digests come from Python's hashlib), fed whole and in uneven chunks;
-// and DatasetHash's sensitivity to the rows, their order and the task.
+// whose digests come from Python's hashlib), fed whole and in uneven chunks,
+// and resumed from saved states.
 #include "train/sha256.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
-
-#include "bnn/data/dataset.h"
-#include "bnn/train/trainer.h"
 
 namespace bnn {
 namespace {
@@ -92,56 +90,31 @@ TEST(Sha256Test, BinaryBytesIncludingZeros) {
             "40aff2e9d2d8922e47afd4648e6967497158785fbd1da870e7110266bf944880");
 }
 
-// ---------------------------------------------------------- DatasetHash
+// ---------------------------------------------------------- SaveState
 
-class DatasetHashTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    data_.task = Task::kBinary;
-    data_.num_features = 2;
-    data_.features = {0.5, -1.0, 2.0, 3.25, 0.0, 1e-3};
-    data_.targets = {0, 1, 1};
-    data_.num_classes = 2;
-    data_.class_values = {-1, 1};
+TEST(Sha256Test, ResumesFromASavedStateAtEveryLength) {
+  std::string bytes;
+  for (int i = 0; i < 200; ++i) bytes.push_back(static_cast<char>(i * 7));
+  Sha256 whole;
+  whole.Update(bytes);
+  const std::string expected = whole.HexDigest();
+  for (size_t split = 0; split <= bytes.size(); split += 13) {
+    Sha256 first;
+    first.Update(bytes.data(), split);
+    std::optional<Sha256> resumed = Sha256::LoadState(first.SaveState());
+    ASSERT_TRUE(resumed.has_value()) << split;
+    resumed->Update(bytes.data() + split, bytes.size() - split);
+    EXPECT_EQ(resumed->HexDigest(), expected) << split;
   }
-  Dataset data_;
-};
-
-TEST_F(DatasetHashTest, IsHexSha256AndDeterministic) {
-  const std::string h = DatasetHash(data_);
-  ASSERT_EQ(h.size(), 64u);
-  EXPECT_EQ(h.find_first_not_of("0123456789abcdef"), std::string::npos);
-  const Dataset copy = data_;
-  EXPECT_EQ(DatasetHash(copy), h);
-  EXPECT_EQ(DatasetHash(data_), h);
 }
 
-TEST_F(DatasetHashTest, ChangesWithAnyValue) {
-  const std::string h = DatasetHash(data_);
-  Dataset d = data_;
-  d.features[4] = 1e-300;  // one tiny change
-  EXPECT_NE(DatasetHash(d), h);
-  d = data_;
-  d.targets[0] = 1;
-  EXPECT_NE(DatasetHash(d), h);
-  d = data_;
-  d.class_values = {0, 1};
-  EXPECT_NE(DatasetHash(d), h);
-}
-
-TEST_F(DatasetHashTest, SameRowsAsRegressionHashDifferently) {
-  const std::string h = DatasetHash(data_);
-  Dataset d = data_;
-  d.task = Task::kRegression;
-  d.num_classes = 0;
-  d.class_values.clear();
-  EXPECT_NE(DatasetHash(d), h);
-}
-
-TEST_F(DatasetHashTest, RowOrderMatters) {
-  const Dataset swapped = data_.Subset({1, 0, 2});
-  EXPECT_NE(DatasetHash(swapped), DatasetHash(data_));
-  EXPECT_EQ(DatasetHash(data_.Subset({0, 1, 2})), DatasetHash(data_));
+TEST(Sha256Test, RejectsStatesItDidNotSave) {
+  EXPECT_FALSE(Sha256::LoadState("").has_value());
+  Sha256 sha;
+  sha.Update("abc");
+  std::string state = sha.SaveState();
+  state.pop_back();  // the partial block no longer matches the length
+  EXPECT_FALSE(Sha256::LoadState(state).has_value());
 }
 
 }  // namespace

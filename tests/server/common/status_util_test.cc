@@ -40,5 +40,18 @@ TEST(ToGrpcStatusTest, TruncationDoesNotSplitAUtf8Character) {
   EXPECT_EQ(status.error_message(), std::string(1023, 'a'));
 }
 
+TEST(HideDataDirTest, WritesDataDirectoryPathsRelatively) {
+  const absl::Status status = absl::ResourceExhaustedError(
+      "cannot write /var/lib/bnn/datasets/incoming-1.tmp: No space left; "
+      "/var/lib/bnn/jobs too");
+  const absl::Status hidden = HideDataDir(status, "/var/lib/bnn");
+  EXPECT_EQ(hidden.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(hidden.message(),
+            "cannot write <data-dir>/datasets/incoming-1.tmp: No space left; "
+            "<data-dir>/jobs too");
+  EXPECT_EQ(HideDataDir(absl::OkStatus(), "/var/lib/bnn"), absl::OkStatus());
+  EXPECT_EQ(HideDataDir("no path here", "/var/lib/bnn"), "no path here");
+}
+
 }  // namespace
 }  // namespace bnn::server

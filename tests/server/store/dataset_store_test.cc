@@ -5,6 +5,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
@@ -370,3 +371,110 @@ TEST_F(DatasetStoreTest, RowsPoolVerifiesTheFiles) {
 
 }  // namespace
 }  // namespace bnn::server
+
+// Rows written in many runs (more than DatasetFileWriter::kRunBytes of
+// features) read back exactly, through Load and the in-place pool, and
+// nothing is left in the directory but the version file.
+TEST_F(DatasetStoreTest, StreamedVersionsSpanManyRuns) {
+  std::unique_ptr<DatasetStore> store = Open();
+  const Dataset data = CubicDataset(300'000);  // 2.4 MB of features: 3 runs
+  absl::StatusOr<std::unique_ptr<DatasetFileWriter>> writer =
+      store->NewVersionWriter(1);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  // In uneven pieces, as chunks arrive.
+  const absl::Span<const double> x = data.features, y = data.targets;
+  for (int64_t first = 0; first < data.num_rows(); first += 70'001) {
+    const int64_t n = std::min<int64_t>(70'001, data.num_rows() - first);
+    ASSERT_TRUE(
+        (*writer)->AddRows(x.subspan(first, n), y.subspan(first, n)).ok());
+  }
+  Dataset schema = data;
+  schema.features.clear();
+  schema.targets.clear();
+  const absl::StatusOr<store::DatasetMeta> v1 =
+      store->Create(*std::move(writer), schema, "big");
+  ASSERT_TRUE(v1.ok()) << v1.status();
+  EXPECT_EQ(v1->num_rows(), 300'000);
+  EXPECT_EQ(v1->hash(), DatasetHash(data));
+  const absl::StatusOr<Dataset> loaded = store->Load(v1->dataset_id());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->features, data.features);
+  EXPECT_EQ(loaded->targets, data.targets);
+  const absl::StatusOr<std::unique_ptr<PoolSource>> pool =
+      store->OpenRows(v1->dataset_id());
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  std::vector<double> rows;
+  ASSERT_TRUE((*pool)->Read(131'000, 2'000, &rows).ok());
+  EXPECT_EQ(rows, std::vector<double>(data.features.begin() + 131'000,
+                                      data.features.begin() + 133'000));
+  std::vector<std::string> files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(dir_.path() + "/datasets")) {
+    files.push_back(entry.path().filename().string());
+  }
+  EXPECT_THAT(files, ElementsAre(v1->dataset_id() + ".dataset"));
+}
+
+// Raw classification labels written as they arrive are encoded at the end.
+TEST_F(DatasetStoreTest, StreamedLabelsAreEncoded) {
+  std::unique_ptr<DatasetStore> store = Open();
+  const Dataset encoded = Classification();  // labels -1, 1, -1
+  std::unique_ptr<DatasetFileWriter> writer = *store->NewVersionWriter(2);
+  ASSERT_TRUE(writer->AddRows(encoded.features, {-1, 1, -1}).ok());
+  Dataset schema = encoded;
+  schema.features.clear();
+  schema.targets.clear();
+  const absl::StatusOr<store::DatasetMeta> meta =
+      store->Create(std::move(writer), schema, "labels");
+  ASSERT_TRUE(meta.ok()) << meta.status();
+  EXPECT_EQ(meta->hash(), DatasetHash(encoded));
+  EXPECT_EQ(store->Load(meta->dataset_id())->targets, encoded.targets);
+}
+
+TEST_F(DatasetStoreTest, DroppedWriterLeavesNoFile) {
+  std::unique_ptr<DatasetStore> store = Open();
+  {
+    std::unique_ptr<DatasetFileWriter> writer = *store->NewVersionWriter(1);
+    ASSERT_TRUE(writer->AddRows({1.0, 2.0}, {3.0, 4.0}).ok());
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir_.path() + "/datasets"));
+}
+
+// An append costs its own rows: the hash continues from the state kept with
+// the latest version, so the earlier versions' files are not read at all
+// (here one is even corrupt, which a read would report).
+TEST_F(DatasetStoreTest, AppendDoesNotReadEarlierVersions) {
+  std::unique_ptr<DatasetStore> store = Open();
+  const Dataset first = CubicDataset(100, 1);
+  const Dataset second = CubicDataset(20, 2);
+  const store::DatasetMeta v1 = *store->Create(first, "cubic");
+  FlipByte(PathOf(v1.dataset_id()), 100);
+  const absl::StatusOr<store::DatasetMeta> v2 =
+      store->Append(v1.dataset_id(), AppendOf(v1, second), std::nullopt);
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  EXPECT_EQ(v2->hash(), DatasetHash(Concatenated(first, second)));
+}
+
+// Versions stored before hash states were kept are hashed once on append.
+TEST_F(DatasetStoreTest, AppendToAVersionWithoutHashState) {
+  const Dataset first = CubicDataset(10, 1);
+  const Dataset second = CubicDataset(5, 2);
+  std::string id;
+  {
+    std::unique_ptr<DatasetStore> store = Open();
+    id = store->Create(first, "cubic")->dataset_id();
+  }
+  // Rewrite version 1 without its state, as an older server wrote it.
+  store::DatasetFile file;
+  ASSERT_TRUE(
+      ReadRecordFile(PathOf(id), {"BNNDSET1", 1, "dataset file"}, &file).ok());
+  file.mutable_meta()->clear_hash_state();
+  ASSERT_TRUE(
+      WriteRecordFile(PathOf(id), {"BNNDSET1", 1, "dataset file"}, file).ok());
+  std::unique_ptr<DatasetStore> store = Open();
+  const absl::StatusOr<store::DatasetMeta> v2 =
+      store->Append(id, AppendOf(*store->Get(id), second), std::nullopt);
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  EXPECT_EQ(v2->hash(), DatasetHash(Concatenated(first, second)));
+  EXPECT_FALSE(v2->hash_state().empty());
+}

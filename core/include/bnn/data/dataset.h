@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace bnn {
 
@@ -54,6 +55,9 @@ struct Dataset {
   // The rows `indices` (in that order), everything else copied.
   Dataset Subset(const std::vector<int64_t>& indices) const;
 
+  // InvalidArgument ("schema mismatch") unless `other` has this dataset's
+  // task, feature count and classes.
+  absl::Status CheckSameSchema(const Dataset& other) const;
   // Appends the rows of `other`, which must have the same schema.
   absl::Status Append(const Dataset& other);
 };
@@ -67,6 +71,10 @@ int64_t DatasetBytes(int64_t num_rows, int64_t num_features);
 // kBinary, C > 2 kMulticlass. Fails on fewer than two distinct labels or
 // non-integer labels.
 absl::Status EncodeClassLabels(Dataset* dataset);
+
+// The class index of the raw label `label` among `class_values` (distinct,
+// ascending, as EncodeClassLabels leaves them), or -1 if it is not one.
+int64_t ClassIndex(absl::Span<const double> class_values, double label);
 
 }  // namespace bnn
 

@@ -5,6 +5,8 @@
 #define BNN_IO_FILE_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -17,11 +19,51 @@ namespace bnn {
 // of a crash can be recognised (and deleted) by it.
 inline constexpr absl::string_view kTempSuffix = ".tmp";
 
+// Errors of the functions below name the file and the failed call: Internal,
+// or ResourceExhausted when the file system is full (ENOSPC, EDQUOT, EFBIG).
+// A temporary is deleted on every failure.
+
 // Replaces `path` with `contents` so that a crash leaves either the old or
 // the new file: write `path` + kTempSuffix, fsync it, rename it over `path`,
-// fsync the directory. Internal naming the file and the failed call.
+// fsync the directory (a FileWriter written at once).
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view contents);
+
+// A file written piece by piece under a temporary name and renamed into
+// place by Commit, with the guarantees of WriteFileAtomically, for contents
+// too large to hold in memory (streamed uploads). Destroying an uncommitted
+// writer deletes the temporary; the temporary's name should end in
+// kTempSuffix so that a crash's leftover is recognised. Not thread-safe.
+class FileWriter {
+ public:
+  // Creates (or truncates) `temp_path`.
+  static absl::StatusOr<std::unique_ptr<FileWriter>> Create(
+      std::string temp_path);
+  ~FileWriter();
+  FileWriter(const FileWriter&) = delete;
+  FileWriter& operator=(const FileWriter&) = delete;
+
+  // Appends at the end.
+  absl::Status Append(absl::string_view bytes);
+  // Overwrites bytes already written, [offset, offset + bytes.size()).
+  absl::Status WriteAt(uint64_t offset, absl::string_view bytes);
+  // Reads back `size` written bytes from `offset` into `out`.
+  absl::Status ReadAt(uint64_t offset, size_t size, char* out) const;
+  uint64_t size() const { return size_; }
+  const std::string& temp_path() const { return temp_path_; }
+
+  // Fsyncs the file, renames it over `path` and fsyncs the directory. On
+  // failure the temporary is deleted. Call at most once, last.
+  absl::Status Commit(const std::string& path);
+
+ private:
+  FileWriter(std::string temp_path, int fd)
+      : temp_path_(std::move(temp_path)), fd_(fd) {}
+
+  const std::string temp_path_;
+  int fd_;  // -1 once committed or failed
+  uint64_t size_ = 0;
+};
 
 // Fsyncs directory `dir` (makes renames and unlinks in it durable).
 absl::Status SyncDirectory(const std::string& dir);

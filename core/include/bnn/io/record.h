@@ -14,11 +14,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+
+#include "bnn/io/file.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -76,11 +79,49 @@ absl::StatusOr<uint32_t> ReadRecordFile(const std::string& path,
                                         const RecordFormat& format,
                                         google::protobuf::MessageLite* message);
 
+// A record file written piece by piece, its payload appended as it arrives
+// (bnn::FileWriter), for payloads too large to hold in memory. The header
+// is written last, once the payload size is known. Not thread-safe.
+class RecordWriter {
+ public:
+  // Creates `temp_path` (see FileWriter) with room for the header.
+  static absl::StatusOr<std::unique_ptr<RecordWriter>> Create(
+      const RecordFormat& format, std::string temp_path);
+
+  // Appends to the payload.
+  absl::Status Append(absl::string_view bytes);
+  // Overwrites payload bytes [offset, offset + bytes.size()) already
+  // appended; the checksum is then computed by reading the payload back.
+  absl::Status Overwrite(uint64_t offset, absl::string_view bytes);
+  // Reads back payload bytes [offset, offset + size).
+  absl::Status Read(uint64_t offset, size_t size, char* out) const;
+  uint64_t payload_size() const { return payload_size_; }
+
+  // Writes the checksum and the header and commits the file to `path`
+  // (FileWriter::Commit). Call at most once, last.
+  absl::Status Commit(const std::string& path);
+
+ private:
+  RecordWriter(const RecordFormat& format, std::unique_ptr<FileWriter> file)
+      : format_(format), file_(std::move(file)) {}
+
+  const RecordFormat format_;
+  std::unique_ptr<FileWriter> file_;
+  uint64_t payload_size_ = 0;
+  // Of the payload so far, while only appended to.
+  uint32_t crc_ = 0;
+  bool crc_valid_ = true;
+};
+
 // The error `status` with `path: ` before its message.
 absl::Status InFile(absl::string_view path, const absl::Status& status);
 
 // CRC32C (Castagnoli), the frame's checksum.
 uint32_t Crc32c(absl::string_view data);
+// The CRC32C of the bytes whose CRC32C is `crc` followed by `data`:
+// Crc32c(a + b) == Crc32cExtend(Crc32c(a), b), and Crc32c(a) ==
+// Crc32cExtend(0, a).
+uint32_t Crc32cExtend(uint32_t crc, absl::string_view data);
 
 }  // namespace bnn
 

@@ -14,6 +14,8 @@
 
 #include "bnn/data/dataset.h"
 #include "bnn/interrupt.h"
+// DatasetHash, the snapshot's dataset_hash.
+#include "bnn/data/dataset_hash.h"
 #include "bnn/io/snapshot.h"
 #include "bnn/memory.h"
 #include "bnn/methods/options.h"
@@ -116,9 +118,6 @@ DatasetShape ShapeOf(const Dataset& data);
 absl::StatusOr<MemoryEstimate> EstimateTrainingMemory(
     const TrainRequest& request, const DatasetShape& data,
     const MethodRegistry& registry);
-
-// Hex SHA-256 of a dataset's schema and rows (the snapshot's dataset_hash).
-std::string DatasetHash(const Dataset& data);
 
 }  // namespace bnn
 

@@ -1,0 +1,278 @@
+// What the real bnn-server writes to its log and its store when clients or
+// the machine misbehave (issue 10, finding 10): user text cannot forge or
+// flood log lines, /metrics answers despite idle connections, a full disk
+// neither reveals the server's paths nor leaves temporary files, and a job
+// interrupted after writing its snapshot adopts it on restart.
+#include <arpa/inet.h>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <netinet/in.h>
+#include <string>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <vector>
+
+#include <absl/strings/match.h>
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_split.h>
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "bnn/io/record.h"
+#include "bnn/v1/bnn_service.grpc.pb.h"
+
+#include "client/bnn_client.h"
+#include "store/store.pb.h"
+#include "tests/integration/subprocess.h"
+
+namespace bnn::integration {
+namespace {
+
+using ::bnn::client::BnnClient;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::SizeIs;
+
+// The job records' format (server/store/job_store.cc).
+constexpr RecordFormat kJobFormat{"BNNJOB01", 1, "job record"};
+
+v1::DatasetHeader Header(const std::string& name) {
+  v1::DatasetHeader header;
+  header.set_name(name);
+  header.set_task(v1::TASK_REGRESSION);
+  header.set_num_features(1);
+  return header;
+}
+
+// A TCP connection to `address` ("127.0.0.1:PORT"), or -1.
+int Connect(const std::string& address) {
+  const std::vector<std::string> parts = absl::StrSplit(address, ':');
+  int port = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &port)) return -1;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, parts[0].c_str(), &addr.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+class StoreAndLogsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "50", 1);
+  }
+
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *std::move(dir);
+  }
+
+  void TearDown() override {
+    if (HasFailure() && server_ != nullptr) {
+      std::cerr << "server log:\n" << server_->Log();
+    }
+  }
+
+  std::string DataDir() const { return dir_->path() + "/data"; }
+
+  // Starts `binary` (bnn-server or a wrapper) on DataDir().
+  void StartServer(const std::vector<std::string>& flags = {},
+                   const std::string& binary = BNN_SERVER_PATH) {
+    server_.reset();
+    client_.reset();
+    absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+        ServerProcess::Start(binary, DataDir(), dir_->path() + "/server.log",
+                             absl::Seconds(30), flags);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    BnnClient::Options options;
+    options.target = server_->address();
+    absl::StatusOr<std::unique_ptr<BnnClient>> client =
+        BnnClient::Create(options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  absl::StatusOr<v1::DatasetInfo> Upload(const std::string& name, int rows) {
+    std::vector<double> x, y;
+    for (int i = 0; i < rows; ++i) {
+      x.push_back(i);
+      y.push_back(0.5 * i);
+    }
+    return client_->UploadDataset(Header(name), x, y);
+  }
+
+  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<BnnClient> client_;
+};
+
+TEST_F(StoreAndLogsTest, UserTextCannotForgeLogLines) {
+  StartServer();
+  const std::string forged = "[bnn-server] [info] FORGED LINE";
+  ASSERT_TRUE(Upload(absl::StrCat("evil\n", forged), 3).ok());
+  // A rejected request quoting a control character.
+  EXPECT_EQ(client_->GetDataset(absl::StrCat("ds-\n", forged)).status().code(),
+            absl::StatusCode::kNotFound);
+  const std::string log = server_->Log();
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("evil\\n", forged)));
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("ds-\\n", forged)));
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    EXPECT_FALSE(absl::StartsWith(line, forged)) << line;
+  }
+}
+
+TEST_F(StoreAndLogsTest, HugeValuesAreNotEchoed) {
+  StartServer();
+  const std::string huge(32 << 20, 'a');
+  const absl::Status status = client_->GetSnapshot(huge).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("snapshot_id has 33554432 bytes; ids have at most "
+                        "128"));
+  EXPECT_LT(status.message().size(), 200u);
+  // A value echoed in a message (an unknown method) is cut in the log.
+  v1::StartTrainingRequest train;
+  absl::StatusOr<v1::DatasetInfo> dataset = Upload("d", 3);
+  ASSERT_TRUE(dataset.ok());
+  train.set_dataset_id(dataset->dataset_id());
+  train.set_method(std::string(1 << 20, 'm'));
+  EXPECT_EQ(client_->StartTraining(train).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::string log = server_->Log();
+  EXPECT_LT(log.size(), 16u << 10) << "the log grew by the values";
+  EXPECT_THAT(log, HasSubstr("more bytes]"));
+}
+
+TEST_F(StoreAndLogsTest, MetricsAnswerDespiteIdleConnections) {
+  StartServer({"--metrics-listen", "127.0.0.1:0"});
+  const std::string marker = "metrics on http://";
+  const std::string log = server_->Log();
+  const size_t at = log.find(marker);
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string address = log.substr(
+      at + marker.size(), log.find("/metrics", at) - at - marker.size());
+  // Half-open clients: connected, never sending a request.
+  std::vector<int> idle;
+  for (int i = 0; i < 8; ++i) {
+    idle.push_back(Connect(address));
+    ASSERT_GE(idle.back(), 0);
+  }
+  const absl::Time start = absl::Now();
+  const int fd = Connect(address);
+  ASSERT_GE(fd, 0);
+  const std::string request =
+      "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(write(fd, request.data(), request.size()),
+            static_cast<ssize_t>(request.size()));
+  timeval timeout{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  std::string response;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) {
+    response.append(buffer, n);
+  }
+  const absl::Duration took = absl::Now() - start;
+  close(fd);
+  for (int s : idle) close(s);
+  EXPECT_THAT(response, HasSubstr("200 OK"));
+  EXPECT_THAT(response, HasSubstr("bnn_"));
+  EXPECT_LT(took, absl::Milliseconds(2500));
+}
+
+// The disk is "full" through a file size limit (prlimit): writes fail with
+// EFBIG, as with ENOSPC. SIGXFSZ is ignored so that they fail instead of
+// killing the server.
+TEST_F(StoreAndLogsTest, DiskFullHidesPathsAndLeavesNoTemporaryFile) {
+  const std::string wrapper = dir_->path() + "/limited-server.sh";
+  std::ofstream(wrapper) << "#!/bin/bash\ntrap '' XFSZ\nexec prlimit "
+                            "--fsize=1000000 "
+                         << BNN_SERVER_PATH << " \"$@\"\n";
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  StartServer({}, wrapper);
+  const absl::StatusOr<v1::DatasetInfo> big = Upload("big", 100000);
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted)
+      << big.status();
+  EXPECT_THAT(big.status().message(), HasSubstr("File too large"));
+  EXPECT_THAT(big.status().message(), HasSubstr("<data-dir>/datasets/"));
+  EXPECT_THAT(big.status().message(), Not(HasSubstr(dir_->path())));
+  EXPECT_THAT(server_->Log(), HasSubstr(DataDir() + "/datasets/"));
+  EXPECT_TRUE(std::filesystem::is_empty(DataDir() + "/datasets"));
+  // Still serving, and small uploads fit.
+  EXPECT_TRUE(Upload("small", 10).ok());
+}
+
+TEST_F(StoreAndLogsTest, LeftoverTemporaryFilesAreRemovedOnStart) {
+  StartServer();
+  server_.reset();
+  const std::string leftover = DataDir() + "/datasets/incoming-0123.tmp";
+  std::ofstream(leftover) << "half an upload";
+  StartServer();
+  EXPECT_FALSE(std::filesystem::exists(leftover));
+}
+
+// A crash between writing a job's snapshot and recording that the job
+// succeeded: the record still says RUNNING, naming the snapshot it was
+// writing. On restart the job succeeds with it instead of failing and
+// leaving an orphan snapshot.
+TEST_F(StoreAndLogsTest, InterruptedJobAdoptsItsWrittenSnapshot) {
+  StartServer();
+  absl::StatusOr<v1::DatasetInfo> dataset = Upload("d", 20);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  v1::StartTrainingRequest train;
+  train.set_dataset_id(dataset->dataset_id());
+  train.set_method("slang");
+  train.set_epochs(2);
+  train.set_seed(1);
+  std::vector<std::string> job_ids;
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<std::string> job_id = client_->StartTraining(train);
+    ASSERT_TRUE(job_id.ok()) << job_id.status();
+    absl::StatusOr<v1::Job> job =
+        client_->WaitForJob(*job_id, absl::Seconds(60));
+    ASSERT_TRUE(job.ok()) << job.status();
+    ASSERT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->error();
+    job_ids.push_back(*job_id);
+  }
+  const std::string snapshot_id = client_->GetJob(job_ids[0])->snapshot_id();
+  server_.reset();
+
+  // Job 0: stopped after its snapshot was written. Job 1: stopped before
+  // (its snapshot id names nothing).
+  for (int i = 0; i < 2; ++i) {
+    const std::string path =
+        absl::StrCat(DataDir(), "/jobs/", job_ids[i], ".job");
+    server::store::JobRecord record;
+    ASSERT_TRUE(ReadRecordFile(path, kJobFormat, &record).ok());
+    record.set_state(server::store::JobRecord::RUNNING);
+    record.set_pending_snapshot_id(i == 0 ? snapshot_id
+                                          : "snap-00000000000000ff");
+    record.clear_snapshot_id();
+    record.clear_finished_unix_ms();
+    ASSERT_TRUE(WriteRecordFile(path, kJobFormat, record).ok());
+  }
+  StartServer();
+  absl::StatusOr<v1::Job> adopted = client_->GetJob(job_ids[0]);
+  ASSERT_TRUE(adopted.ok()) << adopted.status();
+  EXPECT_EQ(adopted->state(), v1::JOB_STATE_SUCCEEDED) << adopted->error();
+  EXPECT_EQ(adopted->snapshot_id(), snapshot_id);
+  EXPECT_TRUE(client_->GetSnapshot(snapshot_id).ok());
+  absl::StatusOr<v1::Job> failed = client_->GetJob(job_ids[1]);
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_EQ(failed->state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(failed->error(), "server restarted while the job was running");
+  EXPECT_EQ(failed->snapshot_id(), "");
+  EXPECT_THAT(server_->Log(), HasSubstr("the job succeeded with it"));
+}
+
+}  // namespace
+}  // namespace bnn::integration
