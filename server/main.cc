@@ -52,10 +52,6 @@ ABSL_FLAG(int, max_client_streams, kDefaults.max_client_streams,
 ABSL_FLAG(double, stream_idle_seconds, kDefaults.stream_idle_seconds,
           "A client stream that sends no message for this long is ended "
           "with DEADLINE_EXCEEDED.");
-ABSL_FLAG(int64_t, memory_budget_bytes, kDefaults.memory_budget_bytes,
-          "Memory requests may make the server allocate, in all (buffered "
-          "stream messages, snapshot decoding); 0 = half of physical "
-          "memory.");
 ABSL_FLAG(int64_t, max_message_bytes, kDefaults.limits.max_message_bytes,
           "Largest gRPC message the server accepts.");
 ABSL_FLAG(int, threads, kDefaults.threads,
@@ -120,7 +116,6 @@ Server::Options OptionsFromFlags() {
   options.limits.max_upload_bytes = absl::GetFlag(FLAGS_max_upload_bytes);
   options.max_client_streams = absl::GetFlag(FLAGS_max_client_streams);
   options.stream_idle_seconds = absl::GetFlag(FLAGS_stream_idle_seconds);
-  options.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes);
   options.limits.max_predict_rows = absl::GetFlag(FLAGS_max_predict_rows);
   options.limits.max_predict_samples = absl::GetFlag(FLAGS_max_predict_samples);
   options.limits.max_snapshot_bytes = absl::GetFlag(FLAGS_max_snapshot_bytes);

@@ -77,8 +77,6 @@ absl::Status Server::Options::Validate() const {
         "--stream-idle-seconds = ", stream_idle_seconds, " must be > 0"));
   }
   BNN_RETURN_IF_ERROR(
-      CheckAtLeast("memory-budget-bytes", memory_budget_bytes, 0));
-  BNN_RETURN_IF_ERROR(
       CheckAtLeast("max-predict-rows", limits.max_predict_rows, 1));
   BNN_RETURN_IF_ERROR(
       CheckAtLeast("max-predict-samples", limits.max_predict_samples, 1));
