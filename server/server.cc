@@ -14,8 +14,8 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
-#include "bnn/memory.h"
 #include "bnn/io/file.h"
+#include "bnn/memory.h"
 #include "bnn/methods/options.h"
 #include "bnn/methods/registry.h"
 #include "bnn/status.h"
@@ -155,8 +155,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
       server->runner_,
       JobRunner::Create(runner_options, server->jobs_.get(),
                         server->datasets_.get(), server->snapshots_.get(),
-                        server->predictors_.get(), registry,
-                        &server->metrics_));
+                        server->predictors_.get(), registry, &server->metrics_,
+                        server->memory_budget_.get()));
 
   BnnServiceImpl::Options service_options;
   service_options.limits = o.limits;

@@ -45,21 +45,24 @@ void MemoryEstimate::Add(absl::string_view prefix,
   }
 }
 
-std::string MemoryEstimate::ToString(int max_parts) const {
+std::string MemoryEstimate::PartsToString(int max_parts) const {
   std::vector<Part> largest = parts;
   std::stable_sort(
       largest.begin(), largest.end(),
       [](const Part& a, const Part& b) { return a.bytes > b.bytes; });
-  std::string out = FormatBytes(bytes);
+  std::string out;
   for (int i = 0; i < static_cast<int>(largest.size()) && i < max_parts; ++i) {
-    absl::StrAppend(&out, i == 0 ? " (" : ", ", largest[i].what, " ",
+    absl::StrAppend(&out, i == 0 ? "" : ", ", largest[i].what, " ",
                     FormatBytes(largest[i].bytes));
   }
-  if (!largest.empty()) {
-    absl::StrAppend(
-        &out, static_cast<int>(largest.size()) > max_parts ? ", ...)" : ")");
-  }
+  if (static_cast<int>(largest.size()) > max_parts)
+    absl::StrAppend(&out, ", ...");
   return out;
+}
+
+std::string MemoryEstimate::ToString(int max_parts) const {
+  if (parts.empty()) return FormatBytes(bytes);
+  return absl::StrCat(FormatBytes(bytes), " (", PartsToString(max_parts), ")");
 }
 
 }  // namespace bnn

@@ -27,10 +27,39 @@ int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
 
 }  // namespace
 
+absl::StatusOr<TrainRequest> TrainRequestOf(const store::JobRecord& job) {
+  TrainRequest request;
+  request.method = job.method();
+  request.params = ParamMap(job.params().begin(), job.params().end());
+  request.options.epochs = job.epochs();
+  request.options.seed = job.seed();
+  request.hidden_sizes.assign(job.hidden_sizes().begin(),
+                              job.hidden_sizes().end());
+  request.activations.clear();
+  for (const std::string& name : job.activations()) {
+    BNN_ASSIGN_OR_RETURN(const Activation activation, StringToActivation(name));
+    request.activations.push_back(activation);
+  }
+  request.dataset_id = job.dataset_id();
+  request.dataset_version = job.dataset_version();
+  return request;
+}
+
+absl::StatusOr<MemoryEstimate> EstimateJobMemory(
+    const store::JobRecord& job, const store::DatasetMeta& dataset,
+    const MethodRegistry& registry) {
+  BNN_ASSIGN_OR_RETURN(const TrainRequest request, TrainRequestOf(job));
+  BNN_ASSIGN_OR_RETURN(const Task task, StringToTask(dataset.task()));
+  const DatasetShape shape{task, dataset.num_rows(), dataset.num_features(),
+                           dataset.num_classes()};
+  return EstimateTrainingMemory(request, shape, registry);
+}
+
 absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(
     const Options& options, JobStore* jobs, DatasetStore* datasets,
     SnapshotStore* snapshots, PredictorCache* predictors,
-    const MethodRegistry* registry, ServerMetrics* metrics) {
+    const MethodRegistry* registry, ServerMetrics* metrics,
+    MemoryBudget* memory_budget) {
   if (options.max_concurrent_jobs < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_concurrent_jobs ", options.max_concurrent_jobs, " must be >= 1"));
@@ -39,8 +68,9 @@ absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "compute_threads ", options.compute_threads, " must be >= 0"));
   }
-  std::unique_ptr<JobRunner> runner(new JobRunner(
-      options, jobs, datasets, snapshots, predictors, registry, metrics));
+  std::unique_ptr<JobRunner> runner(
+      new JobRunner(options, jobs, datasets, snapshots, predictors, registry,
+                    metrics, memory_budget));
   const std::vector<store::JobRecord> queued = jobs->Queued();
   absl::MutexLock lock(&runner->mu_);
   for (const store::JobRecord& job : queued) {
@@ -84,7 +114,7 @@ void JobRunner::AdoptSnapshots() {
 JobRunner::JobRunner(const Options& options, JobStore* jobs,
                      DatasetStore* datasets, SnapshotStore* snapshots,
                      PredictorCache* predictors, const MethodRegistry* registry,
-                     ServerMetrics* metrics)
+                     ServerMetrics* metrics, MemoryBudget* memory_budget)
     : options_(options),
       jobs_(jobs),
       datasets_(datasets),
@@ -92,6 +122,7 @@ JobRunner::JobRunner(const Options& options, JobStore* jobs,
       predictors_(predictors),
       registry_(registry),
       metrics_(metrics),
+      memory_budget_(memory_budget),
       workers_(std::make_unique<ThreadPool>(options.max_concurrent_jobs)) {
   AdoptSnapshots();
   PublishJobCounts();
@@ -249,23 +280,27 @@ void JobRunner::Run(const std::string& job_id) {
 
 absl::StatusOr<std::string> JobRunner::Train(const store::JobRecord& job,
                                              const std::atomic<bool>& cancel) {
+  BNN_ASSIGN_OR_RETURN(TrainRequest request, TrainRequestOf(job));
+  BNN_ASSIGN_OR_RETURN(const store::DatasetMeta dataset,
+                       datasets_->Get(job.dataset_id(), job.dataset_version()));
+  BNN_ASSIGN_OR_RETURN(const MemoryEstimate estimate,
+                       EstimateJobMemory(job, dataset, *registry_));
+  // Waits while other work holds the memory; cancellation and shutdown end
+  // the wait.
+  BNN_ASSIGN_OR_RETURN(
+      const MemoryBudget::Reservation reservation,
+      memory_budget_->Reserve(
+          absl::StrCat("training job ", job.job_id()), estimate.bytes,
+          estimate.PartsToString(), [&cancel]() -> absl::Status {
+            if (cancel.load(std::memory_order_relaxed)) {
+              return absl::CancelledError(
+                  "training was cancelled while it waited for memory");
+            }
+            return absl::OkStatus();
+          }));
   BNN_ASSIGN_OR_RETURN(
       const Dataset data,
       datasets_->Load(job.dataset_id(), job.dataset_version()));
-  TrainRequest request;
-  request.method = job.method();
-  request.params = ParamMap(job.params().begin(), job.params().end());
-  request.options.epochs = job.epochs();
-  request.options.seed = job.seed();
-  request.hidden_sizes.assign(job.hidden_sizes().begin(),
-                              job.hidden_sizes().end());
-  request.activations.clear();
-  for (const std::string& name : job.activations()) {
-    BNN_ASSIGN_OR_RETURN(const Activation activation, StringToActivation(name));
-    request.activations.push_back(activation);
-  }
-  request.dataset_id = job.dataset_id();
-  request.dataset_version = job.dataset_version();
   if (!job.parent_snapshot_id().empty()) {
     // Loaded only now, so queued jobs hold no snapshot in memory. A parent
     // deleted since StartTraining fails the job with NotFound.

@@ -17,8 +17,11 @@
 #include <absl/synchronization/mutex.h>
 #include <absl/time/time.h>
 
+#include "bnn/memory.h"
 #include "bnn/methods/registry.h"
+#include "bnn/train/trainer.h"
 
+#include "server/admission/memory_budget.h"
 #include "server/common/thread_pool.h"
 #include "server/metrics/server_metrics.h"
 #include "server/store/dataset_store.h"
@@ -27,6 +30,19 @@
 #include "server/store/snapshot_store.h"
 
 namespace bnn::server {
+
+// The core's request for training `job`, without its parent snapshot (the
+// runner loads it only when the job starts, so queued jobs hold none).
+absl::StatusOr<TrainRequest> TrainRequestOf(const store::JobRecord& job);
+
+// Peak memory of training `job` on `dataset` (bnn::EstimateTrainingMemory),
+// from the dataset's metadata alone, so StartTraining can refuse a job that
+// could never fit and the runner can reserve it before loading anything. A
+// warm start records its parent's architecture in the job, so the estimate
+// needs no parent.
+absl::StatusOr<MemoryEstimate> EstimateJobMemory(
+    const store::JobRecord& job, const store::DatasetMeta& dataset,
+    const MethodRegistry& registry);
 
 // Thread-safe.
 class JobRunner {
@@ -38,7 +54,9 @@ class JobRunner {
     int compute_threads = 0;
   };
 
-  // Every pointer is borrowed and must outlive the runner. Queues the jobs
+  // Every pointer is borrowed and must outlive the runner; a job reserves
+  // its EstimateJobMemory from `memory_budget` before it loads its dataset,
+  // waiting while other work holds the memory it needs. Queues the jobs
   // `jobs` holds as QUEUED (left by a previous process), oldest first. Jobs
   // a previous process left interrupted after writing their snapshot (the
   // job store marked them failed on opening) succeed with it
@@ -46,7 +64,8 @@ class JobRunner {
   static absl::StatusOr<std::unique_ptr<JobRunner>> Create(
       const Options& options, JobStore* jobs, DatasetStore* datasets,
       SnapshotStore* snapshots, PredictorCache* predictors,
-      const MethodRegistry* registry, ServerMetrics* metrics);
+      const MethodRegistry* registry, ServerMetrics* metrics,
+      MemoryBudget* memory_budget);
   // Shutdown().
   ~JobRunner();
 
@@ -81,7 +100,8 @@ class JobRunner {
  private:
   JobRunner(const Options& options, JobStore* jobs, DatasetStore* datasets,
             SnapshotStore* snapshots, PredictorCache* predictors,
-            const MethodRegistry* registry, ServerMetrics* metrics);
+            const MethodRegistry* registry, ServerMetrics* metrics,
+            MemoryBudget* memory_budget);
 
   // Creates the job's cancellation flag and schedules it; requires mu_.
   void Enqueue(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -105,6 +125,7 @@ class JobRunner {
   PredictorCache* const predictors_;
   const MethodRegistry* const registry_;
   ServerMetrics* const metrics_;
+  MemoryBudget* const memory_budget_;
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -55,6 +55,13 @@ absl::Status UnknownDataset(absl::string_view dataset_id) {
       absl::StrCat("dataset_id '", dataset_id, "' not found"));
 }
 
+// Keeps the column ranges after a version's rows with it, so that the next
+// append checks the whole dataset without reading it.
+void SetRanges(const ColumnRanges& ranges, store::DatasetMeta* meta) {
+  meta->mutable_range_min()->Assign(ranges.min().begin(), ranges.min().end());
+  meta->mutable_range_max()->Assign(ranges.max().begin(), ranges.max().end());
+}
+
 }  // namespace
 
 absl::Status CheckExpectedVersion(const store::DatasetMeta& latest,
@@ -176,10 +183,13 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Commit(
   // One pass over the rows as written: class labels become class indices,
   // and the hash takes in the rows.
   DatasetHasher hasher(schema.task, schema.num_features);
+  ColumnRanges ranges(schema.num_features, !IsClassification(schema.task));
   const std::vector<double>& classes = schema.class_values;
   BNN_RETURN_IF_ERROR(rows->ForEachBlock(
       [&](absl::Span<const double> features,
           absl::Span<double> targets) -> absl::Status {
+        ranges.AddRows(features.data(), targets.data(),
+                       static_cast<int64_t>(targets.size()));
         if (encode_labels) {
           for (double& y : targets) {
             const int64_t index = ClassIndex(classes, y);
@@ -196,6 +206,7 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Commit(
         return absl::OkStatus();
       },
       /*write_back=*/encode_labels));
+  BNN_RETURN_IF_ERROR(ranges.Check());
 
   store::DatasetMeta meta;
   {
@@ -217,6 +228,7 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Commit(
   meta.set_target_name(schema.target_name);
   meta.set_hash(hasher.HexDigest(classes));
   meta.set_hash_state(hasher.State());
+  SetRanges(ranges, &meta);
   meta.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
   // Written outside the lock: large files must not stall lookups.
   BNN_RETURN_IF_ERROR(rows->Commit(meta, PathOf(meta.dataset_id(), 1)));
@@ -252,14 +264,19 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Append(
         absl::StrCat("schema mismatch: appending ", rows->num_features(),
                      " features to ", latest.num_features()));
   }
-  BNN_ASSIGN_OR_RETURN(DatasetHasher hasher, HasherAfter(latest));
+  BNN_ASSIGN_OR_RETURN(RowsState state, StateAfter(latest));
+  DatasetHasher& hasher = state.hasher;
   BNN_RETURN_IF_ERROR(rows->ForEachBlock(
       [&](absl::Span<const double> features, absl::Span<double> targets) {
         hasher.AddRows(features.data(), targets.data(),
                        static_cast<int64_t>(targets.size()));
+        state.ranges.AddRows(features.data(), targets.data(),
+                             static_cast<int64_t>(targets.size()));
         return absl::OkStatus();
       },
       /*write_back=*/false));
+  // The whole dataset, old rows and new, must stay standardisable.
+  BNN_RETURN_IF_ERROR(state.ranges.Check());
 
   store::DatasetMeta meta = latest;
   meta.set_version(latest.version() + 1);
@@ -269,6 +286,7 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Append(
       hasher.HexDigest({latest.class_values().data(),
                         static_cast<size_t>(latest.class_values_size())}));
   meta.set_hash_state(hasher.State());
+  SetRanges(state.ranges, &meta);
   meta.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
   BNN_RETURN_IF_ERROR(rows->Commit(meta, PathOf(dataset_id, meta.version())));
   absl::MutexLock lock(&mu_);
@@ -277,20 +295,32 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Append(
   return meta;
 }
 
-absl::StatusOr<DatasetHasher> DatasetStore::HasherAfter(
+absl::StatusOr<DatasetStore::RowsState> DatasetStore::StateAfter(
     const store::DatasetMeta& meta) const {
-  if (!meta.hash_state().empty()) {
+  BNN_ASSIGN_OR_RETURN(const Task task, StringToTask(meta.task()));
+  const bool with_target = !IsClassification(task);
+  if (!meta.hash_state().empty() && meta.range_min_size() > 0) {
     absl::StatusOr<DatasetHasher> hasher =
         DatasetHasher::FromState(meta.hash_state(), meta.num_features());
-    if (hasher.ok() && hasher->num_rows() == meta.num_rows()) return hasher;
+    absl::StatusOr<ColumnRanges> ranges = ColumnRanges::FromMinMax(
+        meta.num_features(), with_target,
+        {meta.range_min().begin(), meta.range_min().end()},
+        {meta.range_max().begin(), meta.range_max().end()});
+    if (hasher.ok() && hasher->num_rows() == meta.num_rows() && ranges.ok()) {
+      return RowsState{*std::move(hasher), *std::move(ranges)};
+    }
   }
-  // A version written before hash states were kept (or with a bad one):
-  // hash its rows once; the new version keeps the state.
+  // A version written before these were kept (or with a bad state): read
+  // its rows once; the new version keeps the state.
   BNN_ASSIGN_OR_RETURN(const Dataset data,
                        Load(meta.dataset_id(), meta.version()));
-  DatasetHasher hasher(data.task, data.num_features);
-  hasher.AddRows(data.features.data(), data.targets.data(), data.num_rows());
-  return hasher;
+  RowsState state{DatasetHasher(data.task, data.num_features),
+                  ColumnRanges(data.num_features, with_target)};
+  state.hasher.AddRows(data.features.data(), data.targets.data(),
+                       data.num_rows());
+  state.ranges.AddRows(data.features.data(), data.targets.data(),
+                       data.num_rows());
+  return state;
 }
 
 absl::StatusOr<store::DatasetMeta> DatasetStore::Get(

@@ -122,10 +122,14 @@ class DatasetStore {
   absl::StatusOr<store::DatasetMeta> Commit(
       std::unique_ptr<DatasetFileWriter> rows, const Dataset& schema,
       absl::string_view name, bool encode_labels);
-  // The hasher after the rows of version `meta`: resumed from its state, or
-  // for versions stored without one, by hashing its rows.
-  absl::StatusOr<DatasetHasher> HasherAfter(
-      const store::DatasetMeta& meta) const;
+  // What an append continues from: the hasher and the column ranges after
+  // the rows of version `meta`, resumed from the state the version keeps
+  // or, for versions stored without it, by reading its rows once.
+  struct RowsState {
+    DatasetHasher hasher;
+    ColumnRanges ranges;
+  };
+  absl::StatusOr<RowsState> StateAfter(const store::DatasetMeta& meta) const;
   std::string PathOf(absl::string_view dataset_id, int64_t version) const;
   // Marks every version after an unreadable or missing one unreadable too.
   void CheckVersionChain(absl::string_view dataset_id,

@@ -178,33 +178,69 @@ TEST_F(RobustnessTest, NonFiniteSnapshotsAndPredictionsAreErrors) {
 }
 
 // Finding 2: `train --hidden 1000,1000 --param rank=4096` aborted the server
-// on std::bad_alloc. An allocation failure now fails the job alone
-// (RESOURCE_EXHAUSTED in its error) and the server keeps serving. The model
-// here needs D x (L + 2) = 4.0e6 x 4098 doubles (131 GB) at once, which the
-// kernel refuses outright unless it overcommits without limit
-// (vm.overcommit_memory = 1), in which case the test does not run.
-TEST_F(RobustnessTest, AllocationFailureFailsTheJobNotTheServer) {
-  if (ReadFileOrEmpty("/proc/sys/vm/overcommit_memory").rfind("1", 0) == 0) {
-    GTEST_SKIP() << "vm.overcommit_memory = 1: a 131 GB allocation would be "
-                    "granted and the job OOM-killed instead";
-  }
-  v1::DatasetHeader header;
-  header.set_name("big-model");
-  header.set_task(v1::TASK_REGRESSION);
-  header.set_num_features(1);
-  const std::vector<double> x = {1, 2, 3, 4}, y = {1, 4, 9, 16};
-  const absl::StatusOr<v1::DatasetInfo> info =
-      client_->UploadDataset(header, x, y);
-  ASSERT_TRUE(info.ok()) << info.status();
+// on std::bad_alloc. The request that needs D x (L + 2) = 4.0e6 x 4098
+// doubles (131 GB) at once.
+v1::StartTrainingRequest HugeSlangRequest(const std::string& dataset_id) {
   v1::StartTrainingRequest request;
-  request.set_dataset_id(info->dataset_id());
+  request.set_dataset_id(dataset_id);
   request.set_method("slang");
   request.mutable_model()->add_hidden_sizes(2000);
   request.mutable_model()->add_hidden_sizes(2000);
   request.set_epochs(1);
   (*request.mutable_params())["rank"] = "4096";
-  const absl::StatusOr<std::string> snapshot =
-      TrainThroughClient(*client_, request, absl::Seconds(120));
+  return request;
+}
+
+absl::StatusOr<v1::DatasetInfo> UploadSquares(BnnClient& client) {
+  v1::DatasetHeader header;
+  header.set_name("big-model");
+  header.set_task(v1::TASK_REGRESSION);
+  header.set_num_features(1);
+  const std::vector<double> x = {1, 2, 3, 4}, y = {1, 4, 9, 16};
+  return client.UploadDataset(header, x, y);
+}
+
+// Admission control refuses it at StartTraining, naming the estimate and
+// the budget.
+TEST_F(RobustnessTest, TrainingLargerThanTheMemoryBudgetIsRefusedUpFront) {
+  const absl::StatusOr<v1::DatasetInfo> info = UploadSquares(*client_);
+  ASSERT_TRUE(info.ok()) << info.status();
+  const absl::StatusOr<std::string> job =
+      client_->StartTraining(HugeSlangRequest(info->dataset_id()));
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(job.status().message()),
+              ::testing::AllOf(::testing::HasSubstr("training job needs an "
+                                                    "estimated"),
+                               ::testing::HasSubstr("GiB"),
+                               ::testing::HasSubstr("--memory-budget-bytes")))
+      << job.status();
+}
+
+// Past admission (a budget larger than the machine), the allocation failure
+// fails the job alone (RESOURCE_EXHAUSTED in its error) and the server keeps
+// serving. The kernel refuses 131 GB outright unless it overcommits without
+// limit (vm.overcommit_memory = 1), in which case the test does not run.
+TEST_F(RobustnessTest, AllocationFailureFailsTheJobNotTheServer) {
+  if (ReadFileOrEmpty("/proc/sys/vm/overcommit_memory").rfind("1", 0) == 0) {
+    GTEST_SKIP() << "vm.overcommit_memory = 1: a 131 GB allocation would be "
+                    "granted and the job OOM-killed instead";
+  }
+  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(
+      BNN_SERVER_PATH, (*dir)->path() + "/data", (*dir)->path() + "/server.log",
+      absl::Seconds(30), {"--memory-budget-bytes", "1000000000000000"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  BnnClient::Options options;
+  options.target = (*server)->address();
+  options.rpc_timeout = absl::Seconds(30);
+  absl::StatusOr<std::unique_ptr<BnnClient>> client =
+      BnnClient::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  const absl::StatusOr<v1::DatasetInfo> info = UploadSquares(**client);
+  ASSERT_TRUE(info.ok()) << info.status();
+  const absl::StatusOr<std::string> snapshot = TrainThroughClient(
+      **client, HugeSlangRequest(info->dataset_id()), absl::Seconds(120));
   EXPECT_FALSE(snapshot.ok());
   EXPECT_THAT(std::string(snapshot.status().message()),
               ::testing::AllOf(::testing::HasSubstr("FAILED"),
@@ -212,8 +248,45 @@ TEST_F(RobustnessTest, AllocationFailureFailsTheJobNotTheServer) {
                                ::testing::HasSubstr("ran out of memory")))
       << snapshot.status();
   const absl::StatusOr<std::vector<v1::DatasetInfo>> all =
-      client_->ListDatasets();
+      (*client)->ListDatasets();
   EXPECT_TRUE(all.ok()) << all.status();
+}
+
+// Finding 2, Predict: S x rows x widths are reserved before the forward
+// pass. With a 4 MB budget a 40-row Predict with 16 samples fits and one
+// with 4096 samples (a 10 MB forward pass) is refused, naming both; the
+// server serves the next request.
+TEST_F(RobustnessTest, PredictLargerThanTheMemoryBudgetIsRefused) {
+  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(
+      BNN_SERVER_PATH, (*dir)->path() + "/data", (*dir)->path() + "/server.log",
+      absl::Seconds(30), {"--memory-budget-bytes", "4000000"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  BnnClient::Options options;
+  options.target = (*server)->address();
+  options.rpc_timeout = absl::Seconds(30);
+  absl::StatusOr<std::unique_ptr<BnnClient>> client =
+      BnnClient::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  client_ = *std::move(client);
+  const absl::StatusOr<std::string> snapshot_id = TrainOffsetLine(0);
+  ASSERT_TRUE(snapshot_id.ok()) << snapshot_id.status();
+  v1::PredictRequest predict;
+  predict.set_snapshot_id(*snapshot_id);
+  for (int i = 0; i < 40; ++i) predict.add_rows()->add_x(0.1 * i);
+  predict.set_num_samples(4096);
+  const absl::StatusOr<v1::PredictResponse> big = client_->Predict(predict);
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(
+      std::string(big.status().message()),
+      ::testing::AllOf(::testing::HasSubstr("Predict on " + *snapshot_id +
+                                            " needs an estimated"),
+                       ::testing::HasSubstr("--memory-budget-bytes")))
+      << big.status();
+  predict.set_num_samples(16);
+  const absl::StatusOr<v1::PredictResponse> small = client_->Predict(predict);
+  EXPECT_TRUE(small.ok()) << small.status();
 }
 
 // Issue 10, finding 11: with the default --threads (one per core) a small

@@ -302,6 +302,17 @@ class StatusTableTest : public ::testing::Test {
     s["StartTraining/bad field"] = [=, this] {
       return train(dataset_id_, "no_such_method");
     };
+    s["StartTraining/over the memory budget"] = [&, this] {
+      // 4e6 weights at rank 4096: SLANG's U alone is 131 GB.
+      v1::StartTrainingRequest request;
+      request.set_dataset_id(dataset_id_);
+      request.set_method("slang");
+      request.mutable_model()->add_hidden_sizes(2000);
+      request.mutable_model()->add_hidden_sizes(2000);
+      (*request.mutable_params())["rank"] = "4096";
+      return Unary<v1::StartTrainingRequest, v1::StartTrainingResponse>(
+          &S::StartTraining, request);
+    };
     auto get_job = [&](const std::string& id) {
       v1::GetJobRequest request;
       request.set_job_id(id);

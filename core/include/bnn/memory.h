@@ -58,6 +58,8 @@ struct MemoryEstimate {
   void Add(absl::string_view prefix, const MemoryEstimate& other);
   // "1.2 GiB (U (D x L) 800.0 MiB, ...)": the total and the largest parts.
   std::string ToString(int max_parts = 4) const;
+  // "U (D x L) 800.0 MiB, ...": the largest parts alone.
+  std::string PartsToString(int max_parts = 4) const;
 };
 
 // Runs `f` (returning absl::Status or absl::StatusOr<T>) and turns an

@@ -37,42 +37,68 @@ bool IsClassification(Task task) { return task != Task::kRegression; }
 
 namespace {
 
-absl::Status RangeError(absl::string_view column, double lo, double hi) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      column, " spans [", lo, ", ", hi,
-      "]: max - min overflows double precision, so the column cannot be "
-      "standardised; rescale it"));
-}
-
-// Standardisation (standardizer.h) subtracts the mean, which lies between
-// min and max, so it stays finite exactly when every column's max - min
-// does. Values are finite (checked before).
 absl::Status CheckRanges(const Dataset& data) {
-  const int64_t n = data.num_rows();
-  if (n == 0) return absl::OkStatus();
-  std::vector<double> lo(data.row(0), data.row(0) + data.num_features);
-  std::vector<double> hi = lo;
-  for (int64_t i = 1; i < n; ++i) {
-    const double* row = data.row(i);
-    for (int64_t j = 0; j < data.num_features; ++j) {
-      lo[j] = std::min(lo[j], row[j]);
-      hi[j] = std::max(hi[j], row[j]);
-    }
-  }
-  for (int64_t j = 0; j < data.num_features; ++j) {
-    if (!std::isfinite(hi[j] - lo[j])) {
-      return RangeError(absl::StrCat("feature ", j), lo[j], hi[j]);
-    }
-  }
-  if (!IsClassification(data.task)) {
-    const auto [min, max] =
-        std::minmax_element(data.targets.begin(), data.targets.end());
-    if (!std::isfinite(*max - *min)) return RangeError("target", *min, *max);
-  }
-  return absl::OkStatus();
+  ColumnRanges ranges(data.num_features, !IsClassification(data.task));
+  ranges.AddRows(data.features.data(), data.targets.data(), data.num_rows());
+  return ranges.Check();
 }
 
 }  // namespace
+
+ColumnRanges::ColumnRanges(int64_t num_features, bool with_target)
+    : num_features_(num_features), with_target_(with_target) {}
+
+absl::StatusOr<ColumnRanges> ColumnRanges::FromMinMax(int64_t num_features,
+                                                      bool with_target,
+                                                      std::vector<double> min,
+                                                      std::vector<double> max) {
+  ColumnRanges ranges(num_features, with_target);
+  const size_t columns = num_features + (with_target ? 1 : 0);
+  if (min.size() != max.size() || (!min.empty() && min.size() != columns)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "column ranges have ", min.size(), " minima and ", max.size(),
+        " maxima; the dataset has ", columns, " columns"));
+  }
+  ranges.min_ = std::move(min);
+  ranges.max_ = std::move(max);
+  return ranges;
+}
+
+void ColumnRanges::AddRows(const double* features, const double* targets,
+                           int64_t num_rows) {
+  if (num_rows <= 0) return;
+  const int64_t p = num_features_;
+  if (min_.empty()) {
+    min_.assign(features, features + p);
+    if (with_target_) min_.push_back(targets[0]);
+    max_ = min_;
+  }
+  for (int64_t i = 0; i < num_rows; ++i) {
+    const double* row = features + i * p;
+    for (int64_t j = 0; j < p; ++j) {
+      min_[j] = std::min(min_[j], row[j]);
+      max_[j] = std::max(max_[j], row[j]);
+    }
+  }
+  if (with_target_) {
+    const auto [lo, hi] = std::minmax_element(targets, targets + num_rows);
+    min_[p] = std::min(min_[p], *lo);
+    max_[p] = std::max(max_[p], *hi);
+  }
+}
+
+absl::Status ColumnRanges::Check() const {
+  for (size_t j = 0; j < min_.size(); ++j) {
+    if (std::isfinite(max_[j] - min_[j])) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        static_cast<int64_t>(j) < num_features_ ? absl::StrCat("feature ", j)
+                                                : std::string("target"),
+        " spans [", min_[j], ", ", max_[j],
+        "]: max - min overflows double precision, so the column cannot be "
+        "standardised; rescale it"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status Dataset::Validate() const {
   if (num_features < 1) {

@@ -11,6 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include "bnn/io/snapshot.h"
+#include "bnn/memory.h"
+#include "bnn/predict/acquisition.h"
 #include "bnn/predict/predictor.h"
 #include "bnn/status.h"
 
@@ -287,6 +289,12 @@ absl::Status BnnServiceImpl::DoStartTraining(
       store::JobRecord job,
       BuildTrainingJob(request, dataset, *registry_,
                        parent.has_value() ? &*parent : nullptr));
+  // A job that could never fit is refused now; one that fits the budget but
+  // not beside other work waits in the queue for memory.
+  BNN_ASSIGN_OR_RETURN(const MemoryEstimate estimate,
+                       EstimateJobMemory(job, dataset, *registry_));
+  BNN_RETURN_IF_ERROR(memory_budget_->CheckFits("training job", estimate.bytes,
+                                                estimate.PartsToString()));
   BNN_ASSIGN_OR_RETURN(job, jobs_->Submit(std::move(job)));
   response->set_job_id(job.job_id());
   return absl::OkStatus();
@@ -322,6 +330,16 @@ absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
   BNN_ASSIGN_OR_RETURN(PredictOptions options,
                        BuildPredictOptions(request, snapshot, options_.limits));
   options.interrupt = interrupt;
+  MemoryEstimate estimate =
+      predictor->EstimateMemory(request.rows_size(), options);
+  estimate.Add("request rows as doubles",
+               MulBytes({request.rows_size(), predictor->num_features(),
+                         sizeof(double)}));
+  estimate.Add("response message", estimate.kept_bytes);
+  BNN_ASSIGN_OR_RETURN(const MemoryBudget::Reservation reservation,
+                       memory_budget_->TryReserve(
+                           absl::StrCat("Predict on ", request.snapshot_id()),
+                           estimate.bytes, estimate.PartsToString()));
   const std::vector<double> rows =
       FeatureMatrix(request.rows(), predictor->num_features());
   UseComputeThreads(options_.compute_threads);
@@ -348,6 +366,12 @@ absl::Status BnnServiceImpl::DoAcquire(const v1::AcquireRequest& request,
       AcquireOptions options,
       BuildAcquireOptions(request, pool->num_rows(), options_.limits));
   options.interrupt = interrupt;
+  const MemoryEstimate estimate =
+      EstimateAcquireMemory(*predictor, pool->num_rows(), options);
+  BNN_ASSIGN_OR_RETURN(const MemoryBudget::Reservation reservation,
+                       memory_budget_->TryReserve(
+                           absl::StrCat("Acquire on ", request.snapshot_id()),
+                           estimate.bytes, estimate.PartsToString()));
   UseComputeThreads(options_.compute_threads);
   BNN_ASSIGN_OR_RETURN(const Acquisition acquisition,
                        bnn::Acquire(*predictor, *pool, options));

@@ -303,13 +303,4 @@ absl::Status ValidateResponseSize(int64_t num_rows, int64_t values_per_row,
   return absl::OkStatus();
 }
 
-absl::Status ValidateSnapshotSize(int64_t bytes, const ServerLimits& limits) {
-  if (bytes > limits.max_snapshot_bytes) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("snapshot exceeds ", limits.max_snapshot_bytes,
-                     " bytes, the server limit (--max-snapshot-bytes)"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace bnn::server

@@ -124,11 +124,6 @@ absl::StatusOr<int> ResolveNumSamples(int requested,
 absl::Status ValidateResponseSize(int64_t num_rows, int64_t values_per_row,
                                   const ServerLimits& limits);
 
-// --- ImportSnapshot ---------------------------------------------------------
-
-// The bytes received so far: at most limits.max_snapshot_bytes.
-absl::Status ValidateSnapshotSize(int64_t bytes, const ServerLimits& limits);
-
 }  // namespace bnn::server
 
 #endif  // BNN_SERVER_API_BNN_V1_REQUEST_VALIDATION_H_

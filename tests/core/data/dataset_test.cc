@@ -46,6 +46,48 @@ Dataset Multiclass() {
   return d;
 }
 
+TEST(ColumnRangesTest, RowsInPiecesGiveTheRangesOfTheWhole) {
+  const std::vector<double> x = {1, -2, 3, 4, -5, 6};  // 3 rows x 2
+  const std::vector<double> y = {7, -8, 9};
+  ColumnRanges whole(2, /*with_target=*/true);
+  whole.AddRows(x.data(), y.data(), 3);
+  ColumnRanges pieces(2, /*with_target=*/true);
+  pieces.AddRows(x.data(), y.data(), 1);
+  pieces.AddRows(x.data() + 2, y.data() + 1, 2);
+  EXPECT_THAT(pieces.min(), ElementsAre(-5, -2, -8));
+  EXPECT_THAT(pieces.max(), ElementsAre(3, 6, 9));
+  EXPECT_EQ(pieces.min(), whole.min());
+  EXPECT_EQ(pieces.max(), whole.max());
+  EXPECT_TRUE(pieces.Check().ok());
+  ColumnRanges features_only(2, /*with_target=*/false);
+  features_only.AddRows(x.data(), y.data(), 3);
+  EXPECT_EQ(features_only.min().size(), 2u);
+}
+
+TEST(ColumnRangesTest, OverflowingSpanNamesTheColumn) {
+  const std::vector<double> x = {0, 0};
+  const std::vector<double> y = {-1e308, 1e308};
+  ColumnRanges ranges(1, /*with_target=*/true);
+  ranges.AddRows(x.data(), y.data(), 1);
+  EXPECT_TRUE(ranges.Check().ok());
+  ranges.AddRows(x.data() + 1, y.data() + 1, 1);  // a later piece
+  EXPECT_EQ(ranges.Check().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(ranges.Check()), HasSubstr("target spans [-1e+308, 1e+308]"));
+  const std::vector<double> wide = {-1e308, 0, 1e308, 0};
+  ColumnRanges features(2, /*with_target=*/false);
+  features.AddRows(wide.data(), y.data(), 2);
+  EXPECT_THAT(Msg(features.Check()), HasSubstr("feature 0 spans"));
+}
+
+TEST(ColumnRangesTest, FromMinMaxChecksSizes) {
+  const absl::StatusOr<ColumnRanges> kept =
+      ColumnRanges::FromMinMax(1, true, {0, -1e308}, {0, 1e308});
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_FALSE(kept->Check().ok());
+  EXPECT_THAT(Msg(ColumnRanges::FromMinMax(2, true, {0, 0}, {1, 1}).status()),
+              HasSubstr("the dataset has 3 columns"));
+}
+
 TEST(DatasetValidateTest, AcceptsWellFormedDatasets) {
   EXPECT_TRUE(Regression().Validate().ok());
   EXPECT_TRUE(Multiclass().Validate().ok());

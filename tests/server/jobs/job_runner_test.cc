@@ -28,9 +28,9 @@ class JobRunnerTest : public ::testing::Test {
     predictors_ = *PredictorCache::Create({}, snapshots_.get());
     jobs_ = *JobStore::Open(dir_.path() + "/jobs");
     dataset_id_ = datasets_->Create(CubicDataset(30), "cubic")->dataset_id();
-    runner_ = *JobRunner::Create({}, jobs_.get(), datasets_.get(),
-                                 snapshots_.get(), predictors_.get(),
-                                 &MethodRegistry::Builtin(), &metrics_);
+    runner_ = *JobRunner::Create(
+        {}, jobs_.get(), datasets_.get(), snapshots_.get(), predictors_.get(),
+        &MethodRegistry::Builtin(), &metrics_, &budget_);
   }
 
   // A job of `epochs` passes of 3 steps each.
@@ -85,6 +85,8 @@ class JobRunnerTest : public ::testing::Test {
   std::unique_ptr<PredictorCache> predictors_;
   std::unique_ptr<JobStore> jobs_;
   ServerMetrics metrics_;
+  // Roomy enough for every job of these tests.
+  MemoryBudget budget_{int64_t{1} << 30};
   std::string dataset_id_;
   std::unique_ptr<JobRunner> runner_;  // last: stopped first
 };
@@ -168,7 +170,7 @@ TEST_F(JobRunnerTest, ShutdownFailsRunningJobsAndKeepsQueuedOnesForRestart) {
   EXPECT_EQ(jobs_->Get(running)->state(), store::JobRecord::FAILED);
   runner_ = *JobRunner::Create({}, jobs_.get(), datasets_.get(),
                                snapshots_.get(), predictors_.get(),
-                               &MethodRegistry::Builtin(), &metrics_);
+                               &MethodRegistry::Builtin(), &metrics_, &budget_);
   EXPECT_NE(WaitForState(queued, store::JobRecord::SUCCEEDED).snapshot_id(),
             "");
 }
@@ -224,6 +226,40 @@ TEST_F(JobRunnerTest, MissingParentFailsTheJob) {
                         "found"));
 }
 
+TEST_F(JobRunnerTest, JobLargerThanTheMemoryBudgetFailsAlone) {
+  store::JobRecord big = Job(1);
+  // 1e6 weights and rank 1000: SLANG's U alone is 8 GB.
+  big.set_hidden_sizes(0, 1000);
+  big.add_hidden_sizes(1000);
+  big.add_activations("tanh");
+  (*big.mutable_params())["rank"] = "1000";
+  const std::string id = runner_->Submit(big)->job_id();
+  const store::JobRecord failed = WaitForState(id, store::JobRecord::FAILED);
+  EXPECT_THAT(failed.error(), HasSubstr("RESOURCE_EXHAUSTED"));
+  EXPECT_THAT(failed.error(), HasSubstr("--memory-budget-bytes"));
+  EXPECT_THAT(failed.error(), HasSubstr("training job " + id));
+  EXPECT_EQ(budget_.reserved_bytes(), 0);
+  // The runner goes on with the next job.
+  const std::string next = runner_->Submit(Job(1))->job_id();
+  WaitForState(next, store::JobRecord::SUCCEEDED);
+}
+
+TEST_F(JobRunnerTest, EstimateJobMemoryCountsTheDatasetAndTheMethod) {
+  const store::DatasetMeta dataset = *datasets_->Get(dataset_id_, 1);
+  const absl::StatusOr<MemoryEstimate> small =
+      EstimateJobMemory(Job(1), dataset, MethodRegistry::Builtin());
+  ASSERT_TRUE(small.ok()) << small.status();
+  store::JobRecord wide = Job(1);
+  wide.set_hidden_sizes(0, 1000);
+  const absl::StatusOr<MemoryEstimate> large =
+      EstimateJobMemory(wide, dataset, MethodRegistry::Builtin());
+  ASSERT_TRUE(large.ok()) << large.status();
+  EXPECT_GT(large->bytes, 100 * small->bytes);
+  store::JobRecord bad = Job(1);
+  bad.set_method("no-such-method");
+  EXPECT_FALSE(EstimateJobMemory(bad, dataset, MethodRegistry::Builtin()).ok());
+}
+
 TEST_F(JobRunnerTest, UnknownJobIsNotFound) {
   EXPECT_THAT(runner_->Cancel("job-0000000000000000").status(),
               StatusIs(absl::StatusCode::kNotFound, "job_id"));
@@ -233,7 +269,7 @@ TEST(JobRunnerCreateTest, RejectsBadOptions) {
   JobRunner::Options options;
   options.max_concurrent_jobs = 0;
   EXPECT_THAT(JobRunner::Create(options, nullptr, nullptr, nullptr, nullptr,
-                                nullptr, nullptr)
+                                nullptr, nullptr, nullptr)
                   .status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "max_concurrent_jobs 0 must be >= 1"));

@@ -369,9 +369,6 @@ TEST_F(DatasetStoreTest, RowsPoolVerifiesTheFiles) {
   EXPECT_TRUE(store->OpenRows(id, 2).ok());
 }
 
-}  // namespace
-}  // namespace bnn::server
-
 // Rows written in many runs (more than DatasetFileWriter::kRunBytes of
 // features) read back exactly, through Load and the in-place pool, and
 // nothing is left in the directory but the version file.
@@ -478,3 +475,26 @@ TEST_F(DatasetStoreTest, AppendToAVersionWithoutHashState) {
   EXPECT_EQ(v2->hash(), DatasetHash(Concatenated(first, second)));
   EXPECT_FALSE(v2->hash_state().empty());
 }
+
+// An append is checked with the rows before it: their ranges are kept with
+// each version, so the store refuses rows that make a column's max - min
+// overflow (standardisation would give NaN) without reading the dataset.
+TEST_F(DatasetStoreTest, AppendThatOverflowsAColumnRangeIsRefused) {
+  std::unique_ptr<DatasetStore> store = Open();
+  Dataset data = CubicDataset(4, 1);
+  data.targets[0] = -1e308;
+  const store::DatasetMeta v1 = *store->Create(data, "edge");
+  EXPECT_EQ(v1.range_min_size(), 2);
+  EXPECT_EQ(v1.range_min(1), -1e308);
+  Dataset rows = AppendOf(v1, CubicDataset(2, 2));
+  rows.targets[1] = 1e308;
+  EXPECT_THAT(store->Append(v1.dataset_id(), rows, std::nullopt).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "target spans [-1e+308, 1e+308]"));
+  EXPECT_EQ(store->Get(v1.dataset_id())->version(), 1);
+  rows.targets[1] = 1;
+  EXPECT_TRUE(store->Append(v1.dataset_id(), rows, std::nullopt).ok());
+}
+
+}  // namespace
+}  // namespace bnn::server

@@ -62,6 +62,39 @@ struct Dataset {
   absl::Status Append(const Dataset& other);
 };
 
+// Each feature's (and a regression target's) minimum and maximum over rows
+// that may arrive in pieces (a streamed upload, appends), for the check that
+// standardisation (standardizer.h) stays finite: it subtracts the mean,
+// which lies between min and max, so it is finite exactly when every
+// column's max - min is. Dataset::Validate checks whole datasets with it.
+class ColumnRanges {
+ public:
+  // Columns: `num_features` features, then the target if `with_target`.
+  ColumnRanges(int64_t num_features, bool with_target);
+  // Ranges kept as min() and max() (as ColumnRanges stores them with a
+  // dataset version); InvalidArgument if their sizes do not match.
+  static absl::StatusOr<ColumnRanges> FromMinMax(int64_t num_features,
+                                                 bool with_target,
+                                                 std::vector<double> min,
+                                                 std::vector<double> max);
+
+  // Takes in `num_rows` rows: `features` row-major num_rows x
+  // num_features, `targets` num_rows values. Values must be finite.
+  void AddRows(const double* features, const double* targets, int64_t num_rows);
+  // InvalidArgument naming the first column whose max - min overflows
+  // ("target spans [-1e+308, 1e+308]: ...").
+  absl::Status Check() const;
+
+  // Per column; empty until a row was added.
+  const std::vector<double>& min() const { return min_; }
+  const std::vector<double>& max() const { return max_; }
+
+ private:
+  int64_t num_features_;
+  bool with_target_;
+  std::vector<double> min_, max_;
+};
+
 // Heap bytes of a Dataset's rows: num_rows x num_features features and
 // num_rows targets, as doubles (bnn/memory.h).
 int64_t DatasetBytes(int64_t num_rows, int64_t num_features);

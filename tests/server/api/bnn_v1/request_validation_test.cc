@@ -304,16 +304,6 @@ TEST(ValidateResponseSizeTest, BoundedByTheMessageLimit) {
                        "(--max-message-bytes)"));
 }
 
-TEST(ValidateSnapshotSizeTest, BoundedByTheFlag) {
-  ServerLimits limits;
-  limits.max_snapshot_bytes = 100;
-  EXPECT_TRUE(ValidateSnapshotSize(100, limits).ok());
-  EXPECT_THAT(ValidateSnapshotSize(101, limits),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       "snapshot exceeds 100 bytes, the server limit "
-                       "(--max-snapshot-bytes)"));
-}
-
 TEST(ResolveNumSamplesTest, DefaultLimitAndSign) {
   ServerLimits limits;
   EXPECT_EQ(*ResolveNumSamples(0, limits), kDefaultPredictSamples);

@@ -135,7 +135,7 @@ TEST_F(SnapshotStreamsTest, BadImportsStoreNothing) {
            "snapshot format version 2 is newer"},
           {"", grpc::StatusCode::INVALID_ARGUMENT, "the import has no data"},
           {std::string(9 << 20, 'x'), grpc::StatusCode::RESOURCE_EXHAUSTED,
-           "snapshot exceeds 8388608 bytes, the server limit "
+           "import exceeds 8388608 bytes, the server limit "
            "(--max-snapshot-bytes)"},
       },
       [&](const std::string& bytes) {
