@@ -425,8 +425,9 @@ absl::Status ImportSnapshot(const ImportStream& stream,
                             const ServerLimits& limits) {
   int64_t bytes = 0;
   for (const v1::SnapshotChunk& chunk : stream.chunks()) {
-    BNN_RETURN_IF_ERROR(server::ValidateSnapshotSize(
-        bytes + static_cast<int64_t>(chunk.data().size()), limits));
+    BNN_RETURN_IF_ERROR(server::ValidateStreamBytes(
+        "import", bytes + static_cast<int64_t>(chunk.data().size()),
+        limits.max_snapshot_bytes, "--max-snapshot-bytes"));
     bytes += static_cast<int64_t>(chunk.data().size());
   }
   if (bytes == 0) {

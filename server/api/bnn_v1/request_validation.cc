@@ -303,4 +303,11 @@ absl::Status ValidateResponseSize(int64_t num_rows, int64_t values_per_row,
   return absl::OkStatus();
 }
 
+absl::Status ValidateStreamBytes(absl::string_view stream, int64_t bytes,
+                                 int64_t max_bytes, absl::string_view flag) {
+  if (bytes <= max_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      stream, " exceeds ", max_bytes, " bytes, the server limit (", flag, ")"));
+}
+
 }  // namespace bnn::server

@@ -124,6 +124,14 @@ absl::StatusOr<int> ResolveNumSamples(int requested,
 absl::Status ValidateResponseSize(int64_t num_rows, int64_t values_per_row,
                                   const ServerLimits& limits);
 
+// --- Client streams (UploadDataset, AppendRows, ImportSnapshot) ------------
+
+// The bytes of a client stream's messages so far: at most `max_bytes`, the
+// limit set by `flag`. `stream` names the stream in the message ("upload",
+// "append", "import").
+absl::Status ValidateStreamBytes(absl::string_view stream, int64_t bytes,
+                                 int64_t max_bytes, absl::string_view flag);
+
 }  // namespace bnn::server
 
 #endif  // BNN_SERVER_API_BNN_V1_REQUEST_VALIDATION_H_

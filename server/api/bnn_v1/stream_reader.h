@@ -17,6 +17,7 @@
 
 #include "server/admission/memory_budget.h"
 #include "server/api/bnn_v1/bnn_service.h"
+#include "server/api/bnn_v1/request_validation.h"
 #include "server/common/status_util.h"
 #include "server/common/stream_watch.h"
 #include "server/common/thread_pool.h"
@@ -155,11 +156,8 @@ class BnnServiceImpl::StreamReader
     const int64_t index = num_messages_++;
     const int64_t size = static_cast<int64_t>(buffer_.Length());
     bytes_received_ += size;
-    if (bytes_received_ > max_bytes_) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(stream_, " exceeds ", max_bytes_,
-                       " bytes, the server limit (", max_bytes_flag_, ")"));
-    }
+    BNN_RETURN_IF_ERROR(ValidateStreamBytes(stream_, bytes_received_,
+                                            max_bytes_, max_bytes_flag_));
     // The message's bytes, its parsed form and what Consume makes of it
     // (rows as doubles) exist at once while it is worked on.
     BNN_ASSIGN_OR_RETURN(

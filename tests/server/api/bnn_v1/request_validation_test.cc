@@ -304,6 +304,15 @@ TEST(ValidateResponseSizeTest, BoundedByTheMessageLimit) {
                        "(--max-message-bytes)"));
 }
 
+TEST(ValidateStreamBytesTest, BoundedByTheFlag) {
+  EXPECT_TRUE(
+      ValidateStreamBytes("import", 100, 100, "--max-snapshot-bytes").ok());
+  EXPECT_THAT(ValidateStreamBytes("import", 101, 100, "--max-snapshot-bytes"),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       "import exceeds 100 bytes, the server limit "
+                       "(--max-snapshot-bytes)"));
+}
+
 TEST(ResolveNumSamplesTest, DefaultLimitAndSign) {
   ServerLimits limits;
   EXPECT_EQ(*ResolveNumSamples(0, limits), kDefaultPredictSamples);
