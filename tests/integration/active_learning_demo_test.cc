@@ -14,6 +14,9 @@
 namespace bnn::integration {
 namespace {
 
+using ::bnn::testing::CommandResult;
+using ::bnn::testing::RunCommand;
+
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 

@@ -19,10 +19,16 @@
 #include "client/bnn_client.h"
 #include "tests/integration/cubic_data.h"
 #include "tests/integration/server_fixture.h"
-#include "tests/integration/subprocess.h"
+#include "tests/test_util/subprocess.h"
+#include "tests/test_util/test_util.h"
 
 namespace bnn::integration {
 namespace {
+
+using ::bnn::testing::CommandResult;
+using ::bnn::testing::RunCommand;
+using ::bnn::testing::ScopedTempDir;
+using ::bnn::testing::ServerProcess;
 
 using ::bnn::client::BnnClient;
 using ::testing::HasSubstr;
@@ -73,9 +79,8 @@ class BadInputTest : public ::testing::Test {
   }
 
   static absl::Status StartServerAndTrain() {
-    absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
-    if (!dir.ok()) return dir.status();
-    dir_ = *std::move(dir);
+    dir_ = std::make_unique<ScopedTempDir>("bnn_integration");
+    if (dir_->path().empty()) return absl::InternalError("no temporary dir");
     absl::StatusOr<std::unique_ptr<ServerProcess>> server =
         ServerProcess::Start(BNN_SERVER_PATH, dir_->path() + "/data",
                              dir_->path() + "/server.log");
@@ -149,7 +154,7 @@ class BadInputTest : public ::testing::Test {
   }
 
   static std::string* setup_error_;
-  static std::unique_ptr<TempDir> dir_;
+  static std::unique_ptr<ScopedTempDir> dir_;
   static std::unique_ptr<ServerProcess> server_;
   static std::unique_ptr<BnnClient> client_;
   static std::string dataset_id_;
@@ -157,7 +162,7 @@ class BadInputTest : public ::testing::Test {
 };
 
 std::string* BadInputTest::setup_error_ = nullptr;
-std::unique_ptr<TempDir> BadInputTest::dir_;
+std::unique_ptr<ScopedTempDir> BadInputTest::dir_;
 std::unique_ptr<ServerProcess> BadInputTest::server_;
 std::unique_ptr<BnnClient> BadInputTest::client_;
 std::string BadInputTest::dataset_id_;

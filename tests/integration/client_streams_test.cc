@@ -21,10 +21,14 @@
 #include "client/bnn_client.h"
 #include "tests/integration/cubic_data.h"
 #include "tests/integration/raw_stream.h"
-#include "tests/integration/subprocess.h"
+#include "tests/test_util/subprocess.h"
+#include "tests/test_util/test_util.h"
 
 namespace bnn::integration {
 namespace {
+
+using ::bnn::testing::ScopedTempDir;
+using ::bnn::testing::ServerProcess;
 
 using ::bnn::client::BnnClient;
 using ::testing::HasSubstr;
@@ -86,13 +90,11 @@ class ClientStreamsTest : public ::testing::Test {
 
   void StartServer(const std::vector<std::string>& flags) {
     server_.reset();
-    absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
-    ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = *std::move(dir);
+    dir_ = std::make_unique<ScopedTempDir>("bnn_integration");
+    ASSERT_FALSE(dir_->path().empty());
     absl::StatusOr<std::unique_ptr<ServerProcess>> server =
         ServerProcess::Start(BNN_SERVER_PATH, dir_->path() + "/data",
-                             dir_->path() + "/server.log", absl::Seconds(30),
-                             flags);
+                             dir_->path() + "/server.log", flags);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     channel_ = grpc::CreateChannel(server_->address(),
@@ -126,7 +128,7 @@ class ClientStreamsTest : public ::testing::Test {
                                              absl::Seconds(30));
   }
 
-  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<ScopedTempDir> dir_;
   std::unique_ptr<ServerProcess> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<BnnClient> client_;

@@ -18,6 +18,8 @@
 namespace bnn::integration {
 namespace {
 
+using ::bnn::testing::CommandResult;
+
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;

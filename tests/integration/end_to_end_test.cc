@@ -20,6 +20,9 @@
 namespace bnn::integration {
 namespace {
 
+using ::bnn::testing::CommandResult;
+using ::bnn::testing::RunCommand;
+
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 

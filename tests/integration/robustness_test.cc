@@ -19,10 +19,15 @@
 
 #include "client/bnn_client.h"
 #include "tests/integration/server_fixture.h"
-#include "tests/integration/subprocess.h"
+#include "tests/test_util/subprocess.h"
+#include "tests/test_util/test_util.h"
 
 namespace bnn::integration {
 namespace {
+
+using ::bnn::testing::ReadFileOrEmpty;
+using ::bnn::testing::ScopedTempDir;
+using ::bnn::testing::ServerProcess;
 
 using ::bnn::client::BnnClient;
 
@@ -225,11 +230,11 @@ TEST_F(RobustnessTest, AllocationFailureFailsTheJobNotTheServer) {
     GTEST_SKIP() << "vm.overcommit_memory = 1: a 131 GB allocation would be "
                     "granted and the job OOM-killed instead";
   }
-  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
-  ASSERT_TRUE(dir.ok()) << dir.status();
+  const ScopedTempDir dir("bnn_integration");
+  ASSERT_FALSE(dir.path().empty());
   absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(
-      BNN_SERVER_PATH, (*dir)->path() + "/data", (*dir)->path() + "/server.log",
-      absl::Seconds(30), {"--memory-budget-bytes", "1000000000000000"});
+      BNN_SERVER_PATH, dir.path() + "/data", dir.path() + "/server.log",
+      {"--memory-budget-bytes", "1000000000000000"});
   ASSERT_TRUE(server.ok()) << server.status();
   BnnClient::Options options;
   options.target = (*server)->address();
@@ -257,11 +262,11 @@ TEST_F(RobustnessTest, AllocationFailureFailsTheJobNotTheServer) {
 // with 4096 samples (a 10 MB forward pass) is refused, naming both; the
 // server serves the next request.
 TEST_F(RobustnessTest, PredictLargerThanTheMemoryBudgetIsRefused) {
-  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
-  ASSERT_TRUE(dir.ok()) << dir.status();
+  const ScopedTempDir dir("bnn_integration");
+  ASSERT_FALSE(dir.path().empty());
   absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(
-      BNN_SERVER_PATH, (*dir)->path() + "/data", (*dir)->path() + "/server.log",
-      absl::Seconds(30), {"--memory-budget-bytes", "4000000"});
+      BNN_SERVER_PATH, dir.path() + "/data", dir.path() + "/server.log",
+      {"--memory-budget-bytes", "4000000"});
   ASSERT_TRUE(server.ok()) << server.status();
   BnnClient::Options options;
   options.target = (*server)->address();
@@ -296,12 +301,11 @@ TEST_F(RobustnessTest, PredictLargerThanTheMemoryBudgetIsRefused) {
 // and on a second one started with --threads 1. 315 steps keep it short;
 // the margin absorbs a shared machine's noise (the fault was 18x).
 TEST_F(RobustnessTest, DefaultThreadsAreNotSlowerThanOneOnASmallJob) {
-  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
-  ASSERT_TRUE(dir.ok()) << dir.status();
+  const ScopedTempDir dir("bnn_integration");
+  ASSERT_FALSE(dir.path().empty());
   absl::StatusOr<std::unique_ptr<ServerProcess>> one_thread =
-      ServerProcess::Start(BNN_SERVER_PATH, (*dir)->path() + "/data",
-                           (*dir)->path() + "/server.log", absl::Seconds(30),
-                           {"--threads", "1"});
+      ServerProcess::Start(BNN_SERVER_PATH, dir.path() + "/data",
+                           dir.path() + "/server.log", {"--threads", "1"});
   ASSERT_TRUE(one_thread.ok()) << one_thread.status();
 
   std::mt19937_64 rng(7);

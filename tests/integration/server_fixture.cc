@@ -11,18 +11,22 @@
 
 namespace bnn::integration {
 
+using ::bnn::testing::CommandResult;
+using ::bnn::testing::RunCommand;
+using ::bnn::testing::ScopedTempDir;
+using ::bnn::testing::ServerProcess;
+
 std::string* ServerTest::setup_error_ = nullptr;
-std::unique_ptr<TempDir> ServerTest::dir_;
+std::unique_ptr<ScopedTempDir> ServerTest::dir_;
 std::unique_ptr<ServerProcess> ServerTest::server_;
 
 void ServerTest::SetUpTestSuite() {
   setup_error_ = new std::string;
-  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
-  if (!dir.ok()) {
-    *setup_error_ = dir.status().ToString();
+  dir_ = std::make_unique<ScopedTempDir>("bnn_integration");
+  if (dir_->path().empty()) {
+    *setup_error_ = "cannot create a temporary directory";
     return;
   }
-  dir_ = *std::move(dir);
   absl::StatusOr<std::unique_ptr<ServerProcess>> server =
       ServerProcess::Start(BNN_SERVER_PATH, Path("data"), Path("server.log"));
   if (!server.ok()) {

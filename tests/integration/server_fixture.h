@@ -14,7 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "client/bnn_client.h"
-#include "tests/integration/subprocess.h"
+#include "tests/test_util/subprocess.h"
+#include "tests/test_util/test_util.h"
 
 namespace bnn::integration {
 
@@ -39,7 +40,8 @@ class ServerTest : public ::testing::Test {
   void TearDown() override;
 
   // Runs bnnctl against the server with `args`.
-  static absl::StatusOr<CommandResult> Bnnctl(std::vector<std::string> args);
+  static absl::StatusOr<::bnn::testing::CommandResult> Bnnctl(
+      std::vector<std::string> args);
   // Runs `bnnctl --json args...`, which must exit 0, and parses its stdout.
   static absl::StatusOr<nlohmann::json> BnnctlJson(
       std::vector<std::string> args);
@@ -58,8 +60,8 @@ class ServerTest : public ::testing::Test {
 
  private:
   static std::string* setup_error_;
-  static std::unique_ptr<TempDir> dir_;
-  static std::unique_ptr<ServerProcess> server_;
+  static std::unique_ptr<::bnn::testing::ScopedTempDir> dir_;
+  static std::unique_ptr<::bnn::testing::ServerProcess> server_;
 };
 
 }  // namespace bnn::integration

@@ -9,19 +9,25 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tests/integration/subprocess.h"
+#include "tests/test_util/subprocess.h"
+#include "tests/test_util/test_util.h"
 
 namespace bnn::integration {
 namespace {
+
+using ::bnn::testing::CommandResult;
+using ::bnn::testing::ReadFileOrEmpty;
+using ::bnn::testing::RunCommand;
+using ::bnn::testing::ScopedTempDir;
+using ::bnn::testing::ServerProcess;
 
 using ::testing::HasSubstr;
 
 class SingleWriterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
-    ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = *std::move(dir);
+    dir_ = std::make_unique<ScopedTempDir>("bnn_integration");
+    ASSERT_FALSE(dir_->path().empty());
   }
 
   std::unique_ptr<ServerProcess> StartServer(const std::string& data_dir,
@@ -47,7 +53,7 @@ class SingleWriterTest : public ::testing::Test {
     return absl::StrCat(dir_->path(), "/", name);
   }
 
-  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<ScopedTempDir> dir_;
 };
 
 TEST_F(SingleWriterTest, SecondServerOnTheDataDirRefusesNamingTheHolder) {

@@ -20,6 +20,8 @@
 namespace bnn::integration {
 namespace {
 
+using ::bnn::testing::CommandResult;
+
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 

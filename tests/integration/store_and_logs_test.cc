@@ -26,10 +26,14 @@
 
 #include "client/bnn_client.h"
 #include "store/store.pb.h"
-#include "tests/integration/subprocess.h"
+#include "tests/test_util/subprocess.h"
+#include "tests/test_util/test_util.h"
 
 namespace bnn::integration {
 namespace {
+
+using ::bnn::testing::ScopedTempDir;
+using ::bnn::testing::ServerProcess;
 
 using ::bnn::client::BnnClient;
 using ::testing::HasSubstr;
@@ -71,9 +75,8 @@ class StoreAndLogsTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create();
-    ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = *std::move(dir);
+    dir_ = std::make_unique<ScopedTempDir>("bnn_integration");
+    ASSERT_FALSE(dir_->path().empty());
   }
 
   void TearDown() override {
@@ -91,7 +94,7 @@ class StoreAndLogsTest : public ::testing::Test {
     client_.reset();
     absl::StatusOr<std::unique_ptr<ServerProcess>> server =
         ServerProcess::Start(binary, DataDir(), dir_->path() + "/server.log",
-                             absl::Seconds(30), flags);
+                             flags);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     BnnClient::Options options;
@@ -111,7 +114,7 @@ class StoreAndLogsTest : public ::testing::Test {
     return client_->UploadDataset(Header(name), x, y);
   }
 
-  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<ScopedTempDir> dir_;
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<BnnClient> client_;
 };
@@ -155,12 +158,10 @@ TEST_F(StoreAndLogsTest, HugeValuesAreNotEchoed) {
 
 TEST_F(StoreAndLogsTest, MetricsAnswerDespiteIdleConnections) {
   StartServer({"--metrics-listen", "127.0.0.1:0"});
-  const std::string marker = "metrics on http://";
-  const std::string log = server_->Log();
-  const size_t at = log.find(marker);
-  ASSERT_NE(at, std::string::npos) << log;
-  const std::string address = log.substr(
-      at + marker.size(), log.find("/metrics", at) - at - marker.size());
+  // http://HOST:PORT/metrics
+  const std::string& url = server_->metrics_url();
+  ASSERT_TRUE(absl::StartsWith(url, "http://")) << url;
+  const std::string address = url.substr(7, url.find("/metrics") - 7);
   // Half-open clients: connected, never sending a request.
   std::vector<int> idle;
   for (int i = 0; i < 8; ++i) {

@@ -35,8 +35,9 @@ namespace {
 using ::bnn::server::testutil::HealthCheck;
 using ::bnn::server::testutil::NewClientChannel;
 using ::bnn::server::testutil::ReadFileOrEmpty;
-using ::bnn::server::testutil::ServerBinary;
 using ::bnn::server::testutil::TempDir;
+using ::bnn::server::testutil::UploadCubic;
+using ::bnn::testing::ServerProcess;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
@@ -81,13 +82,14 @@ class Harness {
  public:
   // Starts bnn-server on the suite's data directory.
   void Start(std::vector<std::string> extra_flags = {}) {
-    absl::StatusOr<std::unique_ptr<ServerBinary>> server = ServerBinary::Start(
-        BNN_SERVER_PATH, suite_dir_->path() + "/data", log_path(), extra_flags);
+    absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+        ServerProcess::Start(BNN_SERVER_PATH, suite_dir_->path() + "/data",
+                             log_path(), extra_flags);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     address_ = server_->address();
-    channel_ = server_->channel();
-    stub_ = server_->stub();
+    channel_ = NewClientChannel(address_);
+    stub_ = v1::BnnService::NewStub(channel_);
   }
   // Sends `signal_number` and returns the exit code.
   int Stop(int signal_number) {
@@ -111,19 +113,19 @@ class Harness {
     return train;
   }
   std::string StartTraining(const v1::StartTrainingRequest& train) {
-    absl::StatusOr<std::string> id = server_->StartTraining(train);
+    absl::StatusOr<std::string> id = testutil::StartTraining(*stub_, train);
     EXPECT_TRUE(id.ok()) << id.status();
     return id.value_or("");
   }
   v1::Job GetJob(const std::string& job_id) {
-    absl::StatusOr<v1::Job> job = server_->GetJob(job_id);
+    absl::StatusOr<v1::Job> job = testutil::GetJob(*stub_, job_id);
     EXPECT_TRUE(job.ok()) << job.status();
     return job.value_or(v1::Job());
   }
   // Polls the job until `done` holds (at most 120 s) and returns it.
   v1::Job WaitForJob(const std::string& job_id,
                      const std::function<bool(const v1::Job&)>& done) {
-    absl::StatusOr<v1::Job> job = server_->WaitForJob(job_id, done);
+    absl::StatusOr<v1::Job> job = testutil::WaitForJob(*stub_, job_id, done);
     EXPECT_TRUE(job.ok()) << job.status();
     return job.value_or(v1::Job());
   }
@@ -134,10 +136,10 @@ class Harness {
   static TempDir* suite_dir_;
   static std::string* dataset_id_;
   static std::string* snapshot_id_;
-  std::unique_ptr<ServerBinary> server_;
+  std::unique_ptr<ServerProcess> server_;
   std::string address_;
   std::shared_ptr<grpc::Channel> channel_;
-  v1::BnnService::Stub* stub_ = nullptr;
+  std::unique_ptr<v1::BnnService::Stub> stub_;
 };
 
 TempDir* Harness::suite_dir_ = nullptr;
@@ -155,7 +157,7 @@ class LifecycleTest : public ::testing::Test, public Harness {
     suite_dir_ = new TempDir();
     Harness setup;
     setup.Start({"--threads=1"});
-    absl::StatusOr<std::string> uploaded = setup.server_->UploadCubic(256);
+    absl::StatusOr<std::string> uploaded = UploadCubic(*setup.stub_, 256);
     ASSERT_TRUE(uploaded.ok()) << uploaded.status();
     dataset_id_ = new std::string(*uploaded);
     v1::StartTrainingRequest train = setup.Training(1);
@@ -196,7 +198,7 @@ TEST_F(LifecycleTest, MaxRequestSecondsStopsAPredictBetweenChunks) {
   Start({"--threads=1", "--max-request-seconds=1"});
   // ~100 chunks of a fraction of a second to seconds each: minutes in all.
   const Timed timed =
-      TimedPredict(stub_, PredictRows(*snapshot_id_, 100000, 4));
+      TimedPredict(stub_.get(), PredictRows(*snapshot_id_, 100000, 4));
   EXPECT_EQ(timed.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
       << timed.status.error_message();
   EXPECT_THAT(timed.status.error_message(), HasSubstr("--max-request-seconds"));
@@ -204,7 +206,7 @@ TEST_F(LifecycleTest, MaxRequestSecondsStopsAPredictBetweenChunks) {
   std::cerr << "Predict capped at 1 s returned after " << timed.took << "\n";
   // The server goes on serving.
   EXPECT_TRUE(
-      TimedPredict(stub_, PredictRows(*snapshot_id_, 1, 4)).status.ok());
+      TimedPredict(stub_.get(), PredictRows(*snapshot_id_, 1, 4)).status.ok());
   EXPECT_EQ(Stop(SIGTERM), 0);
 }
 
@@ -226,7 +228,8 @@ TEST_F(LifecycleTest, AbandonedPredictsDoNotDelayAnUnrelatedOne) {
   for (const Timed& r : results) {
     EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   }
-  const Timed unrelated = TimedPredict(stub_, PredictRows(*snapshot_id_, 1, 4));
+  const Timed unrelated =
+      TimedPredict(stub_.get(), PredictRows(*snapshot_id_, 1, 4));
   ASSERT_TRUE(unrelated.status.ok()) << unrelated.status.error_message();
   std::cerr << "unrelated Predict after two abandoned ones: " << unrelated.took
             << "\n";
@@ -242,7 +245,7 @@ TEST_F(LifecycleTest, OneClientsFloodDoesNotStarveAnother) {
   Start({"--threads=1", "--compute-workers=1"});
   // Loads the predictor and caches the draw, so every call costs the same.
   ASSERT_TRUE(
-      TimedPredict(stub_, PredictRows(*snapshot_id_, 1, 4)).status.ok());
+      TimedPredict(stub_.get(), PredictRows(*snapshot_id_, 1, 4)).status.ok());
   constexpr int kFlood = 8;
   const std::shared_ptr<grpc::Channel> flooder = NewClientChannel(address_);
   std::unique_ptr<v1::BnnService::Stub> flood_stub =
@@ -353,15 +356,16 @@ TEST_F(LifecycleTest, HealthTurnsNotServingBeforeTheServerDrains) {
   absl::SleepFor(absl::Seconds(1));  // the Predict is computing
 
   const absl::Time stopping = absl::Now();
-  server_->Signal(SIGTERM);
+  server_->process().Signal(SIGTERM);
   EXPECT_EQ(read_status(), kNotServing);
   const absl::Duration to_not_serving = absl::Now() - stopping;
   // Reported while the server still drains the Predict.
-  const absl::StatusOr<int> early = server_->Wait(absl::ZeroDuration());
+  const absl::StatusOr<int> early =
+      server_->process().Wait(absl::ZeroDuration());
   EXPECT_FALSE(early.ok()) << "exited before health was seen NOT_SERVING";
   std::cerr << "NOT_SERVING " << to_not_serving << " after SIGTERM\n";
   EXPECT_LT(to_not_serving, absl::Seconds(1));
-  EXPECT_EQ(server_->Wait(absl::Seconds(30)).value_or(-1), 0);
+  EXPECT_EQ(server_->process().Wait(absl::Seconds(30)).value_or(-1), 0);
   predict.join();
   context.TryCancel();
   grpc::Status status;

@@ -21,11 +21,12 @@
 namespace bnn::server {
 namespace {
 
-using ::bnn::server::testutil::ChildProcess;
+using ::bnn::server::testutil::NewClientChannel;
 using ::bnn::server::testutil::RawUnaryCall;
 using ::bnn::server::testutil::ReadFileOrEmpty;
-using ::bnn::server::testutil::ServerBinary;
 using ::bnn::server::testutil::TempDir;
+using ::bnn::testing::ChildProcess;
+using ::bnn::testing::ServerProcess;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 
@@ -33,13 +34,14 @@ class BnnServerMainTest : public ::testing::Test {
  protected:
   // Starts bnn-server on a free port and returns its address.
   std::string Start(std::vector<std::string> extra_flags = {}) {
-    absl::StatusOr<std::unique_ptr<ServerBinary>> server = ServerBinary::Start(
-        BNN_SERVER_PATH, dir_.path() + "/data", log_path(), extra_flags);
+    absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+        ServerProcess::Start(BNN_SERVER_PATH, dir_.path() + "/data", log_path(),
+                             extra_flags);
     EXPECT_TRUE(server.ok()) << server.status();
     if (!server.ok()) return "";
     server_ = *std::move(server);
-    channel_ = server_->channel();
-    stub_ = server_->stub();
+    channel_ = NewClientChannel(server_->address());
+    stub_ = v1::BnnService::NewStub(channel_);
     return server_->address();
   }
   // Sends `signal_number` and returns the exit code.
@@ -50,7 +52,7 @@ class BnnServerMainTest : public ::testing::Test {
   }
   // Uploads 20 rows of the cubic data set; returns the dataset id.
   std::string UploadCubic() {
-    absl::StatusOr<std::string> id = server_->UploadCubic(20);
+    absl::StatusOr<std::string> id = testutil::UploadCubic(*stub_, 20);
     EXPECT_TRUE(id.ok()) << id.status();
     return id.value_or("");
   }
@@ -60,7 +62,7 @@ class BnnServerMainTest : public ::testing::Test {
     train.set_dataset_id(dataset_id);
     train.set_method("slang");
     train.set_epochs(epochs);
-    absl::StatusOr<std::string> id = server_->StartTraining(train);
+    absl::StatusOr<std::string> id = testutil::StartTraining(*stub_, train);
     EXPECT_TRUE(id.ok()) << id.status();
     return id.value_or("");
   }
@@ -68,7 +70,7 @@ class BnnServerMainTest : public ::testing::Test {
   v1::Job WaitForJob(const std::string& job_id,
                      const std::function<bool(const v1::Job&)>& done) {
     absl::StatusOr<v1::Job> job =
-        server_->WaitForJob(job_id, done, absl::Seconds(10));
+        testutil::WaitForJob(*stub_, job_id, done, absl::Seconds(10));
     EXPECT_TRUE(job.ok()) << job.status();
     return job.value_or(v1::Job());
   }
@@ -76,9 +78,9 @@ class BnnServerMainTest : public ::testing::Test {
   std::string Log() const { return ReadFileOrEmpty(log_path()); }
 
   TempDir dir_;
-  std::unique_ptr<ServerBinary> server_;
+  std::unique_ptr<ServerProcess> server_;
   std::shared_ptr<grpc::Channel> channel_;
-  v1::BnnService::Stub* stub_ = nullptr;
+  std::unique_ptr<v1::BnnService::Stub> stub_;
 };
 
 std::string ToBytes(const grpc::ByteBuffer& buffer) {

@@ -7,6 +7,8 @@
 #include <absl/time/clock.h>
 #include <grpcpp/generic/generic_stub.h>
 
+#include "tests/server/server_test_util.h"
+
 namespace bnn::server::testutil {
 namespace {
 
@@ -17,50 +19,11 @@ absl::Status FromGrpc(const grpc::Status& status) {
 
 }  // namespace
 
-ServerBinary::ServerBinary(std::unique_ptr<ChildProcess> process,
-                           std::string log_path, std::string address)
-    : process_(std::move(process)),
-      log_path_(std::move(log_path)),
-      address_(std::move(address)),
-      channel_(NewClientChannel(address_)),
-      stub_(v1::BnnService::NewStub(channel_)) {}
-
-absl::StatusOr<std::unique_ptr<ServerBinary>> ServerBinary::Start(
-    const std::string& binary, const std::string& data_dir,
-    const std::string& log_path, const std::vector<std::string>& extra_flags) {
-  std::vector<std::string> argv = {binary,
-                                   "--listen",
-                                   "127.0.0.1:0",
-                                   "--data-dir",
-                                   data_dir,
-                                   "--metrics-listen",
-                                   ""};
-  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
-  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
-      ChildProcess::Start(argv, log_path);
-  if (!child.ok()) return child.status();
-  absl::StatusOr<std::string> address =
-      (*child)->WaitForLine("bnn-server listening on ", absl::Seconds(30));
-  if (!address.ok()) {
-    return absl::Status(address.status().code(),
-                        absl::StrCat(address.status().message(), "\n",
-                                     ReadFileOrEmpty(log_path)));
-  }
-  return std::unique_ptr<ServerBinary>(
-      new ServerBinary(*std::move(child), log_path, *address));
-}
-
-absl::StatusOr<int> ServerBinary::Stop(int signal_number,
-                                       absl::Duration timeout) {
-  process_->Signal(signal_number);
-  return process_->Wait(timeout);
-}
-
-absl::StatusOr<std::string> ServerBinary::UploadCubic(int rows) {
+absl::StatusOr<std::string> UploadCubic(v1::BnnService::Stub& stub, int rows) {
   const Dataset data = CubicDataset(rows);
   grpc::ClientContext context;
   v1::UploadDatasetResponse uploaded;
-  auto writer = stub_->UploadDataset(&context, &uploaded);
+  auto writer = stub.UploadDataset(&context, &uploaded);
   v1::UploadDatasetRequest header;
   header.mutable_header()->set_name("cubic");
   header.mutable_header()->set_task(v1::TASK_REGRESSION);
@@ -78,31 +41,32 @@ absl::StatusOr<std::string> ServerBinary::UploadCubic(int rows) {
   return uploaded.dataset().dataset_id();
 }
 
-absl::StatusOr<std::string> ServerBinary::StartTraining(
-    const v1::StartTrainingRequest& request) {
+absl::StatusOr<std::string> StartTraining(
+    v1::BnnService::Stub& stub, const v1::StartTrainingRequest& request) {
   grpc::ClientContext context;
   v1::StartTrainingResponse started;
-  const grpc::Status status = stub_->StartTraining(&context, request, &started);
+  const grpc::Status status = stub.StartTraining(&context, request, &started);
   if (!status.ok()) return FromGrpc(status);
   return started.job_id();
 }
 
-absl::StatusOr<v1::Job> ServerBinary::GetJob(const std::string& job_id) {
+absl::StatusOr<v1::Job> GetJob(v1::BnnService::Stub& stub,
+                               const std::string& job_id) {
   v1::GetJobRequest request;
   request.set_job_id(job_id);
   grpc::ClientContext context;
   v1::Job job;
-  const grpc::Status status = stub_->GetJob(&context, request, &job);
+  const grpc::Status status = stub.GetJob(&context, request, &job);
   if (!status.ok()) return FromGrpc(status);
   return job;
 }
 
-absl::StatusOr<v1::Job> ServerBinary::WaitForJob(
-    const std::string& job_id, const std::function<bool(const v1::Job&)>& done,
-    absl::Duration timeout) {
+absl::StatusOr<v1::Job> WaitForJob(
+    v1::BnnService::Stub& stub, const std::string& job_id,
+    const std::function<bool(const v1::Job&)>& done, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (true) {
-    absl::StatusOr<v1::Job> job = GetJob(job_id);
+    absl::StatusOr<v1::Job> job = GetJob(stub, job_id);
     if (!job.ok() || done(*job) || absl::Now() > deadline) return job;
     absl::SleepFor(absl::Milliseconds(20));
   }

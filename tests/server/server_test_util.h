@@ -1,74 +1,25 @@
-// Helpers shared by the server tests: scratch directories, child processes
-// (the real bnn-server, prometheus) and small datasets.
+// Helpers shared by the server tests: scratch directories, matchers and
+// small datasets. Child processes: tests/test_util/subprocess.h.
 #ifndef BNN_TESTS_SERVER_SERVER_TEST_UTIL_H_
 #define BNN_TESTS_SERVER_SERVER_TEST_UTIL_H_
 
-#include <memory>
-#include <string>
-#include <sys/types.h>
-#include <vector>
+#include <cstdint>
 
-#include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
-#include <absl/time/time.h>
 #include <gmock/gmock.h>
 #include <google/protobuf/util/message_differencer.h>
 
 #include "bnn/data/dataset.h"
 #include "bnn/io/snapshot.h"
 
+#include "tests/test_util/subprocess.h"
+#include "tests/test_util/test_util.h"
+
 namespace bnn::server::testutil {
 
-// A fresh directory under the test's temporary directory, removed with its
-// contents on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// A child process with its stdout on a pipe (scanned by WaitForLine) and
-// its stderr appended to a log file. Killed on destruction, and when the
-// test process dies first.
-class ChildProcess {
- public:
-  static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(
-      const std::vector<std::string>& argv, const std::string& log_path);
-  ~ChildProcess();
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  // Reads stdout until a line starting with `prefix`, and returns the rest
-  // of that line. DeadlineExceeded after `timeout`, Unavailable if stdout
-  // closes first.
-  absl::StatusOr<std::string> WaitForLine(absl::string_view prefix,
-                                          absl::Duration timeout);
-  void Signal(int signal_number);
-  // The exit status (128 + signal number if killed by a signal), or
-  // DeadlineExceeded if the process still runs after `timeout`.
-  absl::StatusOr<int> Wait(absl::Duration timeout);
-
- private:
-  ChildProcess(pid_t pid, int stdout_fd) : pid_(pid), stdout_fd_(stdout_fd) {}
-
-  pid_t pid_;
-  int stdout_fd_;
-  std::string buffered_;
-  bool exited_ = false;
-};
-
-// A loopback TCP port that was free a moment ago.
-int PickFreePort();
-
-// The contents of a file, or "" if it cannot be read.
-std::string ReadFileOrEmpty(const std::string& path);
+// Scratch directories and files (tests/test_util/).
+using TempDir = ::bnn::testing::ScopedTempDir;
+using ::bnn::testing::ReadFileOrEmpty;
 
 // Matches an absl::Status (or the status of a StatusOr via .status()) with
 // `code` whose message contains `substring`.

@@ -33,8 +33,12 @@ namespace bnn::server {
 namespace {
 
 using ::bnn::server::testutil::CubicDataset;
-using ::bnn::server::testutil::ServerBinary;
+using ::bnn::server::testutil::NewClientChannel;
+using ::bnn::server::testutil::StartTraining;
 using ::bnn::server::testutil::TempDir;
+using ::bnn::server::testutil::UploadCubic;
+using ::bnn::server::testutil::WaitForJob;
+using ::bnn::testing::ServerProcess;
 
 constexpr char kUnknownDataset[] = "ds-0000000000000000";
 constexpr char kUnknownJob[] = "job-0000000000000000";
@@ -109,20 +113,22 @@ constexpr int kMaxSnapshotBytes = 100000;
 class StatusTableTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<ServerBinary>> server = ServerBinary::Start(
-        BNN_SERVER_PATH, dir_.path() + "/data", dir_.path() + "/server.log",
-        {"--threads=1", "--max-upload-rows=" + std::to_string(kMaxUploadRows),
-         "--max-predict-rows=" + std::to_string(kMaxPredictRows),
-         "--max-predict-samples=" + std::to_string(kMaxPredictSamples),
-         "--max-snapshot-bytes=" + std::to_string(kMaxSnapshotBytes),
-         // A Predict of kMaxPredictRows rows x 64 samples through the
-         // 200-200 net below takes two chunks of ~2.7e9 multiply-adds each.
-         "--max-request-seconds=0.05"});
+    absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+        ServerProcess::Start(
+            BNN_SERVER_PATH, dir_.path() + "/data", dir_.path() + "/server.log",
+            {"--threads=1",
+             "--max-upload-rows=" + std::to_string(kMaxUploadRows),
+             "--max-predict-rows=" + std::to_string(kMaxPredictRows),
+             "--max-predict-samples=" + std::to_string(kMaxPredictSamples),
+             "--max-snapshot-bytes=" + std::to_string(kMaxSnapshotBytes),
+             // A Predict of kMaxPredictRows rows x 64 samples through the
+             // 200-200 net below takes two chunks of ~2.7e9 multiply-adds each.
+             "--max-request-seconds=0.05"});
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    stub_ = server_->stub();
+    stub_ = v1::BnnService::NewStub(NewClientChannel(server_->address()));
 
-    absl::StatusOr<std::string> dataset_id = server_->UploadCubic(30);
+    absl::StatusOr<std::string> dataset_id = UploadCubic(*stub_, 30);
     ASSERT_TRUE(dataset_id.ok()) << dataset_id.status();
     dataset_id_ = *dataset_id;
     v1::StartTrainingRequest train;
@@ -133,10 +139,10 @@ class StatusTableTest : public ::testing::Test {
     train.mutable_model()->add_hidden_sizes(200);
     train.mutable_model()->add_hidden_sizes(200);
     (*train.mutable_params())["batch_size"] = "30";
-    absl::StatusOr<std::string> job_id = server_->StartTraining(train);
+    absl::StatusOr<std::string> job_id = StartTraining(*stub_, train);
     ASSERT_TRUE(job_id.ok()) << job_id.status();
     const absl::StatusOr<v1::Job> job =
-        server_->WaitForJob(*job_id, [](const v1::Job& j) {
+        WaitForJob(*stub_, *job_id, [](const v1::Job& j) {
           return j.state() == v1::JOB_STATE_SUCCEEDED ||
                  j.state() == v1::JOB_STATE_FAILED;
         });
@@ -228,7 +234,7 @@ class StatusTableTest : public ::testing::Test {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
     Response response;
-    return (stub_->*method)(&context, request, &response);
+    return (stub_.get()->*method)(&context, request, &response);
   }
   v1::PredictRequest Predict(const std::string& snapshot_id, int rows,
                              int samples = 4) const {
@@ -415,8 +421,8 @@ class StatusTableTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<ServerBinary> server_;
-  v1::BnnService::Stub* stub_ = nullptr;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<v1::BnnService::Stub> stub_;
   std::string dataset_id_;
   std::string snapshot_id_;
 };

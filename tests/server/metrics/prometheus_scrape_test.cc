@@ -18,10 +18,11 @@
 namespace bnn::server {
 namespace {
 
-using ::bnn::server::testutil::ChildProcess;
-using ::bnn::server::testutil::PickFreePort;
 using ::bnn::server::testutil::ReadFileOrEmpty;
 using ::bnn::server::testutil::TempDir;
+using ::bnn::testing::ChildProcess;
+using ::bnn::testing::PickFreePort;
+using ::bnn::testing::ServerProcess;
 using ::testing::HasSubstr;
 
 // Queries Prometheus' HTTP API until the result contains every one of
@@ -51,20 +52,15 @@ std::string QueryUntil(int port, const std::string& query,
 TEST(PrometheusScrapeTest, PrometheusScrapesBnnServer) {
   TempDir dir;
   const int metrics_port = PickFreePort();
-  absl::StatusOr<std::unique_ptr<ChildProcess>> server = ChildProcess::Start(
-      {BNN_SERVER_PATH, "--listen", "127.0.0.1:0", "--data-dir",
-       dir.path() + "/data", "--metrics-listen",
-       absl::StrCat("127.0.0.1:", metrics_port)},
-      dir.path() + "/server.log");
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(
+      BNN_SERVER_PATH, dir.path() + "/data", dir.path() + "/server.log",
+      {"--metrics-listen", absl::StrCat("127.0.0.1:", metrics_port)});
   ASSERT_TRUE(server.ok()) << server.status();
-  const absl::StatusOr<std::string> address =
-      (*server)->WaitForLine("bnn-server listening on ", absl::Seconds(20));
-  ASSERT_TRUE(address.ok()) << address.status() << "\n"
-                            << ReadFileOrEmpty(dir.path() + "/server.log");
+  const std::string address = (*server)->address();
   {
     // One RPC, so that a labelled series exists to be scraped.
     auto stub = v1::BnnService::NewStub(
-        grpc::CreateChannel(*address, grpc::InsecureChannelCredentials()));
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
     grpc::ClientContext context;
     v1::ListMethodsResponse response;
     ASSERT_TRUE(stub->ListMethods(&context, {}, &response).ok());
