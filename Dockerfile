@@ -4,9 +4,16 @@
 # unprivileged user. Build and run:
 #
 #   docker build -t bnn-serve .
+#   docker run --rm --entrypoint bnnctl bnn-serve token create --scopes admin
+#   (put the printed sha256:... line into ./tokens)
 #   docker run -d --name bnn -p 50051:50051 -p 9464:9464 \
-#       -v bnn-data:/var/lib/bnn bnn-serve
-#   docker exec bnn bnnctl methods
+#       -v bnn-data:/var/lib/bnn -v "$PWD/tokens:/run/secrets/bnn-tokens:ro" \
+#       bnn-serve
+#
+# The server listens on every interface, so it asks for bearer tokens: the
+# token file (hashes only) is read from /run/secrets/bnn-tokens, and the
+# server refuses to start without it. Append
+# "--token-file= --allow-unauthenticated" to run without tokens on purpose.
 #
 # Both stages install packages with deploy/install-deps.sh, so the image uses
 # exactly the Debian packages the build and CI use.
@@ -48,8 +55,11 @@ VOLUME /var/lib/bnn
 # gRPC, Prometheus metrics (/metrics).
 EXPOSE 50051 9464
 
+# The gRPC health service needs no token. With --tls-cert, replace this
+# check (docker run --health-cmd ...).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
-  CMD ["bnnctl", "--server", "127.0.0.1:50051", "--timeout", "3", "methods"]
+  CMD ["bnnctl", "--server", "127.0.0.1:50051", "--timeout", "3", "health"]
 
 ENTRYPOINT ["bnn-server", "--listen", "0.0.0.0:50051", \
-            "--data-dir", "/var/lib/bnn", "--metrics-listen", "0.0.0.0:9464"]
+            "--data-dir", "/var/lib/bnn", "--metrics-listen", "0.0.0.0:9464", \
+            "--token-file", "/run/secrets/bnn-tokens"]

@@ -8,8 +8,10 @@
 
 #include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
+#include <google/protobuf/unknown_field_set.h>
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 #include <grpcpp/support/sync_stream.h>
@@ -184,8 +186,7 @@ absl::StatusOr<std::unique_ptr<BnnClient>> BnnClient::Create(
   if (channel == nullptr) {
     return absl::InvalidArgumentError("channel: must not be null");
   }
-  return std::unique_ptr<BnnClient>(
-      new BnnClient(v1::BnnService::NewStub(channel), options));
+  return std::unique_ptr<BnnClient>(new BnnClient(std::move(channel), options));
 }
 
 void BnnClient::PrepareContext(grpc::ClientContext* context) const {
@@ -533,6 +534,55 @@ absl::StatusOr<std::vector<v1::MethodInfo>> BnnClient::ListMethods() {
   return std::vector<v1::MethodInfo>(
       std::make_move_iterator(response->mutable_methods()->begin()),
       std::make_move_iterator(response->mutable_methods()->end()));
+}
+
+absl::StatusOr<std::string> BnnClient::CheckHealth(absl::string_view service) {
+  // grpc.health.v1 is not packaged as a proto; its two messages are one
+  // field each: HealthCheckRequest{string service = 1} and
+  // HealthCheckResponse{ServingStatus status = 1}.
+  google::protobuf::UnknownFieldSet request;
+  if (!service.empty()) request.AddLengthDelimited(1, std::string(service));
+  std::string request_bytes;
+  request.SerializeToString(&request_bytes);
+  grpc::GenericStub stub(channel_);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+  grpc::Slice slice(request_bytes);
+  std::unique_ptr<grpc::GenericClientAsyncResponseReader> call =
+      stub.PrepareUnaryCall(&context, "/grpc.health.v1.Health/Check",
+                            grpc::ByteBuffer(&slice, 1), &cq);
+  call->StartCall();
+  grpc::ByteBuffer response;
+  grpc::Status status;
+  call->Finish(&response, &status, nullptr);
+  void* tag = nullptr;
+  bool ok = false;
+  cq.Next(&tag, &ok);
+  cq.Shutdown();
+  if (!status.ok()) return FromGrpcStatus(status);
+  std::vector<grpc::Slice> slices;
+  std::string response_bytes;
+  if (response.Dump(&slices).ok()) {
+    for (const grpc::Slice& s : slices) {
+      response_bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+  }
+  google::protobuf::UnknownFieldSet fields;
+  if (!fields.ParseFromString(response_bytes)) {
+    return absl::InternalError("the health check response does not parse");
+  }
+  uint64_t value = 0;  // UNKNOWN when the field is absent
+  for (int i = 0; i < fields.field_count(); ++i) {
+    if (fields.field(i).number() == 1 &&
+        fields.field(i).type() == google::protobuf::UnknownField::TYPE_VARINT) {
+      value = fields.field(i).varint();
+    }
+  }
+  constexpr const char* kNames[] = {"UNKNOWN", "SERVING", "NOT_SERVING",
+                                    "SERVICE_UNKNOWN"};
+  if (value >= 4) return absl::StrCat("status ", value);
+  return std::string(kNames[value]);
 }
 
 }  // namespace bnn::client

@@ -175,9 +175,16 @@ class BnnClient {
 
   absl::StatusOr<std::vector<v1::MethodInfo>> ListMethods();
 
+  // The grpc.health.v1 status of `service` ("" = the server as a whole):
+  // "SERVING", "NOT_SERVING", "UNKNOWN" or "SERVICE_UNKNOWN". The health
+  // service needs no token.
+  absl::StatusOr<std::string> CheckHealth(absl::string_view service = "");
+
  private:
-  BnnClient(std::unique_ptr<v1::BnnService::Stub> stub, const Options& options)
-      : stub_(std::move(stub)), options_(options) {}
+  BnnClient(std::shared_ptr<grpc::Channel> channel, const Options& options)
+      : channel_(channel),
+        stub_(v1::BnnService::NewStub(channel)),
+        options_(options) {}
 
   // Every call's deadline (now + options_.rpc_timeout) and authorization
   // metadata.
@@ -213,6 +220,7 @@ class BnnClient {
   absl::StatusOr<v1::SnapshotInfo> Import(
       const std::function<absl::StatusOr<bool>(std::string*)>& next_chunk);
 
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::BnnService::Stub> stub_;
   const Options options_;
 };

@@ -19,6 +19,8 @@
 #include "client/bnnctl_args.h"
 #include "client/bnnctl_output.h"
 #include "client/csv_input.h"
+#include "server/auth/scope.h"
+#include "server/auth/token_file.h"
 
 namespace bnn::client {
 namespace {
@@ -295,6 +297,39 @@ class Runner {
       std::cout << "wrote snapshot " << command.snapshot_id << " to "
                 << command.out_path << " (" << *bytes << " bytes)\n";
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const HealthCommand&) {
+    absl::StatusOr<std::string> health = client_->CheckHealth();
+    if (!health.ok()) return health.status();
+    if (global_.json) {
+      PrintJson({{"status", *health}});
+    } else {
+      std::cout << *health << "\n";
+    }
+    if (*health != "SERVING") {
+      return absl::UnavailableError(absl::StrCat("the server is ", *health));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const TokenCreateCommand& command) {
+    // The parser checked the scopes and the name.
+    absl::StatusOr<server::NewToken> created = server::CreateToken(
+        *server::ScopeSet::Parse(command.scopes), command.name);
+    if (!created.ok()) return created.status();
+    const std::string line = server::FormatTokenLine(created->entry);
+    if (global_.json) {
+      PrintJson({{"token", created->token},
+                 {"name", created->entry.name},
+                 {"scopes", created->entry.scopes.ToString()},
+                 {"line", line}});
+    } else {
+      std::cout << "token  " << created->token << "\nline   " << line << "\n";
+    }
+    std::cerr << "The token is shown only now. Add the line to the server's "
+                 "--token-file and send the server SIGHUP.\n";
     return absl::OkStatus();
   }
 

@@ -15,6 +15,9 @@
 #include "bnn/methods/options.h"
 #include "bnn/predict/acquisition.h"
 
+#include "server/auth/scope.h"
+#include "server/auth/token_file.h"
+
 namespace bnn::client {
 namespace {
 
@@ -131,6 +134,21 @@ absl::StatusOr<std::vector<double>> ParseQuantiles(absl::string_view value) {
   return levels;
 }
 
+// Token scopes and names, checked by the token file's own rules and kept as
+// given.
+absl::StatusOr<std::string> ParseScopes(absl::string_view value) {
+  absl::StatusOr<server::ScopeSet> scopes = server::ScopeSet::Parse(value);
+  if (!scopes.ok()) return scopes.status();
+  return std::string(value);
+}
+
+absl::StatusOr<std::string> ParseTokenName(absl::string_view value) {
+  if (absl::Status status = server::ValidateTokenName(value); !status.ok()) {
+    return status;
+  }
+  return std::string(value);
+}
+
 absl::StatusOr<std::pair<std::string, std::string>> ParseParam(
     absl::string_view assignment) {
   ParamMap one;
@@ -192,6 +210,9 @@ struct Commands {
   CLI::App* export_snapshot;
   CLI::App* import_snapshot;
   CLI::App* methods;
+  CLI::App* health;
+  CLI::App* token;
+  CLI::App* token_create;
   CLI::App* help;
 
   UploadCommand upload_args;
@@ -208,6 +229,7 @@ struct Commands {
   DeleteSnapshotCommand delete_snapshot_args;
   ExportCommand export_args;
   ImportCommand import_args;
+  TokenCreateCommand token_create_args;
   std::string help_topic;
 };
 
@@ -402,6 +424,25 @@ void AddCommands(CLI::App* app, Commands* c) {
   c->methods = app->add_subcommand(
       "methods", "List the inference methods and their parameters");
 
+  c->health = app->add_subcommand(
+      "health", "The server's health, SERVING or not (needs no token)");
+
+  c->token = app->add_subcommand("token",
+                                 "Bearer tokens for the server's --token-file");
+  c->token->require_subcommand(1);
+  c->token_create = c->token->add_subcommand(
+      "create",
+      "Make a new random token, locally: prints it once, and the line to add "
+      "to the server's --token-file");
+  AddParsed(c->token_create, "--scopes", ParseScopes,
+            &c->token_create_args.scopes, "SCOPES",
+            "Comma-separated: predict, train, admin (docs/api.md)")
+      ->required();
+  AddParsed(c->token_create, "--name", ParseTokenName,
+            &c->token_create_args.name, "NAME",
+            "Names the token in server logs (default: token- and 8 hex "
+            "digits of its hash)");
+
   c->help = app->add_subcommand("help", "Show the help of bnnctl or COMMAND");
   c->help->add_option("COMMAND", c->help_topic, "A command");
 }
@@ -475,6 +516,8 @@ absl::StatusOr<Command> BuildCommand(const CLI::App& app, Commands& c) {
   if (c.export_snapshot->parsed()) return c.export_args;
   if (c.import_snapshot->parsed()) return c.import_args;
   if (c.methods->parsed()) return MethodsCommand{};
+  if (c.health->parsed()) return HealthCommand{};
+  if (c.token_create->parsed()) return c.token_create_args;
   if (c.help->parsed()) {
     // app.help() would show the help of the parsed command, `help` itself.
     if (c.help_topic.empty()) {

@@ -158,12 +158,25 @@ struct ImportCommand {
   std::string in_path;
 };
 
+// health: the grpc.health.v1 status of the server (no token needed).
+struct HealthCommand {};
+
+// token create --scopes predict[,train,admin] [--name NAME]: a new token for
+// the server's --token-file, made locally (no server is contacted).
+struct TokenCreateCommand {
+  // Checked when parsed by the token file's own parser (server/auth/).
+  std::string scopes;
+  // Empty: named after its hash.
+  std::string name;
+};
+
 using Command =
     std::variant<TextCommand, UploadCommand, TrainCommand, JobCommand,
                  CancelCommand, PredictCommand, AcquireCommand, MethodsCommand,
                  DatasetsCommand, DatasetCommand, AppendCommand,
                  SnapshotsCommand, SnapshotCommand, DeleteSnapshotCommand,
-                 ExportCommand, ImportCommand>;
+                 ExportCommand, ImportCommand, HealthCommand,
+                 TokenCreateCommand>;
 
 struct Invocation {
   GlobalFlags global;

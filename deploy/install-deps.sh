@@ -12,6 +12,9 @@ BUILD_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libeigen3-dev libabsl-dev libspdlog-dev libfmt-dev zlib1g-dev
   libcpp-httplib-dev
+  # Bearer tokens (SHA-256, CSPRNG) and TLS certificate checks; the tests
+  # make their certificates with the openssl tool.
+  libssl-dev openssl
   libgtest-dev libgmock-dev libbenchmark-dev
   # bnnctl: --json output (nlohmann-json) and its command line (CLI11); the
   # tests parse that output with the same JSON parser. Both are header-only.
@@ -32,6 +35,7 @@ RUNTIME_PACKAGES=(
   libfmt9 zlib1g libgomp1 ca-certificates
   # Debian ships cpp-httplib (the /metrics endpoint) as a shared library.
   libcpp-httplib0.11
+  libssl3
 )
 
 packages=("${BUILD_PACKAGES[@]}")

@@ -79,6 +79,19 @@ ABSL_FLAG(double, shutdown_grace, kDefaults.shutdown_grace_seconds,
           "still running.");
 ABSL_FLAG(int64_t, max_snapshot_bytes, kDefaults.limits.max_snapshot_bytes,
           "Largest snapshot ImportSnapshot accepts (at most 2 GiB).");
+ABSL_FLAG(std::string, tls_cert, kDefaults.tls.cert_file,
+          "PEM certificate chain: serve gRPC and /metrics over TLS.");
+ABSL_FLAG(std::string, tls_key, kDefaults.tls.key_file,
+          "PEM private key of --tls-cert.");
+ABSL_FLAG(std::string, tls_client_ca, kDefaults.tls.client_ca_file,
+          "PEM CA certificates: clients must present a certificate signed "
+          "by one (mutual TLS).");
+ABSL_FLAG(std::string, token_file, kDefaults.token_file,
+          "Bearer token hashes with scopes (bnnctl token create); reloaded "
+          "on SIGHUP. Empty: no tokens are asked for.");
+ABSL_FLAG(bool, allow_unauthenticated, kDefaults.allow_unauthenticated,
+          "Listen on a non-loopback address without --token-file or "
+          "--tls-client-ca.");
 
 namespace bnn::server {
 namespace {
@@ -120,18 +133,25 @@ Server::Options OptionsFromFlags() {
   options.limits.max_predict_samples = absl::GetFlag(FLAGS_max_predict_samples);
   options.limits.max_snapshot_bytes = absl::GetFlag(FLAGS_max_snapshot_bytes);
   options.limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  options.token_file = absl::GetFlag(FLAGS_token_file);
+  options.allow_unauthenticated = absl::GetFlag(FLAGS_allow_unauthenticated);
   return options;
 }
 
-// Serves until SIGINT or SIGTERM, which must be blocked in every thread
-// (the caller blocks them before any thread exists).
-absl::Status Serve(const sigset_t& stop_signals) {
+// Serves until SIGINT or SIGTERM, reloading the token file on SIGHUP. The
+// signals must be blocked in every thread (the caller blocks them before any
+// thread exists).
+absl::Status Serve(const sigset_t& signals) {
   BNN_ASSIGN_OR_RETURN(std::unique_ptr<Server> server,
                        Server::Create(OptionsFromFlags()));
   BNN_RETURN_IF_ERROR(server->Start());
   if (const std::string metrics = server->metrics_address(); !metrics.empty()) {
-    std::cout << "bnn-server metrics on http://" << metrics << "/metrics"
-              << std::endl;
+    std::cout << "bnn-server metrics on "
+              << (server->options().tls.enabled() ? "https://" : "http://")
+              << metrics << "/metrics" << std::endl;
   }
   // Tests and scripts parse this line for the bound port.
   std::cout << "bnn-server listening on " << server->address() << std::endl;
@@ -139,8 +159,18 @@ absl::Status Serve(const sigset_t& stop_signals) {
                server->options().data_dir);
 
   int signal_number = 0;
-  if (sigwait(&stop_signals, &signal_number) != 0) {
-    return absl::InternalError("sigwait failed");
+  while (true) {
+    if (sigwait(&signals, &signal_number) != 0) {
+      return absl::InternalError("sigwait failed");
+    }
+    if (signal_number != SIGHUP) break;
+    if (const absl::StatusOr<int> tokens = server->ReloadTokens();
+        tokens.ok()) {
+      spdlog::info("SIGHUP: token file reloaded, {} tokens", *tokens);
+    } else {
+      spdlog::error("SIGHUP: token file not reloaded, old tokens kept: {}",
+                    tokens.status().ToString());
+    }
   }
   spdlog::info("{}: shutting down", strsignal(signal_number));
   const absl::Status stopped = server->Shutdown();
@@ -164,11 +194,12 @@ absl::Status Serve(const sigset_t& stop_signals) {
 int main(int argc, char** argv) {
   // Before any thread starts, so that every thread inherits the mask and the
   // signals reach only sigwait().
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A client vanishing mid-response must not kill the server.
   signal(SIGPIPE, SIG_IGN);
 
@@ -182,7 +213,7 @@ int main(int argc, char** argv) {
                          arg_pointers.data());
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("bnn-server"));
-  const absl::Status status = bnn::server::Serve(stop_signals);
+  const absl::Status status = bnn::server::Serve(signals);
   if (!status.ok()) {
     spdlog::critical("{}", status.ToString());
     return 1;

@@ -98,6 +98,19 @@ absl::Status Server::Options::Validate() const {
   // Snapshot payloads are parsed by protobuf, whose sizes are ints.
   BNN_RETURN_IF_ERROR(CheckInRange(
       "max-snapshot-bytes", limits.max_snapshot_bytes, 1, int64_t{2} << 30));
+  BNN_RETURN_IF_ERROR(tls.Validate());
+  // Safe by default: a server reachable from other machines asks every
+  // client for a credential unless told explicitly not to.
+  if (!IsLoopbackHost(host) && token_file.empty() &&
+      tls.client_ca_file.empty() && !allow_unauthenticated) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--listen ", listen,
+        " is not a loopback address, and neither --token-file nor "
+        "--tls-client-ca is given: anyone who can reach the port could read, "
+        "change and delete every dataset and snapshot. Give --token-file "
+        "FILE (see bnnctl token create), or pass --allow-unauthenticated to "
+        "accept that"));
+  }
   return absl::OkStatus();
 }
 
@@ -105,6 +118,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   BNN_RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<Server> server(new Server(std::move(options)));
   const Options& o = server->options_;
+  BNN_ASSIGN_OR_RETURN(server->auth_, Authenticator::Create(o.token_file));
+  if (server->auth_->enabled()) {
+    spdlog::info("{} tokens from {}", server->auth_->num_tokens(),
+                 o.token_file);
+  }
+  if (o.tls.enabled()) {
+    BNN_ASSIGN_OR_RETURN(server->credentials_, TlsServerCredentials(o.tls));
+  } else {
+    server->credentials_ = grpc::InsecureServerCredentials();
+  }
   BNN_ASSIGN_OR_RETURN(server->data_dir_lock_,
                        DataDirLock::Acquire(o.data_dir));
   int64_t budget_bytes = o.memory_budget_bytes;
@@ -169,7 +192,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   server->service_ = std::make_unique<BnnServiceImpl>(
       service_options, server->datasets_.get(), server->snapshots_.get(),
       server->predictors_.get(), server->runner_.get(), registry,
-      &server->metrics_, server->memory_budget_.get());
+      &server->metrics_, server->memory_budget_.get(), server->auth_.get());
   return server;
 }
 
@@ -198,8 +221,7 @@ absl::Status Server::Start() {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   port_ = 0;
-  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(),
-                           &port_);
+  builder.AddListeningPort(options_.listen, credentials_, &port_);
   // Without SO_REUSEPORT a second server on the same port fails to start
   // instead of silently taking half of the connections.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -225,7 +247,9 @@ absl::Status Server::Start() {
   }
   if (!options_.metrics_listen.empty()) {
     absl::StatusOr<std::unique_ptr<HttpExporter>> started =
-        HttpExporter::Start(options_.metrics_listen, &metrics_.registry());
+        HttpExporter::Start(options_.metrics_listen, &metrics_.registry(),
+                            {options_.tls.cert_file, options_.tls.key_file,
+                             options_.tls.client_ca_file});
     if (!started.ok()) {
       grpc_server_->Shutdown();
       grpc_server_.reset();
@@ -321,6 +345,11 @@ absl::Status Server::Shutdown() {
                      " still running"));
   }
   return shutdown_status_;
+}
+
+absl::StatusOr<int> Server::ReloadTokens() {
+  BNN_RETURN_IF_ERROR(auth_->Reload());
+  return auth_->num_tokens();
 }
 
 std::string Server::address() const { return JoinHostPort(host_, port_); }

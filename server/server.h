@@ -20,6 +20,8 @@
 #include "server/admission/memory_budget.h"
 #include "server/api/bnn_v1/bnn_service.h"
 #include "server/api/bnn_v1/request_validation.h"
+#include "server/auth/authenticator.h"
+#include "server/auth/tls.h"
 #include "server/common/call_counter.h"
 #include "server/jobs/job_runner.h"
 #include "server/metrics/http_exporter.h"
@@ -96,6 +98,17 @@ class Server {
     // --stream-idle-seconds: a client stream that sends no message for this
     // long is ended with DEADLINE_EXCEEDED and frees its slot. > 0.
     double stream_idle_seconds = 60;
+    // --tls-cert, --tls-key, --tls-client-ca: TLS on the gRPC port and the
+    // metrics endpoint, optionally requiring client certificates (tls.h).
+    TlsOptions tls;
+    // --token-file: bearer tokens, as hashes with scopes (token_file.h);
+    // every bnn.v1 call must present one whose scopes allow it. Empty: no
+    // tokens are asked for. Reloaded by ReloadTokens() (SIGHUP).
+    std::string token_file;
+    // --allow-unauthenticated: listen on a non-loopback address although
+    // neither --token-file nor --tls-client-ca asks clients for a
+    // credential. Without it such a server refuses to start.
+    bool allow_unauthenticated = false;
 
     // InvalidArgument naming the flag, its value and the violated bound.
     absl::Status Validate() const;
@@ -150,6 +163,11 @@ class Server {
   // Whether health reports SERVING.
   bool serving() const;
 
+  // Reads --token-file again (bnn-server does on SIGHUP) and returns the
+  // number of tokens now accepted. On error the tokens in use stay in use
+  // and the error is returned.
+  absl::StatusOr<int> ReloadTokens();
+
   // After Start(): the bound gRPC port, and "host:port" with it.
   int port() const { return port_; }
   std::string address() const;
@@ -185,6 +203,9 @@ class Server {
   // Held from Create() until destruction, after every store is closed.
   std::unique_ptr<DataDirLock> data_dir_lock_;
   std::unique_ptr<MemoryBudget> memory_budget_;
+  std::unique_ptr<Authenticator> auth_;
+  // Of the gRPC port: TLS (files read and checked by Create) or plaintext.
+  std::shared_ptr<grpc::ServerCredentials> credentials_;
   std::unique_ptr<DatasetStore> datasets_;
   std::unique_ptr<SnapshotStore> snapshots_;
   std::unique_ptr<PredictorCache> predictors_;

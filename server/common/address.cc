@@ -1,5 +1,10 @@
 #include "server/common/address.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string>
+
+#include <absl/strings/match.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
 
@@ -24,6 +29,21 @@ absl::Status SplitHostPort(absl::string_view address, std::string* host,
   }
   *host = std::string(host_part);
   return absl::OkStatus();
+}
+
+bool IsLoopbackHost(absl::string_view host) {
+  if (absl::EqualsIgnoreCase(host, "localhost")) return true;
+  const std::string text(host);
+  in_addr v4;
+  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6;
+  if (inet_pton(AF_INET6, text.c_str(), &v6) == 1) {
+    return IN6_IS_ADDR_LOOPBACK(&v6) ||
+           (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
+  }
+  return false;
 }
 
 std::string JoinHostPort(absl::string_view host, int port) {

@@ -14,6 +14,11 @@ namespace bnn::server {
 absl::Status SplitHostPort(absl::string_view address, std::string* host,
                            int* port);
 
+// Whether `host` (as SplitHostPort returns it) reaches only this machine:
+// "localhost", an IPv4 address in 127.0.0.0/8, "::1" or ::ffff:127.x.y.z.
+// Anything else, including "" and "0.0.0.0" (every interface), is not.
+bool IsLoopbackHost(absl::string_view host);
+
 // Inverse of SplitHostPort: brackets an IPv6 host.
 std::string JoinHostPort(absl::string_view host, int port);
 

@@ -30,11 +30,25 @@ constexpr char kContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(
-    absl::string_view listen, const Registry* registry) {
+    absl::string_view listen, const Registry* registry, const Tls& tls) {
   std::string host;
   int port = 0;
   BNN_RETURN_IF_ERROR(SplitHostPort(listen, &host, &port));
-  auto http = std::make_unique<httplib::Server>();
+  std::unique_ptr<httplib::Server> http;
+  if (tls.cert_file.empty()) {
+    http = std::make_unique<httplib::Server>();
+  } else {
+    auto https = std::make_unique<httplib::SSLServer>(
+        tls.cert_file.c_str(), tls.key_file.c_str(),
+        tls.client_ca_file.empty() ? nullptr : tls.client_ca_file.c_str());
+    if (!https->is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the metrics endpoint cannot load the TLS files ", tls.cert_file,
+          ", ", tls.key_file,
+          tls.client_ca_file.empty() ? "" : ", " + tls.client_ca_file));
+    }
+    http = std::move(https);
+  }
   http->new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
   http->set_read_timeout(kReadTimeout);
   http->set_write_timeout(kWriteTimeout);

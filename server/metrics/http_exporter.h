@@ -1,5 +1,5 @@
-// Serves a Registry at GET /metrics over plain HTTP (cpp-httplib) on its own
-// threads, for Prometheus to scrape.
+// Serves a Registry at GET /metrics over HTTP or HTTPS (cpp-httplib, built
+// by Debian with OpenSSL) on its own threads, for Prometheus to scrape.
 #ifndef BNN_SERVER_METRICS_HTTP_EXPORTER_H_
 #define BNN_SERVER_METRICS_HTTP_EXPORTER_H_
 
@@ -21,10 +21,22 @@ namespace bnn::server {
 
 class HttpExporter {
  public:
+  // PEM files for HTTPS; all empty for plain HTTP.
+  struct Tls {
+    // The server's certificate chain and its private key.
+    std::string cert_file;
+    std::string key_file;
+    // If set, scrapers must present a client certificate signed by one of
+    // these CAs.
+    std::string client_ca_file;
+  };
+
   // Binds `listen` ("host:port", "[v6]:port"; port 0 picks a free port) and
-  // starts serving. `registry` is borrowed and must outlive the exporter.
+  // starts serving, over HTTPS if tls.cert_file is set (InvalidArgument if
+  // the files cannot be loaded). `registry` is borrowed and must outlive the
+  // exporter.
   static absl::StatusOr<std::unique_ptr<HttpExporter>> Start(
-      absl::string_view listen, const Registry* registry);
+      absl::string_view listen, const Registry* registry, const Tls& tls = {});
   // Stops serving and joins the threads.
   ~HttpExporter();
 

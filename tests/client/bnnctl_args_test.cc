@@ -545,5 +545,35 @@ TEST_F(BnnctlArgsTest, CsvPathsMayBeStandardInput) {
   EXPECT_TRUE(std::get<UploadCommand>(upload->command).classification);
 }
 
+TEST_F(BnnctlArgsTest, TokenCreateChecksScopesAndName) {
+  absl::StatusOr<Invocation> parsed =
+      Parse({"token", "create", "--scopes", "predict,train", "--name", "loop"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const auto* create = std::get_if<TokenCreateCommand>(&parsed->command);
+  ASSERT_NE(create, nullptr);
+  EXPECT_EQ(create->scopes, "predict,train");
+  EXPECT_EQ(create->name, "loop");
+  parsed = Parse({"token", "create", "--scopes", "admin"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(std::get<TokenCreateCommand>(parsed->command).name, "");
+
+  EXPECT_THAT(UsageError({"token", "create"}), HasSubstr("--scopes"));
+  EXPECT_THAT(UsageError({"token"}), Not(IsEmpty()));
+  EXPECT_THAT(UsageError({"token", "delete", "--scopes", "admin"}),
+              Not(IsEmpty()));
+  EXPECT_THAT(UsageError({"token", "create", "--scopes", "predict,root"}),
+              HasSubstr("unknown scope 'root'"));
+  EXPECT_THAT(UsageError({"token", "create", "--scopes", "admin", "--name",
+                          "has space"}),
+              HasSubstr("token name 'has space' may only hold"));
+}
+
+TEST_F(BnnctlArgsTest, HealthTakesNoArguments) {
+  absl::StatusOr<Invocation> parsed = Parse({"health"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(std::holds_alternative<HealthCommand>(parsed->command));
+  EXPECT_THAT(UsageError({"health", "x"}), Not(IsEmpty()));
+}
+
 }  // namespace
 }  // namespace bnn::client

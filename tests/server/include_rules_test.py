@@ -12,11 +12,12 @@ import sys
 # Folder (relative to server/) -> folders it may include, besides itself.
 ALLOWED = {
     "common": set(),
+    "auth": set(),
     "metrics": {"common"},
     "store": {"common"},
     "admission": {"common"},
     "jobs": {"admission", "store", "metrics", "common"},
-    "api/bnn_v1": {"jobs", "admission", "store", "metrics", "common"},
+    "api/bnn_v1": {"auth", "jobs", "admission", "store", "metrics", "common"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"server/([^"]+)"', re.M)
 

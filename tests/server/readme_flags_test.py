@@ -3,8 +3,9 @@
 
 Every flag `bnn-server --helpon=main` lists must have one row in the table of
 README.md's "Running the server" section, spelled with dashes, whose default
-column is the binary's default (`(required)` for --data-dir), and the table
-must list no other flag. Usage: readme_flags_test.py REPOSITORY_ROOT BNN_SERVER
+column is the binary's default (an empty default is written `(required)`
+for the flags in REQUIRED and `(none)` for the others), and the table must
+list no other flag. Usage: readme_flags_test.py REPOSITORY_ROOT BNN_SERVER
 """
 import pathlib
 import re
@@ -14,6 +15,8 @@ import sys
 # "--max_predict_rows (Most rows ...); default: 100000;" (help may wrap).
 FLAG = re.compile(r"--(\w+) \((.*?)\);\s+default: (.*?);", re.S)
 ROW = re.compile(r"^\| `--([a-z0-9-]+)[^`]*` \| ([^|]*) \|", re.M)
+# Flags the server cannot start without.
+REQUIRED = {"data-dir"}
 
 
 def binary_flags(binary: str) -> dict:
@@ -46,7 +49,10 @@ def main() -> int:
         if name not in rows:
             errors.append(f"README.md: no row for --{name}")
             continue
-        expected = "(required)" if default == "" else f"`{default}`"
+        if default == "":
+            expected = "(required)" if name in REQUIRED else "(none)"
+        else:
+            expected = f"`{default}`"
         if rows[name] != expected:
             errors.append(f"README.md: --{name} default is {rows[name]}, "
                           f"the binary's is {expected}")

@@ -1,11 +1,16 @@
 #include "tests/server/server_binary.h"
 
 #include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
 #include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/client_interceptor.h>
 
 #include "tests/server/server_test_util.h"
 
@@ -16,6 +21,40 @@ absl::Status FromGrpc(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                       status.error_message());
 }
+
+// Adds "authorization: <value>" to the initial metadata of every call.
+class AuthorizationInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  explicit AuthorizationInterceptor(std::string value)
+      : value_(std::move(value)) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) final {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::
+                PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->emplace("authorization", value_);
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string value_;
+};
+
+class AuthorizationInterceptorFactory final
+    : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit AuthorizationInterceptorFactory(std::string value)
+      : value_(std::move(value)) {}
+
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo* /*info*/) final {
+    return new AuthorizationInterceptor(value_);
+  }
+
+ private:
+  const std::string value_;
+};
 
 }  // namespace
 
@@ -72,44 +111,88 @@ absl::StatusOr<v1::Job> WaitForJob(
   }
 }
 
-std::shared_ptr<grpc::Channel> NewClientChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> NewClientChannel(
+    const std::string& address, const std::string& token,
+    std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetMaxReceiveMessageSize(-1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
+  std::vector<
+      std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+      interceptors;
+  if (!token.empty()) {
+    interceptors.push_back(std::make_unique<AuthorizationInterceptorFactory>(
+        absl::StrCat("Bearer ", token)));
+  }
+  return grpc::experimental::CreateCustomChannelWithInterceptors(
+      address, credentials, args, std::move(interceptors));
 }
 
-absl::StatusOr<std::string> RawUnaryCall(
+absl::StatusOr<std::vector<std::string>> RawCall(
     const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
-    const std::string& request) {
+    const std::string& request, const std::string& authorization) {
   grpc::GenericStub stub(channel);
   grpc::CompletionQueue cq;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::seconds(10));
-  grpc::Slice slice(request);
-  auto call =
-      stub.PrepareUnaryCall(&context, method, grpc::ByteBuffer(&slice, 1), &cq);
-  call->StartCall();
-  grpc::ByteBuffer response;
+  if (!authorization.empty()) {
+    context.AddMetadata("authorization", authorization);
+  }
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+      stub.PrepareCall(&context, method, &cq);
+  // One operation at a time, each waited for; false once the call ended.
+  const auto done = [&cq](intptr_t tag_value) {
+    void* tag = nullptr;
+    bool ok = false;
+    return cq.Next(&tag, &ok) && ok &&
+           tag == reinterpret_cast<void*>(tag_value);
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  if (done(1)) {
+    grpc::Slice slice(request);
+    call->Write(grpc::ByteBuffer(&slice, 1), reinterpret_cast<void*>(2));
+    if (done(2)) {
+      call->WritesDone(reinterpret_cast<void*>(3));
+      done(3);
+    }
+  }
+  std::vector<std::string> messages;
+  while (true) {
+    grpc::ByteBuffer response;
+    call->Read(&response, reinterpret_cast<void*>(4));
+    if (!done(4)) break;
+    std::vector<grpc::Slice> slices;
+    std::string& bytes = messages.emplace_back();
+    if (response.Dump(&slices).ok()) {
+      for (const grpc::Slice& s : slices) {
+        bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+      }
+    }
+  }
   grpc::Status status;
-  call->Finish(&response, &status, reinterpret_cast<void*>(1));
+  call->Finish(&status, reinterpret_cast<void*>(5));
+  done(5);
+  cq.Shutdown();
   void* tag = nullptr;
   bool ok = false;
-  cq.Next(&tag, &ok);
-  cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
   }
   if (!status.ok()) return FromGrpc(status);
-  std::vector<grpc::Slice> slices;
-  std::string bytes;
-  if (response.Dump(&slices).ok()) {
-    for (const grpc::Slice& s : slices) {
-      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    }
+  return messages;
+}
+
+absl::StatusOr<std::string> RawUnaryCall(
+    const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+    const std::string& request) {
+  absl::StatusOr<std::vector<std::string>> messages =
+      RawCall(channel, method, request);
+  if (!messages.ok()) return messages.status();
+  if (messages->size() != 1) {
+    return absl::InternalError(
+        absl::StrCat(method, " returned ", messages->size(), " messages"));
   }
-  return bytes;
+  return std::move(messages->front());
 }
 
 absl::StatusOr<int> HealthCheck(const std::shared_ptr<grpc::Channel>& channel,

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <absl/status/statusor.h>
 #include <absl/time/time.h>
@@ -34,12 +35,25 @@ absl::StatusOr<v1::Job> WaitForJob(
     absl::Duration timeout = absl::Seconds(120));
 
 // A channel with a connection of its own (gRPC shares one connection among
-// channels to an address unless told otherwise): a separate client.
-std::shared_ptr<grpc::Channel> NewClientChannel(const std::string& address);
+// channels to an address unless told otherwise): a separate client. Unless
+// `token` is empty, every call on it sends "authorization: Bearer TOKEN"
+// (for a server with --token-file).
+std::shared_ptr<grpc::Channel> NewClientChannel(
+    const std::string& address, const std::string& token = "",
+    std::shared_ptr<grpc::ChannelCredentials> credentials =
+        grpc::InsecureChannelCredentials());
 
-// One unary call through the generic stub; `request` and the returned bytes
-// are serialised protobuf messages (for services whose protos are not
-// packaged, such as health).
+// One call of `method` ("/package.Service/Method", of any kind) through the
+// generic stub, within 10 s: sends `request`, half-closes and reads what the
+// server sends back. Messages are serialised protobufs (for services whose
+// protos are not packaged, such as health, or to call every method of a
+// service alike). `authorization`, unless empty, is sent as the
+// "authorization" metadata. The messages received, or the call's error.
+absl::StatusOr<std::vector<std::string>> RawCall(
+    const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+    const std::string& request, const std::string& authorization = "");
+
+// RawCall of a unary method: its one response message.
 absl::StatusOr<std::string> RawUnaryCall(
     const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
     const std::string& request);

@@ -3,7 +3,8 @@
 // server must return; the test runs that failure (one scenario per row,
 // below) and compares the code. A row without a scenario, or a scenario
 // without a row, fails the test, so the document and the server cannot drift
-// apart.
+// apart. The server has a token file; calls send an admin token unless the
+// row is about tokens.
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -26,6 +27,8 @@
 
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
+#include "server/auth/scope.h"
+#include "server/auth/token_file.h"
 #include "tests/server/server_binary.h"
 #include "tests/server/server_test_util.h"
 
@@ -113,10 +116,21 @@ constexpr int kMaxSnapshotBytes = 100000;
 class StatusTableTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    const std::string token_file = dir_.path() + "/tokens";
+    std::ofstream tokens(token_file);
+    for (const auto& [scope, token] :
+         {std::pair{"admin", &admin_token_}, {"predict", &predict_token_}}) {
+      absl::StatusOr<NewToken> created =
+          CreateToken(*ScopeSet::Parse(scope), scope);
+      ASSERT_TRUE(created.ok()) << created.status();
+      tokens << FormatTokenLine(created->entry) << "\n";
+      *token = created->token;
+    }
+    tokens.close();
     absl::StatusOr<std::unique_ptr<ServerProcess>> server =
         ServerProcess::Start(
             BNN_SERVER_PATH, dir_.path() + "/data", dir_.path() + "/server.log",
-            {"--threads=1",
+            {"--token-file", token_file, "--threads=1",
              "--max-upload-rows=" + std::to_string(kMaxUploadRows),
              "--max-predict-rows=" + std::to_string(kMaxPredictRows),
              "--max-predict-samples=" + std::to_string(kMaxPredictSamples),
@@ -126,7 +140,7 @@ class StatusTableTest : public ::testing::Test {
              "--max-request-seconds=0.05"});
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    stub_ = v1::BnnService::NewStub(NewClientChannel(server_->address()));
+    stub_ = StubWithToken(admin_token_);
 
     absl::StatusOr<std::string> dataset_id = UploadCubic(*stub_, 30);
     ASSERT_TRUE(dataset_id.ok()) << dataset_id.status();
@@ -172,18 +186,22 @@ class StatusTableTest : public ::testing::Test {
     }
     return messages;
   }
+  // A stub sending `token` (none if empty) instead of the admin token.
+  std::unique_ptr<v1::BnnService::Stub> StubWithToken(
+      const std::string& token) const {
+    return v1::BnnService::NewStub(NewClientChannel(server_->address(), token));
+  }
   grpc::Status Upload(const std::vector<v1::UploadDatasetRequest>& messages,
-                      std::string* dataset_id = nullptr) {
+                      v1::BnnService::Stub* stub = nullptr) {
     grpc::ClientContext context;
     v1::UploadDatasetResponse response;
-    auto writer = stub_->UploadDataset(&context, &response);
+    auto writer = (stub == nullptr ? stub_.get() : stub)
+                      ->UploadDataset(&context, &response);
     for (const auto& m : messages) {
       if (!writer->Write(m)) break;
     }
     writer->WritesDone();
-    const grpc::Status status = writer->Finish();
-    if (dataset_id != nullptr) *dataset_id = response.dataset().dataset_id();
-    return status;
+    return writer->Finish();
   }
   // An append of `rows` rows (each of `width` features) to `dataset_id`.
   grpc::Status Append(const std::string& dataset_id, int rows, int width = 1,
@@ -219,22 +237,26 @@ class StatusTableTest : public ::testing::Test {
     writer->WritesDone();
     return writer->Finish();
   }
-  grpc::Status Export(const std::string& snapshot_id, std::string* bytes) {
+  grpc::Status Export(const std::string& snapshot_id, std::string* bytes,
+                      v1::BnnService::Stub* stub = nullptr) {
     grpc::ClientContext context;
     v1::ExportSnapshotRequest request;
     request.set_snapshot_id(snapshot_id);
-    auto reader = stub_->ExportSnapshot(&context, request);
+    auto reader = (stub == nullptr ? stub_.get() : stub)
+                      ->ExportSnapshot(&context, request);
     v1::SnapshotChunk chunk;
     while (reader->Read(&chunk)) bytes->append(chunk.data());
     return reader->Finish();
   }
   template <typename Request, typename Response, typename Method>
   grpc::Status Unary(Method method, const Request& request,
-                     absl::Duration deadline = absl::Seconds(60)) {
+                     absl::Duration deadline = absl::Seconds(60),
+                     v1::BnnService::Stub* stub = nullptr) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
     Response response;
-    return (stub_.get()->*method)(&context, request, &response);
+    return ((stub == nullptr ? stub_.get() : stub)->*method)(&context, request,
+                                                             &response);
   }
   v1::PredictRequest Predict(const std::string& snapshot_id, int rows,
                              int samples = 4) const {
@@ -410,6 +432,32 @@ class StatusTableTest : public ::testing::Test {
     s["ImportSnapshot/corrupt"] = [&] {
       return Import("this is not a snapshot file");
     };
+    // Tokens are checked before anything else: the ids below exist.
+    s["GetDataset/no token"] = [&, this] {
+      v1::GetDatasetRequest request;
+      request.set_dataset_id(dataset_id_);
+      return Unary<v1::GetDatasetRequest, v1::DatasetInfo>(
+          &S::GetDataset, request, absl::Seconds(60), StubWithToken("").get());
+    };
+    s["Predict/unknown token"] = [&, this] {
+      return Unary<v1::PredictRequest, v1::PredictResponse>(
+          &S::Predict, Predict(snapshot_id_, 1), absl::Seconds(60),
+          StubWithToken("bnn_not-a-token").get());
+    };
+    s["UploadDataset/wrong scope"] = [&, this] {
+      return Upload(UploadMessages(5), StubWithToken(predict_token_).get());
+    };
+    s["DeleteSnapshot/wrong scope"] = [&, this] {
+      v1::DeleteSnapshotRequest request;
+      request.set_snapshot_id(snapshot_id_);
+      return Unary<v1::DeleteSnapshotRequest, v1::DeleteSnapshotResponse>(
+          &S::DeleteSnapshot, request, absl::Seconds(60),
+          StubWithToken(predict_token_).get());
+    };
+    s["ExportSnapshot/wrong scope"] = [&, this] {
+      std::string bytes;
+      return Export(snapshot_id_, &bytes, StubWithToken(predict_token_).get());
+    };
     s["ImportSnapshot/over a limit"] = [&] {
       std::string bytes;
       const grpc::Status exported = Export(snapshot_id_, &bytes);
@@ -421,6 +469,8 @@ class StatusTableTest : public ::testing::Test {
   }
 
   TempDir dir_;
+  std::string admin_token_;
+  std::string predict_token_;
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<v1::BnnService::Stub> stub_;
   std::string dataset_id_;

@@ -16,6 +16,7 @@
 #include "bnn/predict/predictor.h"
 #include "bnn/status.h"
 
+#include "server/api/bnn_v1/method_scopes.h"
 #include "server/api/bnn_v1/predict_request.h"
 #include "server/api/bnn_v1/to_wire.h"
 #include "server/api/bnn_v1/training_request.h"
@@ -45,12 +46,13 @@ bool IsServerError(absl::string_view rpc, const absl::Status& status) {
   }
 }
 
-// The client a call counts against for fair scheduling: the peer's address
-// ("ipv4:127.0.0.1:50312"), i.e. one connection. Authenticated calls will be
-// keyed by their credential's name instead, so that a client cannot gain
-// turns by opening connections.
-std::string ClientKey(const grpc::CallbackServerContext& context) {
-  return context.peer();
+// The client a call counts against for fair scheduling: the name of its
+// token (`caller`), so that a client cannot gain turns by opening
+// connections; without a token file, the peer's address
+// ("ipv4:127.0.0.1:50312"), i.e. one connection.
+std::string ClientKey(const grpc::CallbackServerContext& context,
+                      absl::string_view caller) {
+  return caller.empty() ? context.peer() : absl::StrCat("token ", caller);
 }
 
 // Stops a computation once the client's deadline or the server's time limit
@@ -91,7 +93,8 @@ BnnServiceImpl::BnnServiceImpl(const Options& options, DatasetStore* datasets,
                                PredictorCache* predictors, JobRunner* jobs,
                                const MethodRegistry* registry,
                                ServerMetrics* metrics,
-                               MemoryBudget* memory_budget)
+                               MemoryBudget* memory_budget,
+                               const Authenticator* auth)
     : options_(options),
       datasets_(datasets),
       snapshots_(snapshots),
@@ -100,11 +103,18 @@ BnnServiceImpl::BnnServiceImpl(const Options& options, DatasetStore* datasets,
       registry_(registry),
       metrics_(metrics),
       memory_budget_(memory_budget),
+      auth_(auth),
       streams_(options.max_client_streams, options.stream_idle_timeout),
       io_pool_(kIoThreads),
       compute_pool_(options.compute_workers) {
   metrics_->datasets().Set(static_cast<double>(datasets_->size()));
   metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
+}
+
+absl::StatusOr<std::string> BnnServiceImpl::Authorize(
+    grpc::CallbackServerContext* context, absl::string_view rpc) const {
+  BNN_ASSIGN_OR_RETURN(const Scope required, RequiredScope(rpc));
+  return auth_->Authorize(*context, rpc, required);
 }
 
 absl::Status BnnServiceImpl::RecordOutcome(grpc::CallbackServerContext* context,
@@ -132,16 +142,28 @@ grpc::ServerUnaryReactor* BnnServiceImpl::Finish(
   return reactor;
 }
 
+grpc::ServerUnaryReactor* BnnServiceImpl::Run(
+    grpc::CallbackServerContext* context, absl::string_view rpc,
+    absl::FunctionRef<absl::Status()> work) {
+  const absl::Time start = absl::Now();
+  absl::Status status = Authorize(context, rpc).status();
+  if (status.ok()) status = work();
+  return Finish(context, rpc, start, status);
+}
+
 grpc::ServerUnaryReactor* BnnServiceImpl::FinishOnPool(
     ThreadPool* pool, grpc::CallbackServerContext* context,
     absl::string_view rpc, absl::Duration time_limit,
     absl::AnyInvocable<absl::Status(const Interrupt&) &&> work) {
   const absl::Time start = absl::Now();
+  const absl::StatusOr<std::string> caller = Authorize(context, rpc);
+  if (!caller.ok()) return Finish(context, rpc, start, caller.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // The request and response stay valid until the reactor finishes.
-  pool->Schedule(ClientKey(*context), [this, context, reactor, rpc, start,
-                                       time_limit,
-                                       work = std::move(work)]() mutable {
+  pool->Schedule(ClientKey(*context, *caller), [this, context, reactor, rpc,
+                                                start, time_limit,
+                                                work =
+                                                    std::move(work)]() mutable {
     const Interrupt interrupt =
         CallInterrupt(context, rpc, absl::Now(), time_limit);
     absl::Status status = interrupt.Check();
@@ -159,39 +181,36 @@ grpc::ServerUnaryReactor* BnnServiceImpl::FinishOnPool(
 grpc::ServerUnaryReactor* BnnServiceImpl::GetDataset(
     grpc::CallbackServerContext* context, const v1::GetDatasetRequest* request,
     v1::DatasetInfo* response) {
-  const absl::Time start = absl::Now();
-  return Finish(context, "GetDataset", start, DoGetDataset(*request, response));
+  return Run(context, "GetDataset",
+             [&] { return DoGetDataset(*request, response); });
 }
 
 grpc::ServerUnaryReactor* BnnServiceImpl::ListDatasets(
     grpc::CallbackServerContext* context,
     const v1::ListDatasetsRequest* /*request*/,
     v1::ListDatasetsResponse* response) {
-  const absl::Time start = absl::Now();
-  return Finish(context, "ListDatasets", start, DoListDatasets(response));
+  return Run(context, "ListDatasets", [&] { return DoListDatasets(response); });
 }
 
 grpc::ServerUnaryReactor* BnnServiceImpl::StartTraining(
     grpc::CallbackServerContext* context,
     const v1::StartTrainingRequest* request,
     v1::StartTrainingResponse* response) {
-  const absl::Time start = absl::Now();
-  return Finish(context, "StartTraining", start,
-                DoStartTraining(*request, response));
+  return Run(context, "StartTraining",
+             [&] { return DoStartTraining(*request, response); });
 }
 
 grpc::ServerUnaryReactor* BnnServiceImpl::GetJob(
     grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
     v1::Job* response) {
-  const absl::Time start = absl::Now();
-  return Finish(context, "GetJob", start, DoGetJob(*request, response));
+  return Run(context, "GetJob", [&] { return DoGetJob(*request, response); });
 }
 
 grpc::ServerUnaryReactor* BnnServiceImpl::CancelJob(
     grpc::CallbackServerContext* context, const v1::CancelJobRequest* request,
     v1::Job* response) {
-  const absl::Time start = absl::Now();
-  return Finish(context, "CancelJob", start, DoCancelJob(*request, response));
+  return Run(context, "CancelJob",
+             [&] { return DoCancelJob(*request, response); });
 }
 
 grpc::ServerUnaryReactor* BnnServiceImpl::Predict(
@@ -218,17 +237,15 @@ grpc::ServerUnaryReactor* BnnServiceImpl::ListSnapshots(
     grpc::CallbackServerContext* context,
     const v1::ListSnapshotsRequest* request,
     v1::ListSnapshotsResponse* response) {
-  const absl::Time start = absl::Now();
-  return Finish(context, "ListSnapshots", start,
-                DoListSnapshots(*request, response));
+  return Run(context, "ListSnapshots",
+             [&] { return DoListSnapshots(*request, response); });
 }
 
 grpc::ServerUnaryReactor* BnnServiceImpl::GetSnapshot(
     grpc::CallbackServerContext* context, const v1::GetSnapshotRequest* request,
     v1::SnapshotInfo* response) {
-  const absl::Time start = absl::Now();
-  return Finish(context, "GetSnapshot", start,
-                DoGetSnapshot(*request, response));
+  return Run(context, "GetSnapshot",
+             [&] { return DoGetSnapshot(*request, response); });
 }
 
 grpc::ServerUnaryReactor* BnnServiceImpl::DeleteSnapshot(
@@ -244,8 +261,7 @@ grpc::ServerUnaryReactor* BnnServiceImpl::ListMethods(
     grpc::CallbackServerContext* context,
     const v1::ListMethodsRequest* /*request*/,
     v1::ListMethodsResponse* response) {
-  const absl::Time start = absl::Now();
-  return Finish(context, "ListMethods", start, DoListMethods(response));
+  return Run(context, "ListMethods", [&] { return DoListMethods(response); });
 }
 
 absl::Status BnnServiceImpl::DoGetDataset(const v1::GetDatasetRequest& request,

@@ -1,9 +1,10 @@
-// The gRPC service: thin handlers that validate a request, call the stores,
-// the job runner or the core, convert the status once (ToGrpcStatus), record
-// metrics and log failures. Reactions never block: disk work (uploads,
-// appends, imports, exports, deletions) runs on an I/O pool and Monte Carlo
-// work (Predict, Acquire) on a bounded compute pool, whose threads finish
-// the calls.
+// The gRPC service: thin handlers that authorize the call (before any
+// lookup, so a denial reveals nothing about the ids named), validate the
+// request, call the stores, the job runner or the core, convert the status
+// once (ToGrpcStatus), record metrics and log failures. Reactions never
+// block: disk work (uploads, appends, imports, exports, deletions) runs on an
+// I/O pool and Monte Carlo work (Predict, Acquire) on a bounded compute pool,
+// whose threads finish the calls.
 //
 // The handlers of client- and server-streaming RPCs are defined with their
 // reactors, in dataset_streams.cc and snapshot_streams.cc.
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include <absl/functional/any_invocable.h>
+#include <absl/functional/function_ref.h>
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
@@ -28,6 +30,7 @@
 
 #include "server/admission/memory_budget.h"
 #include "server/api/bnn_v1/request_validation.h"
+#include "server/auth/authenticator.h"
 #include "server/common/stream_watch.h"
 #include "server/common/thread_pool.h"
 #include "server/jobs/job_runner.h"
@@ -72,11 +75,13 @@ class BnnServiceImpl final : public BnnServiceBase {
 
   // Every pointer is borrowed and must outlive the service, which must
   // outlive the grpc::Server it is registered with. Client streams reserve
-  // the bytes they buffer from `memory_budget`.
+  // the bytes they buffer from `memory_budget`. `auth` checks every call
+  // against the scope method_scopes.h gives its RPC.
   BnnServiceImpl(const Options& options, DatasetStore* datasets,
                  SnapshotStore* snapshots, PredictorCache* predictors,
                  JobRunner* jobs, const MethodRegistry* registry,
-                 ServerMetrics* metrics, MemoryBudget* memory_budget);
+                 ServerMetrics* metrics, MemoryBudget* memory_budget,
+                 const Authenticator* auth);
 
   // Raw: v1::UploadDatasetRequest messages in, a v1::UploadDatasetResponse
   // out.
@@ -176,6 +181,14 @@ class BnnServiceImpl final : public BnnServiceBase {
   // Adds the predictors' new sample-cache lookups to the counters.
   void PublishCacheCounts();
 
+  // The caller's name (its token's; "" without a token file) if the call's
+  // credentials grant the scope `rpc` needs (method_scopes.h);
+  // Unauthenticated or PermissionDenied otherwise. Every handler calls it
+  // first (through Run, FinishOnPool, StreamReader::Start or the export
+  // reactor), before it reads a message or looks anything up.
+  absl::StatusOr<std::string> Authorize(grpc::CallbackServerContext* context,
+                                        absl::string_view rpc) const;
+
   // Metrics and, on failure, a log line (SafeText) for one finished RPC;
   // returns the status to send the client (HideDataDir).
   absl::Status RecordOutcome(grpc::CallbackServerContext* context,
@@ -185,13 +198,19 @@ class BnnServiceImpl final : public BnnServiceBase {
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
                                    absl::string_view rpc, absl::Time start,
                                    const absl::Status& status);
-  // Returns the unary RPC's reactor at once and runs `work` on `pool`, in
-  // the turn of the call's client (ClientKey), whose thread finishes the RPC
-  // with the status `work` returns. A call cancelled (or past its deadline)
-  // while it waited is not worked on. `work` gets an Interrupt that stops it
-  // with DeadlineExceeded once the client's deadline or `time_limit` after
-  // its start passes, and with Cancelled once the client cancels (or the
-  // server's shutdown grace ends).
+  // Authorizes a unary RPC, runs `work` on the calling thread unless denied,
+  // and finishes the RPC with the status.
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context,
+                                absl::string_view rpc,
+                                absl::FunctionRef<absl::Status()> work);
+  // Authorizes a unary RPC (finishing it at once if denied), returns its
+  // reactor and runs `work` on `pool`, in the turn of the call's client
+  // (ClientKey), whose thread finishes the RPC with the status `work`
+  // returns. A call cancelled (or past its deadline) while it waited is not
+  // worked on. `work` gets an Interrupt that stops it with DeadlineExceeded
+  // once the client's deadline or `time_limit` after its start passes, and
+  // with Cancelled once the client cancels (or the server's shutdown grace
+  // ends).
   grpc::ServerUnaryReactor* FinishOnPool(
       ThreadPool* pool, grpc::CallbackServerContext* context,
       absl::string_view rpc, absl::Duration time_limit,
@@ -205,6 +224,7 @@ class BnnServiceImpl final : public BnnServiceBase {
   const MethodRegistry* const registry_;
   ServerMetrics* const metrics_;
   MemoryBudget* const memory_budget_;
+  const Authenticator* const auth_;
   // The open client streams: their number and idle time.
   StreamWatch streams_;
   // Disk work: the messages of uploads, appends and imports (parsing,

@@ -42,6 +42,12 @@ class BnnServiceImpl::ExportReactor final
         context_(context),
         snapshot_id_(request.snapshot_id()),
         start_(absl::Now()) {
+    if (absl::Status status =
+            service_->Authorize(context_, "ExportSnapshot").status();
+        !status.ok()) {
+      Complete(status);
+      return;
+    }
     if (absl::Status status = RequireId("snapshot_id", snapshot_id_);
         !status.ok()) {
       Complete(status);

@@ -47,10 +47,16 @@ class BnnServiceImpl::StreamReader
     : public grpc::ServerReadReactor<grpc::ByteBuffer>,
       public StreamWatch::Stream {
  public:
-  // Starts reading, or refuses the stream when too many are open. Called
-  // once the derived reactor is fully constructed, as reads complete on
-  // other threads.
+  // Authorizes the call (finishing it at once if denied, before anything is
+  // read or a stream slot is taken) and starts reading, or refuses the
+  // stream when too many are open. Called once the derived reactor is fully
+  // constructed, as reads complete on other threads.
   void Start() {
+    if (absl::Status denied = service_->Authorize(context_, rpc_).status();
+        !denied.ok()) {
+      Complete(denied);
+      return;
+    }
     if (!service_->streams_.Add(this)) {
       Complete(absl::ResourceExhaustedError(absl::StrCat(
           service_->streams_.max_streams(),

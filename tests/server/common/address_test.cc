@@ -39,5 +39,17 @@ TEST(SplitHostPortTest, RejectsMalformedAddresses) {
   }
 }
 
+TEST(IsLoopbackHostTest, LoopbackAddressesOnly) {
+  for (const char* host : {"localhost", "LocalHost", "127.0.0.1", "127.1.2.3",
+                           "::1", "::ffff:127.0.0.1"}) {
+    EXPECT_TRUE(IsLoopbackHost(host)) << host;
+  }
+  for (const char* host :
+       {"", "0.0.0.0", "::", "10.0.0.1", "128.0.0.1", "::ffff:10.0.0.1",
+        "example.com", "localhost.", "127.0.0.1.example.com"}) {
+    EXPECT_FALSE(IsLoopbackHost(host)) << host;
+  }
+}
+
 }  // namespace
 }  // namespace bnn::server

@@ -1,0 +1,35 @@
+#include "server/api/bnn_v1/method_scopes.h"
+
+#include <absl/strings/str_cat.h>
+
+namespace bnn::server {
+namespace {
+
+// predict: serving. train: data and training jobs. admin: what destroys or
+// moves whole models (and, by ScopeSet::Grants, everything else).
+constexpr std::pair<absl::string_view, Scope> kMethodScopes[] = {
+    {"Predict", Scope::kPredict},       {"Acquire", Scope::kPredict},
+    {"ListSnapshots", Scope::kPredict}, {"GetSnapshot", Scope::kPredict},
+    {"ListMethods", Scope::kPredict},   {"UploadDataset", Scope::kTrain},
+    {"AppendRows", Scope::kTrain},      {"GetDataset", Scope::kTrain},
+    {"ListDatasets", Scope::kTrain},    {"StartTraining", Scope::kTrain},
+    {"GetJob", Scope::kTrain},          {"CancelJob", Scope::kTrain},
+    {"DeleteSnapshot", Scope::kAdmin},  {"ExportSnapshot", Scope::kAdmin},
+    {"ImportSnapshot", Scope::kAdmin},
+};
+
+}  // namespace
+
+absl::Span<const std::pair<absl::string_view, Scope>> MethodScopes() {
+  return kMethodScopes;
+}
+
+absl::StatusOr<Scope> RequiredScope(absl::string_view method) {
+  for (const auto& [name, scope] : kMethodScopes) {
+    if (name == method) return scope;
+  }
+  return absl::InternalError(
+      absl::StrCat("RPC ", method, " has no scope in method_scopes.cc"));
+}
+
+}  // namespace bnn::server
