@@ -323,6 +323,9 @@ TEST_F(ClientStreamsTest, IdleStreamsAreEndedAndFreeTheirSlots) {
                           "(--stream-idle-seconds)"));
   }
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  // The slots are free once the server is done with the streams, just after
+  // the clients have their status (as in StreamsBeyondTheCapAreRefused).
+  absl::SleepFor(absl::Milliseconds(300));
   const v1::DatasetInfo dataset = UploadOrDie(10);
   EXPECT_EQ(dataset.num_rows(), 10);
   absl::StatusOr<std::vector<v1::DatasetInfo>> listed = client_->ListDatasets();
