@@ -16,67 +16,15 @@
 #include <memory>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/match.h"
 #include <google/protobuf/stubs/logging.h>
 
 #include "bnn/check.h"
 #include "bnn/io/snapshot.h"
-#include "bnn/predict/predictor.h"
 
 #include "tests/fuzz/fuzz_util.h"
-
-namespace bnn::fuzz {
-namespace {
-
-// The result of predicting with a snapshot that decoded: OK, or a refusal
-// of a non-finite prediction (Internal) or, unless `in_range`, of inputs
-// whose standardisation overflows (InvalidArgument).
-void CheckPrediction(const absl::StatusOr<Prediction>& prediction,
-                     bool in_range) {
-  const absl::Status& status = prediction.status();
-  if (in_range) {
-    CheckStatus(status, {absl::StatusCode::kInternal}, "Predict");
-  } else {
-    CheckStatus(
-        status,
-        {absl::StatusCode::kInternal, absl::StatusCode::kInvalidArgument},
-        "Predict");
-  }
-  if (absl::IsInternal(status)) {
-    BNN_CHECK(absl::StrContains(status.message(), "non-finite prediction"));
-  }
-  if (absl::IsInvalidArgument(status)) {
-    BNN_CHECK(absl::StrContains(status.message(), "out of range"));
-  }
-}
-
-// A Predictor of `snapshot` predicts a row of zeros (which a snapshot with
-// tiny standard deviations may refuse as out of range) and the row of its
-// training means (which standardises to zeros and so must be served).
-void CheckServes(const std::shared_ptr<const Snapshot>& snapshot) {
-  PredictorOptions options;
-  options.max_samples = 4;
-  options.cache_bytes = 0;
-  absl::StatusOr<std::unique_ptr<Predictor>> predictor =
-      Predictor::Create(snapshot, options);
-  CheckStatus(predictor.status(), {absl::StatusCode::kResourceExhausted},
-              "Predictor::Create");
-  if (!predictor.ok()) return;
-  PredictOptions predict;
-  predict.num_samples = 3;
-  predict.seed = 1;
-  const std::vector<double> zeros(snapshot->model.input_dim, 0.0);
-  CheckPrediction((*predictor)->Predict(zeros, 1, predict), false);
-  CheckPrediction(
-      (*predictor)->Predict(snapshot->standardization.feature_mean, 1, predict),
-      true);
-}
-
-}  // namespace
-}  // namespace bnn::fuzz
+#include "tests/fuzz/serving_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace bnn;

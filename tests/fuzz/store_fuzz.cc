@@ -17,31 +17,29 @@
 // passes Dataset::Validate with the row count and width its metadata says,
 // its rows read in place (the pool) equal its rows decoded, a readable job
 // that was running is failed by the restart, and a readable snapshot serves
-// a prediction (or refuses a non-finite one with Internal).
+// (CheckServes).
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <optional>
 #include <string>
 #include <unistd.h>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/match.h"
 #include <google/protobuf/stubs/logging.h>
 #include <spdlog/spdlog.h>
 
 #include "bnn/check.h"
 #include "bnn/data/dataset.h"
-#include "bnn/predict/predictor.h"
 
 #include "server/store/dataset_store.h"
 #include "server/store/job_store.h"
 #include "server/store/snapshot_store.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "tests/fuzz/serving_check.h"
 
 namespace bnn::fuzz {
 namespace {
@@ -129,25 +127,7 @@ void CheckSnapshots(const fs::path& dir) {
   absl::StatusOr<Snapshot> snapshot = (*store)->Read(kSnapshotId);
   CheckReadError(snapshot.status(), "SnapshotStore::Read");
   if (!snapshot.ok()) return;
-  PredictorOptions options;
-  options.max_samples = 4;
-  options.cache_bytes = 0;
-  absl::StatusOr<std::unique_ptr<Predictor>> predictor = Predictor::Create(
-      std::make_shared<const Snapshot>(*std::move(snapshot)), options);
-  CheckStatus(predictor.status(), {absl::StatusCode::kResourceExhausted},
-              "Predictor::Create");
-  if (!predictor.ok()) return;
-  const std::vector<double> row((*predictor)->num_features(), 0.0);
-  PredictOptions predict;
-  predict.num_samples = 2;
-  predict.seed = 1;
-  const absl::StatusOr<Prediction> prediction =
-      (*predictor)->Predict(row, 1, predict);
-  CheckStatus(prediction.status(), {absl::StatusCode::kInternal}, "Predict");
-  if (!prediction.ok()) {
-    BNN_CHECK(absl::StrContains(prediction.status().message(),
-                                "non-finite prediction"));
-  }
+  CheckServes(std::make_shared<const Snapshot>(*std::move(snapshot)));
 }
 
 // A file of the golden data directory: its store's folder, its name, and
