@@ -357,8 +357,12 @@ absl::StatusOr<Dataset> DatasetStore::Load(
       data = std::move(file.rows);
       data.features.reserve(meta.num_rows() * meta.num_features());
       data.targets.reserve(meta.num_rows());
-    } else {
-      BNN_RETURN_IF_ERROR(data.Append(file.rows));
+    } else if (absl::Status appended = data.Append(file.rows); !appended.ok()) {
+      // Every version has the schema of version 1; a file that disagrees
+      // is corrupt, not a bad request.
+      return absl::DataLossError(
+          absl::StrCat(path, ": its rows do not extend version ", v - 1, ": ",
+                       appended.message()));
     }
   }
   return data;

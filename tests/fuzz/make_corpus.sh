@@ -4,15 +4,23 @@
 # smoke runs and libFuzzer start from inputs that reach deep into the code.
 # Run from anywhere; needs python3 and protoc (both build dependencies).
 # The files are committed; rerun this after changing a seed or a format.
+# Files named crash-* are inputs of fixed crashes as libFuzzer found them
+# (docs/results/fuzz.md); they are kept, not written here.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 out=$here/corpus
 
+# Empties corpus/$1 of the seeds written here, keeping crash-* inputs.
+fresh() {
+  mkdir -p "$out/$1"
+  find "$out/$1" -type f ! -name 'crash-*' -delete
+}
+
 # ------------------------------------------------------------------ csv
 # One option byte (bit 0 classification, bits 1-2 delimiter , ; TAB |,
 # bits 3-5 target: none, "y", "0", "1", "2", "label"), then the text.
-rm -rf "$out/csv" && mkdir -p "$out/csv"
+fresh csv
 csv() { printf "$2" > "$out/csv/$1"; }
 csv regression_named     '\x08a,b,y\n1,2,3\n4,5,6\n'
 csv classification_named '\x09x1,x2,y\n0.5,1,0\n1.5,-2,1\n2,3e2,1\n'
@@ -33,7 +41,7 @@ csv tab_empty_name       '\x0ca\t\ty\n1\t2\t3\n'
 
 # ------------------------------------------------------------------ idx
 # A 16-bit little-endian length n, n bytes of IDX images, then IDX labels.
-rm -rf "$out/idx" && mkdir -p "$out/idx"
+fresh idx
 python3 - "$out/idx" <<'PY'
 import os, struct, sys
 out = sys.argv[1]
@@ -63,7 +71,7 @@ PY
 # ------------------------------------------------------------- snapshot
 # A flag byte (bit 0: repair the record frame), then a snapshot file: the
 # golden snapshots of every posterior family (tests/core/io/golden).
-rm -rf "$out/snapshot" && mkdir -p "$out/snapshot"
+fresh snapshot
 for f in "$repo"/tests/core/io/golden/*.bnnsnap; do
   { printf '\x01'; cat "$f"; } > "$out/snapshot/$(basename "$f" .bnnsnap)"
 done
@@ -74,7 +82,7 @@ done
 # A selector byte (bits 0-6: which file of tests/server/store/golden_data,
 # in store_fuzz.cc's order; bit 7: repair the record frame), then that
 # file's contents: each golden file as it is.
-rm -rf "$out/store" && mkdir -p "$out/store"
+fresh store
 golden=$repo/tests/server/store/golden_data
 i=0
 for f in datasets/ds-d2f12dccf5712957.dataset \
@@ -92,7 +100,7 @@ done
 
 # -------------------------------------------------------------- request
 # bnn.fuzz.RpcCall (rpc_call.proto) messages, written in text form here.
-rm -rf "$out/request" && mkdir -p "$out/request"
+fresh request
 request() {
   protoc --encode=bnn.fuzz.RpcCall -I "$here" -I "$repo/proto" \
     "$here/rpc_call.proto" > "$out/request/$1"

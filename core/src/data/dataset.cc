@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 
 #include "bnn/memory.h"
@@ -171,13 +172,28 @@ Dataset Dataset::Subset(const std::vector<int64_t>& indices) const {
   return out;
 }
 
+namespace {
+
+// "2 features (binary, classes -1, 1)", for schema mismatches.
+std::string SchemaOf(const Dataset& data) {
+  std::string classes;
+  if (data.num_classes != 0 || !data.class_values.empty()) {
+    classes =
+        absl::StrCat(", ", data.num_classes,
+                     " classes: ", absl::StrJoin(data.class_values, ", "));
+  }
+  return absl::StrCat(data.num_features, " features (", TaskToString(data.task),
+                      classes, ")");
+}
+
+}  // namespace
+
 absl::Status Dataset::CheckSameSchema(const Dataset& other) const {
   if (other.num_features != num_features || other.task != task ||
       other.num_classes != num_classes || other.class_values != class_values) {
     return absl::InvalidArgumentError(
-        absl::StrCat("schema mismatch: appending ", other.num_features,
-                     " features (", TaskToString(other.task), ") to ",
-                     num_features, " features (", TaskToString(task), ")"));
+        absl::StrCat("schema mismatch: appending ", SchemaOf(other), " to ",
+                     SchemaOf(*this)));
   }
   return absl::OkStatus();
 }

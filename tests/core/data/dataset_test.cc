@@ -309,7 +309,10 @@ TEST(DatasetAppendTest, RejectsDifferentClassValues) {
   other.class_values = {1, 5, 7};  // same count, different labels
   const absl::Status s = d.Append(other);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(Msg(s), HasSubstr("schema mismatch"));
+  // The message says what differs, even when counts and tasks agree.
+  EXPECT_THAT(Msg(s), AllOf(HasSubstr("schema mismatch"),
+                            HasSubstr("3 classes: 1, 5, 7"),
+                            HasSubstr("3 classes: 2, 5, 7")));
   EXPECT_EQ(d.num_rows(), 4);
 }
 

@@ -204,6 +204,29 @@ TEST_F(DatasetStoreTest, ValidFrameWithInvalidContentsIsDataLoss) {
                        "holds 1 rows; its metadata says 5"));
 }
 
+// Found by store_fuzz: a version whose file has another schema than
+// version 1 (here version 1's metadata gained class values) made Load fail
+// with InvalidArgument, blaming the request for a corrupt store.
+TEST_F(DatasetStoreTest, VersionsOfAnotherSchemaAreDataLoss) {
+  std::string id;
+  {
+    std::unique_ptr<DatasetStore> store = Open();
+    id = ThreeVersions(store.get());
+    const DatasetFileContents v1 = *ReadDatasetFile(PathOf(id));
+    store::DatasetMeta meta = v1.meta;
+    meta.add_class_values(1.0);
+    ASSERT_TRUE(
+        WriteFileAtomically(PathOf(id), *EncodeDatasetFile(v1.rows, meta))
+            .ok());
+  }
+  std::unique_ptr<DatasetStore> store = Open();
+  EXPECT_TRUE(store->Load(id, 1).ok());
+  EXPECT_THAT(store->Load(id, 2).status(),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       absl::StrCat(PathOf(id, 2),
+                                    ": its rows do not extend version 1")));
+}
+
 TEST_F(DatasetStoreTest, AppendsCreateImmutableVersions) {
   std::unique_ptr<DatasetStore> store = Open();
   const Dataset first = CubicDataset(10, 1);
