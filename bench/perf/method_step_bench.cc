@@ -1,11 +1,11 @@
-// One training step of noisy K-FAC, noisy Adam (issue #5) and BALI
-// (issue #6), through the public method interface, with the per-phase
+// One training step of noisy K-FAC, noisy Adam (issue #5), BALI (issue #6),
+// MC dropout and BBB, through the public method interface, with the per-phase
 // breakdown the methods report; and one plain gradient step (forward,
 // backward, summed gradient) at the same batch as the reference of BALI's
 // §3.4 claim that a step costs the same order as a gradient step.
 //
 //   build/bench/perf/bnn_perf_bench
-//   --benchmark_filter='NngStep|BaliStep|GradientStep'
+//   --benchmark_filter='NngStep|BaliStep|DropoutStep|BbbStep|GradientStep'
 #include <numeric>
 #include <string>
 #include <vector>
@@ -157,6 +157,23 @@ void Register() {
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
     }
+    // MC dropout (BALI's baseline) and BBB (every paper's) at the NNG
+    // minibatch: an Adam step through the masked (resp. sampled) network.
+    benchmark::RegisterBenchmark(("DropoutStep/mc_dropout/" + suffix).c_str(),
+                                 [net, m](benchmark::State& s) {
+                                   RunSteps(s, *net, "mc_dropout",
+                                            {{"dropout", "0.1"}}, m,
+                                            Activation::kLeakyTanh);
+                                 })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("BbbStep/" + suffix).c_str(),
+                                 [net, m](benchmark::State& s) {
+                                   RunSteps(s, *net, "bbb", {}, m,
+                                            Activation::kRelu);
+                                 })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
     benchmark::RegisterBenchmark(
         ("GradientStep/" + bsuffix).c_str(),
         [net, b](benchmark::State& s) { BM_GradientStep(s, *net, b); })

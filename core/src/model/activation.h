@@ -1,6 +1,5 @@
-// Internal: activation functions and their derivatives on Eigen blocks,
-// shared by the Network and by methods with their own layer loops (BALI,
-// MC dropout).
+// Internal: activation functions and their derivatives on Eigen blocks, for
+// the Network (the only forward/backward pass: methods never run their own).
 #ifndef BNN_MODEL_ACTIVATION_H_
 #define BNN_MODEL_ACTIVATION_H_
 

@@ -74,7 +74,8 @@ Network<T>::Network(const ModelSpec& spec)
 template <typename T>
 void Network<T>::Forward(const Eigen::Ref<const MatrixX<T>>& x,
                          const Eigen::Ref<const MatrixX<T>>& weights,
-                         ForwardPass<T>* pass) const {
+                         ForwardPass<T>* pass,
+                         const LayerNoise<T>* noise) const {
   BNN_CHECK_EQ(x.cols(), spec_.input_dim);
   BNN_CHECK_EQ(weights.rows(), num_parameters_);
   const int m = static_cast<int>(x.rows());
@@ -85,10 +86,17 @@ void Network<T>::Forward(const Eigen::Ref<const MatrixX<T>>& x,
   pass->num_samples = s_count;
   pass->inputs.resize(num_layers);
   pass->pre.resize(num_layers);
+  pass->masks = noise != nullptr ? &noise->input_masks : nullptr;
+  pass->unmasked.resize(num_layers);
 
   for (int l = 0; l < num_layers; ++l) {
     pass->inputs[l].resize(rows, layers_[l].in + 1);
     pass->pre[l].resize(rows, layers_[l].out);
+    if (pass->masked(l)) {
+      BNN_CHECK((*pass->masks)[l].rows() == rows &&
+                (*pass->masks)[l].cols() == layers_[l].in);
+      if (l > 0) pass->unmasked[l].resize(rows, layers_[l].in);
+    }
   }
   MatrixX<T>& in0 = pass->inputs[0];
   for (int s = 0; s < s_count; ++s) {
@@ -97,18 +105,43 @@ void Network<T>::Forward(const Eigen::Ref<const MatrixX<T>>& x,
   for (int l = 0; l < num_layers; ++l)
     pass->inputs[l].col(layers_[l].in).setOnes();
 
+  // Layer l's pre-activations for sample s, and (after any noise) the next
+  // layer's inputs.
+  auto linear = [&](int s, int l) {
+    const LayerShape& shape = layers_[l];
+    if (l == 0 && pass->masked(0)) {
+      pass->inputs[0].block(s * m, 0, m, shape.in).array() *=
+          (*pass->masks)[0].middleRows(s * m, m).array();
+    }
+    auto z = pass->pre[l].middleRows(s * m, m);
+    z.noalias() = pass->inputs[l].middleRows(s * m, m) *
+                  LayerWeights<T>(weights, s, shape).transpose();
+  };
+  auto activate = [&](int s, int l) {
+    if (l + 1 >= num_layers) return;
+    auto a = pass->inputs[l + 1].block(s * m, 0, m, layers_[l].out);
+    Activate(spec_.activations[l], pass->pre[l].middleRows(s * m, m), a);
+    if (pass->masked(l + 1)) {
+      pass->unmasked[l + 1].middleRows(s * m, m) = a;
+      a.array() *= (*pass->masks)[l + 1].middleRows(s * m, m).array();
+    }
+  };
+
+  if (noise != nullptr && noise->pre_activation_noise) {
+    // Layer by layer on this thread, so the hook sees whole layers in order.
+    for (int l = 0; l < num_layers; ++l) {
+      for (int s = 0; s < s_count; ++s) linear(s, l);
+      noise->pre_activation_noise(l, pass->inputs[l], &pass->pre[l]);
+      for (int s = 0; s < s_count; ++s) activate(s, l);
+    }
+    return;
+  }
   const int threads = SampleThreads(m, num_parameters_, s_count);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
   for (int s = 0; s < s_count; ++s) {
     for (int l = 0; l < num_layers; ++l) {
-      const LayerShape& shape = layers_[l];
-      auto z = pass->pre[l].middleRows(s * m, m);
-      z.noalias() = pass->inputs[l].middleRows(s * m, m) *
-                    LayerWeights<T>(weights, s, shape).transpose();
-      if (l + 1 < num_layers) {
-        Activate(spec_.activations[l], z,
-                 pass->inputs[l + 1].block(s * m, 0, m, shape.out));
-      }
+      linear(s, l);
+      activate(s, l);
     }
   }
 }
@@ -145,9 +178,18 @@ void Network<T>::PropagateDeltas(const Eigen::Ref<const MatrixX<T>>& weights,
       auto below = grads->deltas_[l - 1].middleRows(s * m, m);
       below.noalias() = grads->deltas_[l].middleRows(s * m, m) *
                         LayerWeights<T>(weights, s, shape).leftCols(shape.in);
-      MultiplyByDerivative(spec_.activations[l - 1],
-                           pass.pre[l - 1].middleRows(s * m, m),
-                           pass.inputs[l].block(s * m, 0, m, shape.in), below);
+      // phi' from the unmasked activations; a mask scales the deltas of the
+      // inputs it scaled.
+      if (pass.masked(l)) {
+        below.array() *= (*pass.masks)[l].middleRows(s * m, m).array();
+        MultiplyByDerivative(spec_.activations[l - 1],
+                             pass.pre[l - 1].middleRows(s * m, m),
+                             pass.unmasked[l].middleRows(s * m, m), below);
+      } else {
+        MultiplyByDerivative(
+            spec_.activations[l - 1], pass.pre[l - 1].middleRows(s * m, m),
+            pass.inputs[l].block(s * m, 0, m, shape.in), below);
+      }
     }
   }
 }
@@ -365,6 +407,20 @@ MatrixX<T> PerExampleGrads<T>::Materialize() const {
     }
   }
   return j;
+}
+
+template <typename T>
+void PerExampleGrads<T>::AccumulateInputMoment(int layer, T decay, T weight,
+                                               MatrixX<T>* out) const {
+  *out *= decay;
+  out->noalias() += weight * inputs(layer).transpose() * inputs(layer);
+}
+
+template <typename T>
+void PerExampleGrads<T>::AccumulateDeltaMoment(int layer, T decay, T weight,
+                                               MatrixX<T>* out) const {
+  *out *= decay;
+  out->noalias() += weight * deltas_[layer].transpose() * deltas_[layer];
 }
 
 template class Network<float>;

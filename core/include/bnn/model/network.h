@@ -4,6 +4,7 @@
 #define BNN_MODEL_NETWORK_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "bnn/linalg/types.h"
@@ -24,8 +25,35 @@ struct ForwardPass {
   // pre[l] = z_l: (M*S) x out_l, pre-activations; pre.back() is the network
   // output (regression mean or logits).
   std::vector<MatrixX<T>> pre;
+  // The input masks of the pass (LayerNoise::input_masks, borrowed: they
+  // must outlive Backward), or null. unmasked[l] = phi(z_{l-1}) before
+  // masking, kept for the masked hidden layers only (phi' in Backward).
+  const std::vector<MatrixX<T>>* masks = nullptr;
+  std::vector<MatrixX<T>> unmasked;
 
   const MatrixX<T>& output() const { return pre.back(); }
+  bool masked(int layer) const {
+    return masks != nullptr && layer < static_cast<int>(masks->size()) &&
+           (*masks)[layer].size() > 0;
+  }
+};
+
+// What a method changes in a forward pass besides the weights: MC dropout's
+// masks on the layer inputs and BALI-L's local-reparameterisation noise on
+// the pre-activations. Backward differentiates through both (a mask
+// multiplies the deltas of its inputs; additive noise passes them on).
+template <typename T>
+struct LayerNoise {
+  // input_masks[l], when non-empty: (M*S) x in_l factors multiplying layer
+  // l's inputs a_{l-1} (never the bias column), e.g. 0 or 1/(1-p) for
+  // inverted dropout. Missing or empty entries leave a layer unmasked.
+  std::vector<MatrixX<T>> input_masks;
+  // When set, called for l = 0, 1, ... in order once z_l = A_l W~_l^T is
+  // computed and before the activation, with A_l ((M*S) x (in_l + 1)) and
+  // z_l to add noise to (BALI-L, eq. 68). The pass then runs on the calling
+  // thread, so the hook may draw from the caller's Rng.
+  std::function<void(int layer, const MatrixX<T>& inputs, MatrixX<T>* pre)>
+      pre_activation_noise;
 };
 
 // Heap bytes of a ForwardPass of `spec` over `rows` rows (M * S) with
@@ -51,10 +79,12 @@ class Network {
   int64_t num_parameters() const { return num_parameters_; }
 
   // Runs x (M x input_dim) through the network for every column of `weights`
-  // (D x S). Reuses the storage of `pass` when shapes are unchanged.
+  // (D x S), with `noise` (borrowed until Backward) if non-null. Reuses the
+  // storage of `pass` when shapes are unchanged.
   void Forward(const Eigen::Ref<const MatrixX<T>>& x,
                const Eigen::Ref<const MatrixX<T>>& weights,
-               ForwardPass<T>* pass) const;
+               ForwardPass<T>* pass,
+               const LayerNoise<T>* noise = nullptr) const;
 
   // Back-propagates the per-example negative log-likelihoods of `pass`.
   // `targets` has M entries (regression value or class index) shared by all
@@ -136,6 +166,14 @@ class PerExampleGrads {
   MatrixX<T> Gram() const;
   // J itself (D x (M*S)). For tests and tiny models only.
   MatrixX<T> Materialize() const;
+
+  // Per-layer Kronecker statistics (K-FAC's factors, BALI's Psi^xx):
+  // out <- decay out + weight A_l^T A_l ((in_l + 1) x (in_l + 1)) and
+  // out <- decay out + weight Delta_l^T Delta_l (out_l x out_l), one GEMM.
+  void AccumulateInputMoment(int layer, T decay, T weight,
+                             MatrixX<T>* out) const;
+  void AccumulateDeltaMoment(int layer, T decay, T weight,
+                             MatrixX<T>* out) const;
 
  private:
   friend class Network<T>;

@@ -24,13 +24,12 @@
 #include <Eigen/Cholesky>
 
 #include "bnn/check.h"
-#include "bnn/model/likelihood.h"
+#include "bnn/model/network.h"
 #include "bnn/posterior/gaussian_families.h"
 #include "bnn/status.h"
 
 #include "methods/bali/mniw.h"
 #include "methods/method_memory.h"
-#include "model/activation.h"
 
 namespace bnn {
 namespace {
@@ -42,8 +41,8 @@ struct BaliLayer {
   Eigen::VectorXd pgg;
   Eigen::LLT<Eigen::MatrixXd> r_inv;  // Cholesky of R^-1
   Eigen::MatrixXd m, sigma, l_sigma, w;
-  // Forward/backward workspaces for the current batch.
-  Eigen::MatrixXd x, z, g;
+  // Workspaces: pseudo-targets Y, and BALI-L's scaled inputs, R x and noise.
+  Eigen::MatrixXd y, x, rx, xi;
 };
 
 class Bali final : public VariationalMethod {
@@ -71,8 +70,9 @@ class Bali final : public VariationalMethod {
     if (train.num_rows() < 1) {
       return absl::InvalidArgumentError("training set is empty");
     }
-    spec_ = spec;
+    network_ = std::make_unique<Network<double>>(spec);
     train_ = &train;
+    theta_.resize(network_->num_parameters());
     regression_ = spec.likelihood == Likelihood::kGaussian;
     n_eff_ = std::max(1.0, options_.n_eff_fraction * train.num_rows());
     layers_.clear();
@@ -129,25 +129,28 @@ class Bali final : public VariationalMethod {
     };
     const double nll = ForwardBackward(batch, rng);
     lap(&stats.phases.forward_backward);
+    const double w = beta * n_eff_ / b;
     for (size_t i = 0; i < layers_.size(); ++i) {
       BaliLayer& l = layers_[i];
-      const bool true_targets = regression_ && i + 1 == layers_.size();
-      l.pgg = (1 - beta) * l.pgg +
-              beta * l.g.array().square().colwise().mean().transpose().matrix();
-      Eigen::MatrixXd y;
-      if (true_targets) {
-        y.resize(b, 1);
-        for (int n = 0; n < b; ++n) y(n, 0) = train_->targets[batch[n]];
+      // X = s [a, 1] (the network's inputs A scaled), Z, and
+      // G = d log p / dZ = -Delta.
+      const Eigen::MatrixXd& a = grads_.inputs(static_cast<int>(i));
+      const Eigen::MatrixXd& delta = grads_.deltas(static_cast<int>(i));
+      l.pgg =
+          (1 - beta) * l.pgg +
+          beta * delta.array().square().colwise().mean().transpose().matrix();
+      if (regression_ && i + 1 == layers_.size()) {
+        l.y = y_;  // the last layer regresses the true targets
       } else {
         const Eigen::ArrayXd rms = (l.pgg.array() / bias).sqrt();
-        y = l.z +
-            options_.alpha *
-                (l.g.array().rowwise() / rms.max(1e-300).transpose()).matrix();
+        l.y = pass_.pre[i] - options_.alpha * (delta.array().rowwise() /
+                                               rms.max(1e-300).transpose())
+                                                  .matrix();
       }
-      const double w = beta * n_eff_ / b;
-      l.pxx = (1 - beta) * l.pxx + w * l.x.transpose() * l.x;
-      l.pxy = (1 - beta) * l.pxy + w * l.x.transpose() * y;
-      l.pyy = (1 - beta) * l.pyy + w * y.transpose() * y;
+      grads_.AccumulateInputMoment(static_cast<int>(i), 1 - beta,
+                                   w * l.scale * l.scale, &l.pxx);
+      l.pxy = (1 - beta) * l.pxy + (w * l.scale) * a.transpose() * l.y;
+      l.pyy = (1 - beta) * l.pyy + w * l.y.transpose() * l.y;
       lap(&stats.phases.statistics);
       BNN_RETURN_IF_ERROR(
           UpdatePosterior(static_cast<int>(i), bias, rng, lap, &stats.phases));
@@ -191,7 +194,7 @@ class Bali final : public VariationalMethod {
       out.push_back({l.scale * l.m.transpose(), l.l_sigma,
                      Eigen::LLT<Eigen::MatrixXd>(r).matrixL()});
     }
-    auto p = KroneckerPosterior::Create(spec_, std::move(out));
+    auto p = KroneckerPosterior::Create(network_->spec(), std::move(out));
     BNN_CHECK_OK(p.status());  // factors are SPD after every successful step
     return std::move(p).value();
   }
@@ -203,62 +206,46 @@ class Bali final : public VariationalMethod {
     return (dy + options_.prior_dof) + n_eff_ + dy + 1;
   }
 
-  // Runs the batch through the layers (sampled W, or the mean with local
-  // output noise) and back-propagates d log p / dZ. Returns the mean NLL.
+  // Runs the batch through the network with the sampled W (or, BALI-L, the
+  // mean plus local output noise) and back-propagates d(-log p)/dZ; the
+  // regression likelihood is N(y; z, Sigma_L). Returns the mean NLL.
   double ForwardBackward(const std::vector<int64_t>& batch, Rng& rng) {
     const int b = static_cast<int>(batch.size());
-    const int num = static_cast<int>(layers_.size());
-    Eigen::MatrixXd h(b, spec_.input_dim);
-    for (int n = 0; n < b; ++n)
-      for (int f = 0; f < spec_.input_dim; ++f)
-        h(n, f) = train_->row(batch[n])[f];
-    for (int i = 0; i < num; ++i) {
-      BaliLayer& l = layers_[i];
-      l.x.resize(b, l.dx);
-      l.x.leftCols(l.dx - 1) = l.scale * h;
-      l.x.col(l.dx - 1).setConstant(l.scale);
-      if (Local()) {
-        // z_n = M' x_n + sqrt(x_n' R x_n) L_Sigma xi_n (eq. 68).
-        l.z = l.x * l.m;
-        const Eigen::MatrixXd rx = l.r_inv.solve(l.x.transpose());
-        Eigen::MatrixXd xi(b, l.dy);
-        for (Eigen::Index j = 0; j < xi.cols(); ++j)
-          for (Eigen::Index n = 0; n < b; ++n) xi(n, j) = rng.Normal();
-        const Eigen::VectorXd sd =
-            (l.x.array() * rx.transpose().array()).rowwise().sum().sqrt();
-        l.z += sd.asDiagonal() * (xi * l.l_sigma.transpose());
-      } else {
-        l.z = l.x * l.w;
-      }
-      if (i + 1 < num) {
-        h.resize(b, l.dy);
-        Activate(spec_.activations[i], l.z, h);
-      }
+    // The network's layout holds W~_l = s_l W_l' (model_spec.h).
+    const std::vector<LayerShape>& shapes = network_->layers();
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const BaliLayer& l = layers_[i];
+      Eigen::Map<Eigen::MatrixXd>(theta_.data() + shapes[i].offset, l.dy,
+                                  l.dx) =
+          l.scale * (Local() ? l.m : l.w).transpose();
     }
-    // Top: G = -d(-log p)/dz; regression uses N(y; z, Sigma_L).
-    BaliLayer& top = layers_.back();
-    const double tau = noise_precision();
-    top.g.resize(b, top.dy);
-    Eigen::VectorXd f(top.dy), grad(top.dy);
-    double nll = 0;
+    x_.resize(b, train_->num_features);
+    y_.resize(b);
     for (int n = 0; n < b; ++n) {
-      f = top.z.row(n).transpose();
-      nll +=
-          NegLogLikelihood<double>(spec_.likelihood, f.data(), top.dy,
-                                   train_->targets[batch[n]], tau, grad.data());
-      top.g.row(n) = -grad.transpose();
+      for (int64_t f = 0; f < train_->num_features; ++f)
+        x_(n, f) = train_->row(batch[n])[f];
+      y_[n] = train_->targets[batch[n]];
     }
-    // G_{l-1} = s_l (G_l W_l[:D, :]') .* h'(Z_{l-1}) through the weights used
-    // in the forward pass (the mean for local reparameterisation).
-    for (int i = num - 1; i > 0; --i) {
-      BaliLayer& l = layers_[i];
-      BaliLayer& below = layers_[i - 1];
-      const Eigen::MatrixXd& w = Local() ? l.m : l.w;
-      below.g = l.scale * (l.g * w.topRows(l.dx - 1).transpose());
-      const Eigen::MatrixXd act = l.x.leftCols(l.dx - 1) / l.scale;
-      MultiplyByDerivative(spec_.activations[i - 1], below.z, act, below.g);
+    if (Local()) {
+      // z_n = M' x_n + sqrt(x_n' R x_n) L_Sigma xi_n (eq. 68).
+      noise_.pre_activation_noise = [this, &rng](int i,
+                                                 const Eigen::MatrixXd& inputs,
+                                                 Eigen::MatrixXd* z) {
+        BaliLayer& l = layers_[i];
+        l.x = l.scale * inputs;
+        l.rx = l.r_inv.solve(l.x.transpose());
+        l.xi.resize(z->rows(), l.dy);
+        for (Eigen::Index j = 0; j < l.xi.cols(); ++j)
+          for (Eigen::Index n = 0; n < l.xi.rows(); ++n)
+            l.xi(n, j) = rng.Normal();
+        const Eigen::VectorXd sd =
+            (l.x.array() * l.rx.transpose().array()).rowwise().sum().sqrt();
+        *z += sd.asDiagonal() * (l.xi * l.l_sigma.transpose());
+      };
     }
-    return nll / b;
+    network_->Forward(x_, theta_, &pass_, Local() ? &noise_ : nullptr);
+    network_->Backward(y_, noise_precision(), theta_, pass_, &grads_, &nll_);
+    return nll_.mean();
   }
 
   // Eq. 16 from the bias-corrected EMAs, then a new weight sample.
@@ -294,13 +281,20 @@ class Bali final : public VariationalMethod {
   }
 
   BaliOptions options_;
-  ModelSpec spec_;
+  std::unique_ptr<Network<double>> network_;
   const Dataset* train_ = nullptr;  // not owned; outlives training
   bool regression_ = false;
   double n_eff_ = 1;
   std::vector<BaliLayer> layers_;
   int64_t t_ = 0, total_steps_ = 0;
   double decay_product_ = 1.0;
+
+  // Per-step workspaces: the network's weights, the batch, the pass.
+  Eigen::VectorXd theta_, y_, nll_;
+  Eigen::MatrixXd x_;
+  LayerNoise<double> noise_;
+  ForwardPass<double> pass_;
+  PerExampleGrads<double> grads_;
 };
 
 }  // namespace

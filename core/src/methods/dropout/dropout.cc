@@ -11,13 +11,11 @@
 #include "absl/strings/str_cat.h"
 
 #include "bnn/check.h"
-#include "bnn/model/likelihood.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/sample_families.h"
 #include "bnn/status.h"
 
 #include "methods/method_memory.h"
-#include "model/activation.h"
 
 namespace bnn {
 namespace {
@@ -42,10 +40,9 @@ class Dropout final : public VariationalMethod {
     if (train.num_rows() < 1) {
       return absl::InvalidArgumentError("training set is empty");
     }
-    spec_ = spec;
-    layers_ = spec.Layers();
+    network_ = std::make_unique<Network<double>>(spec);
     train_ = &train;
-    theta_ = Network<double>(spec).InitialWeights(rng);
+    theta_ = network_->InitialWeights(rng);
     m_.setZero(theta_.size());
     v_.setZero(theta_.size());
     t_ = 0;
@@ -56,58 +53,34 @@ class Dropout final : public VariationalMethod {
                                  Rng& rng) override {
     ++t_;
     const int b = static_cast<int>(batch.size());
-    const int num = static_cast<int>(layers_.size());
-    const double keep = 1.0 - options_.dropout;
-    inputs_.resize(num);
-    pre_.resize(num);
-    masks_.resize(num);
-    Eigen::MatrixXd h(b, spec_.input_dim);
-    for (int n = 0; n < b; ++n)
-      for (int f = 0; f < spec_.input_dim; ++f)
-        h(n, f) = train_->row(batch[n])[f];
-    for (int l = 0; l < num; ++l) {
-      const LayerShape& s = layers_[l];
-      masks_[l].setOnes(b, s.in);
-      if (Dropped(l)) {
-        for (Eigen::Index j = 0; j < s.in; ++j)
-          for (int n = 0; n < b; ++n)
-            masks_[l](n, j) =
-                rng.Uniform() < options_.dropout ? 0.0 : 1.0 / keep;
-      }
-      inputs_[l].resize(b, s.in + 1);
-      inputs_[l].leftCols(s.in) = h.cwiseProduct(masks_[l]);
-      inputs_[l].col(s.in).setOnes();
-      pre_[l].noalias() = inputs_[l] * Weights(l).transpose();
-      if (l + 1 < num) {
-        h.resize(b, s.out);
-        Activate(spec_.activations[l], pre_[l], h);
-      }
-    }
-    // Mean NLL over the batch and its gradient.
-    const int k = spec_.output_dim;
-    Eigen::MatrixXd delta(b, k);
-    Eigen::VectorXd f(k), g(k);
-    double nll = 0;
+    const std::vector<LayerShape>& layers = network_->layers();
+    x_.resize(b, train_->num_features);
+    y_.resize(b);
     for (int n = 0; n < b; ++n) {
-      f = pre_.back().row(n).transpose();
-      nll += NegLogLikelihood<double>(spec_.likelihood, f.data(), k,
-                                      train_->targets[batch[n]],
-                                      options_.noise_precision, g.data());
-      delta.row(n) = g.transpose() / b;
+      for (int64_t f = 0; f < train_->num_features; ++f)
+        x_(n, f) = train_->row(batch[n])[f];
+      y_[n] = train_->targets[batch[n]];
     }
-    grad_ = options_.weight_decay * theta_;
-    for (int l = num - 1; l >= 0; --l) {
-      const LayerShape& s = layers_[l];
-      Eigen::Map<Eigen::MatrixXd>(grad_.data() + s.offset, s.out, s.in + 1) +=
-          delta.transpose() * inputs_[l];
-      if (l == 0) break;
-      Eigen::MatrixXd below =
-          (delta * Weights(l).leftCols(s.in)).cwiseProduct(masks_[l]);
-      const Eigen::MatrixXd act = inputs_[l].leftCols(s.in).cwiseQuotient(
-          masks_[l].unaryExpr([](double v) { return v == 0 ? 1.0 : v; }));
-      MultiplyByDerivative(spec_.activations[l - 1], pre_[l - 1], act, below);
-      delta = std::move(below);
+    // One inverted-dropout mask per example and layer input.
+    const double keep = 1.0 - options_.dropout;
+    noise_.input_masks.resize(layers.size());
+    for (size_t l = 0; l < layers.size(); ++l) {
+      Eigen::MatrixXd& mask = noise_.input_masks[l];
+      if (!Dropped(static_cast<int>(l))) {
+        mask.resize(0, 0);
+        continue;
+      }
+      mask.resize(b, layers[l].in);
+      for (Eigen::Index j = 0; j < mask.cols(); ++j)
+        for (int n = 0; n < b; ++n)
+          mask(n, j) = rng.Uniform() < options_.dropout ? 0.0 : 1.0 / keep;
     }
+    // The gradient of the mean minibatch NLL plus weight decay.
+    network_->Forward(x_, theta_, &pass_, &noise_);
+    network_->Backward(y_, options_.noise_precision, theta_, pass_, &grads_,
+                       &nll_);
+    grads_.Sum(&grad_);
+    grad_ = grad_ / b + options_.weight_decay * theta_;
     // Adam (Kingma & Ba) with bias correction.
     const double b1 = options_.adam_beta1, b2 = options_.adam_beta2;
     m_ = b1 * m_ + (1 - b1) * grad_;
@@ -123,7 +96,7 @@ class Dropout final : public VariationalMethod {
           ": weights became non-finite; try a smaller learning_rate"));
     }
     StepStats stats;
-    stats.loss = nll / b;
+    stats.loss = nll_.mean();
     return stats;
   }
 
@@ -143,10 +116,11 @@ class Dropout final : public VariationalMethod {
   }
 
   std::unique_ptr<Posterior> ExportPosterior() const override {
-    std::vector<bool> flags(layers_.size());
-    for (size_t l = 0; l < layers_.size(); ++l)
+    std::vector<bool> flags(network_->layers().size());
+    for (size_t l = 0; l < flags.size(); ++l)
       flags[l] = Dropped(static_cast<int>(l));
-    auto p = DropoutPosterior::Create(spec_, theta_, options_.dropout, flags);
+    auto p = DropoutPosterior::Create(network_->spec(), theta_,
+                                      options_.dropout, flags);
     BNN_CHECK_OK(p.status());
     return std::move(p).value();
   }
@@ -155,19 +129,20 @@ class Dropout final : public VariationalMethod {
   bool Dropped(int layer) const {
     return options_.dropout > 0 && (layer > 0 || options_.drop_inputs);
   }
-  Eigen::Map<const Eigen::MatrixXd> Weights(int l) const {
-    return Eigen::Map<const Eigen::MatrixXd>(theta_.data() + layers_[l].offset,
-                                             layers_[l].out, layers_[l].in + 1);
-  }
 
   DropoutOptions options_;
   bool map_;
-  ModelSpec spec_;
-  std::vector<LayerShape> layers_;
+  std::unique_ptr<Network<double>> network_;
   const Dataset* train_ = nullptr;  // not owned; outlives training
-  Eigen::VectorXd theta_, m_, v_, grad_;
+  Eigen::VectorXd theta_, m_, v_;
   int64_t t_ = 0;
-  std::vector<Eigen::MatrixXd> inputs_, pre_, masks_;
+
+  // Per-step workspaces.
+  Eigen::MatrixXd x_;
+  Eigen::VectorXd y_, nll_, grad_;
+  LayerNoise<double> noise_;
+  ForwardPass<double> pass_;
+  PerExampleGrads<double> grads_;
 };
 
 }  // namespace

@@ -31,10 +31,8 @@ void UpdateKfacStatistics(const PerExampleGrads<double>& grads, double beta,
   const double w = beta / grads.count();
   for (size_t l = 0; l < factors->size(); ++l) {
     KfacFactors& f = (*factors)[l];
-    f.a *= 1 - beta;
-    f.a.noalias() += w * grads.inputs(l).transpose() * grads.inputs(l);
-    f.s *= 1 - beta;
-    f.s.noalias() += w * grads.deltas(l).transpose() * grads.deltas(l);
+    grads.AccumulateInputMoment(static_cast<int>(l), 1 - beta, w, &f.a);
+    grads.AccumulateDeltaMoment(static_cast<int>(l), 1 - beta, w, &f.s);
   }
 }
 

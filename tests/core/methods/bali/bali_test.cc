@@ -175,45 +175,5 @@ TEST(BaliTest, SincPredictiveIsMoreUncertainOutsideTheData) {
                              << ", min sd outside " << std::sqrt(min_out);
 }
 
-TEST(DropoutTest, MapFitsAndMcDropoutIsUncertain) {
-  Rng rng(5);
-  Dataset data;
-  data.num_features = 1;
-  for (int i = 0; i < 200; ++i) {
-    const double x = rng.Uniform(-2, 2);
-    data.features.push_back(x);
-    data.targets.push_back(std::sin(2 * x) + 0.1 * rng.Normal());
-  }
-  TrainRequest r;
-  r.hidden_sizes = {50};
-  r.activations = {Activation::kTanh};
-  r.params = {{"batch_size", "32"}, {"learning_rate", "0.01"}};
-  r.options.epochs = 800;
-  const std::vector<double> grid = {-1.5, 0.0, 1.0};
-  PredictOptions o;
-  o.num_samples = 64;
-  for (const char* method : {"map", "mc_dropout"}) {
-    r.method = method;
-    auto fit = Train(r, data, MethodRegistry::Builtin());
-    ASSERT_TRUE(fit.ok()) << method << ": " << fit.status();
-    EXPECT_EQ(fit->posterior->family(), "dropout");
-    auto p = (*Predictor::Create(std::make_shared<Snapshot>(*fit)))
-                 ->Predict(grid, 3, o);
-    ASSERT_TRUE(p.ok());
-    for (int i = 0; i < 3; ++i) {
-      EXPECT_NEAR(p->mean[i], std::sin(2 * grid[i]), 0.15) << method << i;
-      if (std::string(method) == "map") {
-        EXPECT_EQ(p->epistemic_variance[i], 0.0);
-      } else {
-        EXPECT_GT(p->epistemic_variance[i], 0.0);
-      }
-    }
-  }
-  r.method = "map";
-  r.params["dropout"] = "0.5";
-  EXPECT_EQ(Train(r, data, MethodRegistry::Builtin()).status().code(),
-            absl::StatusCode::kInvalidArgument);
-}
-
 }  // namespace
 }  // namespace bnn
