@@ -69,11 +69,11 @@ ModelSpec SpecFor(const Size& size, const Dataset& d) {
 SlangOptions OptionsFor(const Size& size, const char* precision,
                         const char* eig_solver = "randomized") {
   SlangOptions o;
-  o.eig_solver = eig_solver;
+  BNN_CHECK_OK(SlangOptionsSchema().Apply(
+      {{"eig_solver", eig_solver}, {"precision", precision}}, &o));
   o.rank = size.rank;
   o.mc_samples = size.samples;
   o.batch_size = size.batch;
-  o.precision = precision;
   return o;
 }
 
@@ -118,7 +118,7 @@ void BM_PlainSlangStep(benchmark::State& state, const Size& size) {
   Eigen::VectorXd mu = net.InitialWeights(rng), d = Eigen::VectorXd::Ones(dim);
   Eigen::MatrixXd u = Eigen::MatrixXd::Zero(dim, 0);
   const Eigen::VectorXd prior =
-      Eigen::VectorXd::Constant(dim, o.prior_precision);
+      Eigen::VectorXd::Constant(dim, o.prior.prior_precision);
   Eigen::VectorXd momentum = Eigen::VectorXd::Zero(dim);
   const int ms = size.batch * size.samples;
   const double c = static_cast<double>(data.num_rows()) / ms;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <random>
+#include <type_traits>
 
 namespace bnn {
 
@@ -20,6 +21,16 @@ class Rng {
   }
 
   double Normal() { return normal_(engine_); }
+  // Fills every entry of a dense matrix, vector or block (Eigen) with
+  // independent N(0, 1) draws, column by column: the one standard-normal
+  // fill, so the same seed gives the same matrix wherever it is drawn.
+  template <typename Matrix>
+  void FillNormal(Matrix&& m) {
+    using Scalar = std::decay_t<decltype(m(0, 0))>;
+    for (decltype(m.cols()) j = 0; j < m.cols(); ++j)
+      for (decltype(m.rows()) i = 0; i < m.rows(); ++i)
+        m(i, j) = Scalar(Normal());
+  }
   // Uniform on [lo, hi).
   double Uniform(double lo = 0.0, double hi = 1.0) {
     return lo + (hi - lo) * uniform_(engine_);

@@ -12,13 +12,6 @@
 namespace bnn {
 namespace {
 
-void FillNormal(int64_t rows, int cols, Rng& rng, Eigen::MatrixXd* out) {
-  out->resize(rows, cols);
-  for (int c = 0; c < cols; ++c) {
-    for (int64_t r = 0; r < rows; ++r) (*out)(r, c) = rng.Normal();
-  }
-}
-
 // KL(N(mu, S) || N(0, diag(1/lambda))) from diag(S) and log det S^-1.
 double GaussianKl(const Eigen::VectorXd& mean, const Eigen::VectorXd& variance,
                   double log_det_precision, const Eigen::VectorXd& lambda) {
@@ -67,7 +60,8 @@ DiagonalGaussianPosterior::Create(Eigen::VectorXd mean,
 
 void DiagonalGaussianPosterior::Sample(int num_samples, Rng& rng,
                                        Eigen::MatrixXd* out) const {
-  FillNormal(dim(), num_samples, rng, out);
+  out->resize(dim(), num_samples);
+  rng.FillNormal(*out);
   *out = variance_.cwiseSqrt().asDiagonal() * *out;
   out->colwise() += mean_;
 }
@@ -136,7 +130,8 @@ FullGaussianPosterior::Create(Eigen::VectorXd mean, Eigen::MatrixXd precision) {
 void FullGaussianPosterior::Sample(int num_samples, Rng& rng,
                                    Eigen::MatrixXd* out) const {
   // theta = mu + L^-T eps has covariance L^-T L^-1 = P^-1.
-  FillNormal(dim(), num_samples, rng, out);
+  out->resize(dim(), num_samples);
+  rng.FillNormal(*out);
   llt_.matrixU().solveInPlace(*out);
   out->colwise() += mean_;
 }
@@ -229,7 +224,8 @@ void KroneckerPosterior::Sample(int num_samples, Rng& rng,
   for (int s = 0; s < num_samples; ++s) {
     for (size_t l = 0; l < layers_.size(); ++l) {
       const LayerShape& shape = shapes_[l];
-      FillNormal(shape.out, shape.in + 1, rng, &e);
+      e.resize(shape.out, shape.in + 1);
+      rng.FillNormal(e);
       Eigen::Map<Eigen::MatrixXd> w(out->col(s).data() + shape.offset,
                                     shape.out, shape.in + 1);
       w = layers_[l].mean +

@@ -32,9 +32,7 @@ LowRankGaussianPosterior::Create(Eigen::VectorXd mean, Eigen::MatrixXd u,
 void LowRankGaussianPosterior::Sample(int num_samples, Rng& rng,
                                       Eigen::MatrixXd* out) const {
   Eigen::MatrixXd eps(dim(), num_samples);
-  for (int s = 0; s < num_samples; ++s) {
-    for (int64_t j = 0; j < dim(); ++j) eps(j, s) = rng.Normal();
-  }
+  rng.FillNormal(eps);
   factor_.Sample(mean_, eps, out);
 }
 

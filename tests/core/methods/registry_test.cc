@@ -14,6 +14,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bnn/methods/method.h"
 #include "bnn/methods/options.h"
 #include "bnn/methods/slang.h"
 
@@ -147,6 +148,62 @@ INSTANTIATE_TEST_SUITE_P(
       return info.param.key + "_" + std::to_string(info.index);
     });
 
+TEST(MethodRegistryTest, MethodsListTheDefaultsTheyRunWith) {
+  auto listed = [](const std::string& method, const std::string& param) {
+    auto entry = Builtin().Find(method);
+    EXPECT_TRUE(entry.ok()) << method;
+    for (const ParamInfo& p : (*entry)->params) {
+      if (p.name == param) return p.default_value;
+    }
+    return std::string("(missing)");
+  };
+  // Variants registered with non-default options list those.
+  EXPECT_EQ(listed("map", "dropout"), "0");
+  EXPECT_EQ(listed("mc_dropout", "dropout"), "0.1");
+  EXPECT_EQ(listed("bali_l", "reparameterization"), "local");
+  EXPECT_EQ(listed("bali_w", "reparameterization"), "weight");
+  // Embedded prior fields keep each method's default.
+  EXPECT_EQ(listed("slang", "bias_prior_precision"), "1e-06");
+  EXPECT_EQ(listed("bbb", "bias_prior_precision"), "1");
+  EXPECT_EQ(listed("noisy_adam", "noise_model"), "fixed");
+  // A fixed variant refuses the other value; "bali" takes either.
+  EXPECT_EQ(Builtin()
+                .Create("bali_l", {{"reparameterization", "weight"}})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Builtin().Create("bali", {{"reparameterization", "local"}}).ok());
+  EXPECT_TRUE(
+      Builtin().Create("bali_l", {{"reparameterization", "local"}}).ok());
+}
+
+TEST(OptionsSchemaTest, EnumAndEmbeddedFieldsParseOnceAndPrintBack) {
+  SlangOptions o;
+  ASSERT_TRUE(SlangOptionsSchema()
+                  .Apply({{"eig_solver", "exact"},
+                          {"precision", "float32"},
+                          {"bias_prior_precision", "0.5"},
+                          {"noise_precision", "7"}},
+                         &o)
+                  .ok());
+  EXPECT_EQ(o.eig_solver, EigSolver::kExact);
+  EXPECT_EQ(o.precision, Arithmetic::kFloat32);
+  EXPECT_EQ(o.prior.bias_prior_precision, 0.5);
+  EXPECT_EQ(o.prior.noise_precision, 7.0);
+  EXPECT_EQ(o.prior.prior_precision, 1.0);  // untouched
+  const ParamMap printed = SlangOptionsSchema().ToParams(o);
+  EXPECT_EQ(printed.at("eig_solver"), "exact");
+  EXPECT_EQ(printed.at("precision"), "float32");
+  EXPECT_EQ(printed.at("bias_prior_precision"), "0.5");
+  // SLANG embeds only the prior fields it uses.
+  EXPECT_EQ(printed.count("noise_model"), 0u);
+  const absl::Status bad =
+      SlangOptionsSchema().Apply({{"eig_solver", "lanczos"}}, &o);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(bad), AllOf(HasSubstr("eig_solver = 'lanczos'"),
+                              HasSubstr("randomized, exact")));
+}
+
 TEST(MethodRegistryTest, RegisterRejectsDuplicatesAndEmptyEntries) {
   MethodRegistry registry;
   RegisterBuiltinMethods(&registry);
@@ -279,14 +336,14 @@ TEST(OptionsSchemaTest, SlangOptionsRoundTripThroughParams) {
   o.beta = 0.9;
   o.decay = 0.51;
   o.momentum = 0.0;
-  o.prior_precision = 1.0 / 7;
-  o.bias_prior_precision = 1e-8;
-  o.noise_precision = 40.3;
+  o.prior.prior_precision = 1.0 / 7;
+  o.prior.bias_prior_precision = 1e-8;
+  o.prior.noise_precision = 40.3;
   o.power_iterations = 2;
   o.init_precision = 3.5;
   o.eig_threshold = 0.0;
-  o.precision = "float32";
-  o.eig_solver = "exact";
+  o.precision = Arithmetic::kFloat32;
+  o.eig_solver = EigSolver::kExact;
   ASSERT_TRUE(o.Validate().ok());
   const ParamMap params = SlangOptionsSchema().ToParams(o);
   // Every declared field is printed.
@@ -307,9 +364,9 @@ TEST(OptionsSchemaTest, SlangOptionsRoundTripThroughParams) {
   EXPECT_EQ(back.beta, o.beta);
   EXPECT_EQ(back.decay, o.decay);
   EXPECT_EQ(back.momentum, o.momentum);
-  EXPECT_EQ(back.prior_precision, o.prior_precision);
-  EXPECT_EQ(back.bias_prior_precision, o.bias_prior_precision);
-  EXPECT_EQ(back.noise_precision, o.noise_precision);
+  EXPECT_EQ(back.prior.prior_precision, o.prior.prior_precision);
+  EXPECT_EQ(back.prior.bias_prior_precision, o.prior.bias_prior_precision);
+  EXPECT_EQ(back.prior.noise_precision, o.prior.noise_precision);
   EXPECT_EQ(back.power_iterations, o.power_iterations);
   EXPECT_EQ(back.init_precision, o.init_precision);
   EXPECT_EQ(back.eig_threshold, o.eig_threshold);

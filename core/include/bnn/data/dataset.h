@@ -58,6 +58,23 @@ struct Dataset {
   // InvalidArgument ("schema mismatch") unless `other` has this dataset's
   // task, feature count and classes.
   absl::Status CheckSameSchema(const Dataset& other) const;
+  // A training minibatch: the features of `rows` into x (|rows| x
+  // num_features) and their targets into y (|rows|), converted to the
+  // scalar types of any resizable dense matrix and vector (Eigen's).
+  template <typename Matrix, typename Vector>
+  void Gather(const std::vector<int64_t>& rows, Matrix* x, Vector* y) const {
+    using X = typename Matrix::Scalar;
+    using Y = typename Vector::Scalar;
+    const auto m = static_cast<typename Matrix::Index>(rows.size());
+    x->resize(m, num_features);
+    y->resize(m);
+    for (typename Matrix::Index i = 0; i < m; ++i) {
+      const double* r = row(rows[i]);
+      for (int64_t f = 0; f < num_features; ++f) (*x)(i, f) = X(r[f]);
+      (*y)[i] = Y(targets[rows[i]]);
+    }
+  }
+
   // Appends the rows of `other`, which must have the same schema.
   absl::Status Append(const Dataset& other);
 };

@@ -1,5 +1,5 @@
-// BALI: Bayesian layerwise inference (Kurle, Klushyn, Herbrich; digest
-// reference/bali.md). Every layer z = W' x is a multivariate Bayesian linear
+// BALI: Bayesian layerwise inference (Kurle, Klushyn, Herbrich). Every
+// layer z = W' x is a multivariate Bayesian linear
 // regression of pseudo-targets Y = Z + alpha G / sqrt(EMA(G^2)) on its
 // inputs X, with a matrix-normal-inverse-Wishart prior, so its posterior
 // q(W, Sigma) = MN(M, R, Sigma) IW(U, u) is closed-form (eq. 16) in EMAs of
@@ -12,15 +12,16 @@
 #ifndef BNN_METHODS_BALI_H_
 #define BNN_METHODS_BALI_H_
 
-#include <memory>
-#include <string>
-
-#include "absl/status/statusor.h"
-
-#include "bnn/methods/method.h"
 #include "bnn/methods/options.h"
 
 namespace bnn {
+
+class MethodRegistry;
+
+enum class Reparameterization {
+  kWeight,  // BALI-W: W ~ MN(M, R, Sigma) per step
+  kLocal,   // BALI-L: the mean plus per-example output noise (eq. 68)
+};
 
 struct BaliOptions {
   // alpha: step size of the pseudo-targets (eq. 20). Table 4: 0.3.
@@ -48,15 +49,15 @@ struct BaliOptions {
   // sigma_init: initial weights ~ N(0, sigma_init^2) elementwise (§3.4).
   double init_std = 1.0;
   // "weight" (BALI-W) or "local" (BALI-L, eq. 68).
-  std::string reparameterization = "weight";
+  Reparameterization reparameterization = Reparameterization::kWeight;
 
   absl::Status Validate() const;
 };
 
 const OptionsSchema<BaliOptions>& BaliOptionsSchema();
 
-absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateBali(
-    const BaliOptions& options);
+// "bali" (reparameterization as given), "bali_w" and "bali_l" (fixed).
+void RegisterBali(MethodRegistry& registry);
 
 }  // namespace bnn
 

@@ -4,14 +4,12 @@
 #ifndef BNN_METHODS_BBB_H_
 #define BNN_METHODS_BBB_H_
 
-#include <memory>
-
-#include "absl/status/statusor.h"
-
-#include "bnn/methods/method.h"
 #include "bnn/methods/options.h"
+#include "bnn/methods/prior.h"
 
 namespace bnn {
+
+class MethodRegistry;
 
 struct BbbOptions {
   // S: reparameterised weight samples per step.
@@ -23,11 +21,9 @@ struct BbbOptions {
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.999;
   double adam_epsilon = 1e-8;
-  // lambda for weights and for biases.
-  double prior_precision = 1.0;
-  double bias_prior_precision = 1.0;
-  // tau of a Gaussian likelihood (standardised units).
-  double noise_precision = 1.0;
+  // lambda for weights and for biases; tau of a Gaussian likelihood
+  // (standardised units).
+  PriorOptions prior;
   // Initial posterior standard deviation of every parameter.
   double init_std = 1e-3;
 
@@ -36,8 +32,8 @@ struct BbbOptions {
 
 const OptionsSchema<BbbOptions>& BbbOptionsSchema();
 
-absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateBbb(
-    const BbbOptions& options);
+// "bbb".
+void RegisterBbb(MethodRegistry& registry);
 
 }  // namespace bnn
 

@@ -1,18 +1,16 @@
-// The baselines of the BALI paper (reference/bali.md §5.3, Table 6): MC
+// The baselines of the BALI paper (Kurle et al., §5 and Table 6): MC
 // dropout (Gal & Ghahramani 2016), trained with Adam and weight decay, whose
 // predictive averages over dropout masks like a posterior; and MAP, the same
 // with dropout 0 (a point estimate served as a degenerate posterior).
 #ifndef BNN_METHODS_DROPOUT_H_
 #define BNN_METHODS_DROPOUT_H_
 
-#include <memory>
-
-#include "absl/status/statusor.h"
-
-#include "bnn/methods/method.h"
 #include "bnn/methods/options.h"
+#include "bnn/methods/prior.h"
 
 namespace bnn {
+
+class MethodRegistry;
 
 struct DropoutOptions {
   // Adam on the mean minibatch negative log-likelihood (Table 6: 0.001-0.002).
@@ -27,17 +25,17 @@ struct DropoutOptions {
   double dropout = 0.1;
   bool drop_inputs = false;
   int batch_size = 32;
-  // tau of a Gaussian likelihood (standardised units).
-  double noise_precision = 1.0;
+  // tau of a Gaussian likelihood (standardised units); the weight prior is
+  // weight_decay.
+  PriorOptions prior;
 
   absl::Status Validate() const;
 };
 
 const OptionsSchema<DropoutOptions>& DropoutOptionsSchema();
 
-// map == true: dropout must be 0 (or unset).
-absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateDropout(
-    const DropoutOptions& options, bool map);
+// "mc_dropout" and "map" (dropout 0, which it refuses to change).
+void RegisterDropout(MethodRegistry& registry);
 
 }  // namespace bnn
 

@@ -13,14 +13,12 @@
 #ifndef BNN_METHODS_HMC_H_
 #define BNN_METHODS_HMC_H_
 
-#include <memory>
-
-#include "absl/status/statusor.h"
-
-#include "bnn/methods/method.h"
 #include "bnn/methods/options.h"
+#include "bnn/methods/prior.h"
 
 namespace bnn {
+
+class MethodRegistry;
 
 struct HmcOptions {
   // Independent chains, started from different random initialisations.
@@ -37,9 +35,7 @@ struct HmcOptions {
   double target_accept = 0.8;
   // Gaussian prior precisions and the fixed noise precision tau
   // (standardised units) of the potential -log p(D | w) - log p(w).
-  double prior_precision = 1.0;
-  double bias_prior_precision = 1.0;
-  double noise_precision = 1.0;
+  PriorOptions prior;
   // Bound on the kept samples per chain (memory: D x chains x this).
   int max_samples = 2000;
 
@@ -48,8 +44,8 @@ struct HmcOptions {
 
 const OptionsSchema<HmcOptions>& HmcOptionsSchema();
 
-absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateHmc(
-    const HmcOptions& options);
+// "hmc".
+void RegisterHmc(MethodRegistry& registry);
 
 }  // namespace bnn
 

@@ -1,5 +1,5 @@
-// Noisy natural gradient (Zhang, Sun, Duvenaud, Grosse 2018; digest
-// reference/nng.md): natural-gradient VI as noisy point-estimate natural
+// Noisy natural gradient (Zhang, Sun, Duvenaud, Grosse 2018): natural-
+// gradient VI as noisy point-estimate natural
 // gradient with an EMA of the true Fisher, in the re-parameterised form of
 // eqs. 9-10 (alpha~ = alpha lambda/N, beta~ = beta lambda/N):
 //   "noisy_adam"  NNG-FFG, Algorithm 1: factorised Gaussian
@@ -9,15 +9,12 @@
 #ifndef BNN_METHODS_NNG_H_
 #define BNN_METHODS_NNG_H_
 
-#include <memory>
-#include <string>
-
-#include "absl/status/statusor.h"
-
-#include "bnn/methods/method.h"
 #include "bnn/methods/options.h"
+#include "bnn/methods/prior.h"
 
 namespace bnn {
+
+class MethodRegistry;
 
 struct NngOptions {
   // S: weight samples per step (Algorithms 1-2 use one).
@@ -37,26 +34,17 @@ struct NngOptions {
   // 1/eta: precision of the spherical prior N(0, eta I). noisy_adam and
   // nng_full give biases bias_prior_precision; noisy_kfac needs one
   // spherical prior per layer (eq. 13) and uses prior_precision throughout.
-  double prior_precision = 1.0;
-  double bias_prior_precision = 1.0;
-  // gamma_ex: extrinsic damping, in the mean's preconditioner only (§1.8).
+  // The Gaussian likelihood's noise: noise_model fixed (noise_precision) or
+  // gamma (App. C.1); the likelihood and the predictive use E_q[tau].
+  PriorOptions prior;
+  // gamma_ex: extrinsic damping, in the mean's preconditioner only (§3.2).
   double extrinsic_damping = 0.0;
-  // Gaussian likelihood noise: "fixed" uses noise_precision (tau, in
-  // standardised target units); "gamma" puts a Gamma(noise_shape,
-  // noise_rate) prior on tau (shape-rate, a0 = b0 = 6 in C.1) and fits a
-  // Gamma q(tau) by stochastic natural-gradient (SVI) steps of size
-  // noise_learning_rate; the likelihood and the predictive use E_q[tau].
-  std::string noise_model = "fixed";
-  double noise_precision = 1.0;
-  double noise_shape = 6.0;
-  double noise_rate = 6.0;
-  double noise_learning_rate = 0.01;
   // T_stats / T_inv: Fisher statistics every stats_interval steps; factor
   // eigendecompositions every inverse_interval steps (noisy_kfac, nng_full).
   int stats_interval = 1;
   int inverse_interval = 1;
   // Initial posterior standard deviation of every weight (the authors' code
-  // starts with tiny noise rather than the prior's; nng.md §11.1).
+  // starts with tiny noise rather than the prior's).
   double init_std = 1e-3;
   // Multiply learning_rate by lr_decay_factor after this fraction of the
   // run (§6.1: x0.1 in the second half); 0 disables.
@@ -73,11 +61,9 @@ struct NngOptions {
 
 const OptionsSchema<NngOptions>& NngOptionsSchema();
 
-enum class NngVariant { kNoisyAdam, kNoisyKfac, kFull };
-
-// nng_full refuses models above FullGaussianPosterior::kMaxDim parameters.
-absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateNng(
-    const NngOptions& options, NngVariant variant);
+// "noisy_adam", "noisy_kfac" and "nng_full" (which refuses models above
+// FullGaussianPosterior::kMaxDim parameters).
+void RegisterNng(MethodRegistry& registry);
 
 }  // namespace bnn
 

@@ -1,14 +1,17 @@
 // String parameters for typed Options structs. A method declares each field
-// once (name, member, help); the declaration then parses `--param k=v` and
-// wire parameters, rejects unknown keys listing the known ones, and prints
-// options back for snapshots. Names are the same everywhere.
+// once (name, member, help; enum fields with their accepted strings; shared
+// option structs such as PriorOptions embedded with their own declarations);
+// the declaration then parses `--param k=v` and wire parameters, rejects
+// unknown keys listing the known ones, and prints options back for
+// snapshots. Names are the same everywhere.
 #ifndef BNN_METHODS_OPTIONS_H_
 #define BNN_METHODS_OPTIONS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
-#include <variant>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -50,9 +53,78 @@ struct ParamInfo {
 template <typename Options>
 class OptionsSchema {
  public:
+  // A field of type int, int64_t, double, bool or std::string.
   template <typename V>
   OptionsSchema& Field(std::string name, V Options::*member, std::string help) {
-    fields_.push_back({std::move(name), member, std::move(help)});
+    fields_.push_back(
+        {std::move(name), TypeName(V{}), std::move(help),
+         [member](absl::string_view key, absl::string_view v, Options* o) {
+           return ParseInto(key, v, &(o->*member));
+         },
+         [member](const Options& o) { return Print(o.*member); }});
+    return *this;
+  }
+
+  // A string-valued option held as an enum class: `names` lists every
+  // accepted string with its value (the first name of a value is the one
+  // printed). The string is resolved here, once, so code reading the
+  // options compares no strings; any other string is InvalidArgument
+  // "name = 'v' must be one of: ...".
+  template <typename E>
+  OptionsSchema& Enum(std::string name, E Options::*member,
+                      std::vector<std::pair<std::string, E>> names,
+                      std::string help) {
+    fields_.push_back({std::move(name), "string", std::move(help),
+                       [member, names](absl::string_view key,
+                                       absl::string_view v, Options* o) {
+                         for (const auto& [text, value] : names) {
+                           if (text == v) {
+                             o->*member = value;
+                             return absl::OkStatus();
+                           }
+                         }
+                         std::vector<std::string> known;
+                         for (const auto& entry : names)
+                           known.push_back(entry.first);
+                         return CheckOneOf(key, v, known);
+                       },
+                       [member, names](const Options& o) {
+                         for (const auto& [text, value] : names) {
+                           if (value == o.*member) return text;
+                         }
+                         return std::string("?");
+                       }});
+    return *this;
+  }
+
+  // The fields of `schema` (those in `names`, in that order, or all when
+  // empty) for the options struct `member` embedded in Options: declared
+  // once, shared by every method that embeds it. `help` replaces the help
+  // of the named fields where a method gives them a narrower meaning.
+  template <typename Sub>
+  OptionsSchema& Embed(Sub Options::*member, const OptionsSchema<Sub>& schema,
+                       const std::vector<std::string>& names = {},
+                       const std::map<std::string, std::string>& help = {}) {
+    auto add = [&](const typename OptionsSchema<Sub>::FieldDecl& f) {
+      auto it = help.find(f.name);
+      fields_.push_back(
+          {f.name, f.type, it != help.end() ? it->second : f.help,
+           [member, parse = f.parse](absl::string_view key, absl::string_view v,
+                                     Options* o) {
+             return parse(key, v, &(o->*member));
+           },
+           [member, print = f.print](const Options& o) {
+             return print(o.*member);
+           }});
+    };
+    if (names.empty()) {
+      for (const auto& f : schema.fields_) add(f);
+    } else {
+      for (const auto& name : names) {
+        const auto* f = schema.Find(name);
+        if (f != nullptr) add(*f);  // a misspelt name would show in Describe
+      }
+    }
     return *this;
   }
 
@@ -78,11 +150,7 @@ class OptionsSchema {
             absl::StrCat("unknown parameter '", key,
                          "'; known parameters: ", absl::StrJoin(known, ", ")));
       }
-      absl::Status status = std::visit(
-          [&](auto member) {
-            return ParseInto(key, value, &(options->*member));
-          },
-          field->member);
+      absl::Status status = field->parse(key, value, options);
       if (!status.ok()) return status;
     }
     return absl::OkStatus();
@@ -91,35 +159,32 @@ class OptionsSchema {
   // Every field, printed (the canonical snapshot form).
   ParamMap ToParams(const Options& options) const {
     ParamMap out;
-    for (const auto& f : fields_) {
-      out[f.name] = std::visit(
-          [&](auto member) { return Print(options.*member); }, f.member);
-    }
+    for (const auto& f : fields_) out[f.name] = f.print(options);
     return out;
   }
 
-  std::vector<ParamInfo> Describe() const {
-    const Options defaults{};
+  // Every field with its type, help and value in `defaults` (a method
+  // registered with non-default options describes those).
+  std::vector<ParamInfo> Describe(const Options& defaults = Options{}) const {
     std::vector<ParamInfo> out;
     for (const auto& f : fields_) {
-      std::visit(
-          [&](auto member) {
-            out.push_back({f.name, TypeName(defaults.*member),
-                           Print(defaults.*member), f.help});
-          },
-          f.member);
+      out.push_back({f.name, f.type, f.print(defaults), f.help});
     }
     return out;
   }
 
  private:
-  using Member =
-      std::variant<int Options::*, int64_t Options::*, double Options::*,
-                   bool Options::*, std::string Options::*>;
+  template <typename>
+  friend class OptionsSchema;
+
   struct FieldDecl {
     std::string name;
-    Member member;
+    std::string type;  // as listed by Describe: int, double, bool, string
     std::string help;
+    std::function<absl::Status(absl::string_view key, absl::string_view value,
+                               Options* options)>
+        parse;
+    std::function<std::string(const Options& options)> print;
   };
 
   const FieldDecl* Find(absl::string_view name) const {

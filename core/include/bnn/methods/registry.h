@@ -1,6 +1,7 @@
 // Methods by name. The registry is filled explicitly by
-// RegisterBuiltinMethods() (no static initialisers, so static linking cannot
-// drop a method); an unknown name fails listing every known one.
+// RegisterBuiltinMethods(), which calls each method file's RegisterX() (no
+// static initialisers, so static linking cannot drop a method); an unknown
+// name fails listing every known one.
 #ifndef BNN_METHODS_REGISTRY_H_
 #define BNN_METHODS_REGISTRY_H_
 
@@ -8,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -36,6 +38,26 @@ class MethodRegistry {
 
   // Fails on an empty or duplicate name.
   absl::Status Register(Entry entry);
+
+  // Registers a method whose parameters are `schema`'s fields (`schema`
+  // must outlive the registry: schemas are static). Its factory starts from
+  // `defaults` (also what `methods` lists), applies the parameters and calls
+  // `create(options)`, which must run Options::Validate().
+  template <typename Options, typename Create>
+  absl::Status Add(std::string name, std::string description,
+                   const OptionsSchema<Options>& schema, Create create,
+                   const Options& defaults = Options{}) {
+    return Register(
+        {std::move(name), std::move(description), schema.Describe(defaults),
+         [&schema, create, defaults](const ParamMap& params,
+                                     const std::vector<std::string>& ignored)
+             -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+           Options options = defaults;
+           absl::Status status = schema.Apply(params, &options, ignored);
+           if (!status.ok()) return status;
+           return create(options);
+         }});
+  }
 
   absl::StatusOr<std::unique_ptr<VariationalMethod>> Create(
       absl::string_view name, const ParamMap& params,

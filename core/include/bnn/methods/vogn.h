@@ -1,5 +1,5 @@
-// The Gaussian natural-gradient VI baselines of SLANG's Table 1 (reference/
-// slang.md §1.2-1.3): full-covariance and mean-field, with the empirical
+// The Gaussian natural-gradient VI baselines of SLANG's Table 1 (Mishkin et
+// al. 2018, App. A): full-covariance and mean-field, with the empirical
 // Fisher (VOGN, SLANG eq. 2) or the exact Hessian (VON, eqs. 12-13):
 //
 //   theta_s ~ q;  C = (N/(M S)) sum_{i,s} curvature_i(theta_s)
@@ -10,14 +10,12 @@
 #ifndef BNN_METHODS_VOGN_H_
 #define BNN_METHODS_VOGN_H_
 
-#include <memory>
-
-#include "absl/status/statusor.h"
-
-#include "bnn/methods/method.h"
 #include "bnn/methods/options.h"
+#include "bnn/methods/prior.h"
 
 namespace bnn {
+
+class MethodRegistry;
 
 struct VognOptions {
   // S: Monte Carlo weight samples per step.
@@ -32,11 +30,9 @@ struct VognOptions {
   double decay = 0.0;
   // gamma: bias-corrected EMA of the likelihood gradient; 0 disables.
   double momentum = 0.0;
-  // lambda for weights and for biases.
-  double prior_precision = 1.0;
-  double bias_prior_precision = 1.0;
-  // tau of a Gaussian likelihood (standardised units).
-  double noise_precision = 1.0;
+  // lambda for weights and for biases; tau of a Gaussian likelihood
+  // (standardised units).
+  PriorOptions prior;
   // Initial precision P_0 = init_precision I (Sigma_0 = I by default, as the
   // reference MATLAB code).
   double init_precision = 1.0;
@@ -46,15 +42,11 @@ struct VognOptions {
 
 const OptionsSchema<VognOptions>& VognOptionsSchema();
 
-enum class Curvature { kEmpiricalFisher, kHessian };
-enum class CovarianceStructure { kFull, kDiagonal };
-
-// Full structure refuses models with more than FullGaussianPosterior::kMaxDim
-// parameters; the Hessian needs a model without hidden layers (where it is
-// exact). Both are checked in Initialize().
-absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateVogn(
-    const VognOptions& options, Curvature curvature,
-    CovarianceStructure structure);
+// The four variants. The full ones refuse models with more than
+// FullGaussianPosterior::kMaxDim parameters; the Hessian ones need a model
+// without hidden layers (where it is exact). Both are checked in
+// Initialize().
+void RegisterVogn(MethodRegistry& registry);
 
 }  // namespace bnn
 

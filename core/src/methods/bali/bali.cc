@@ -1,4 +1,5 @@
-// BALI (reference/bali.md §2.1, Algorithm 1 as corrected there). Per layer,
+// BALI (Kurle et al., Algorithm 1 with the pseudo-targets of eq. 20, the
+// inverse in eq. 16a and the mean in eq. 22). Per layer,
 // in the paper's orientation W (D_x x D_y), z = W' x with
 // x_1 = [x; 1] and x_l = [h(z_{l-1}); 1] / sqrt(D_{l-1} + 1) for l >= 2:
 //
@@ -24,6 +25,8 @@
 #include <Eigen/Cholesky>
 
 #include "bnn/check.h"
+#include "bnn/methods/method.h"
+#include "bnn/methods/registry.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/gaussian_families.h"
 #include "bnn/status.h"
@@ -50,7 +53,7 @@ class Bali final : public VariationalMethod {
   explicit Bali(const BaliOptions& options) : options_(options) {}
 
   absl::string_view name() const override {
-    return options_.reparameterization == "local" ? "bali_l" : "bali_w";
+    return Local() ? "bali_l" : "bali_w";
   }
   int batch_size() const override { return options_.batch_size; }
   double noise_precision() const override {
@@ -97,9 +100,8 @@ class Bali final : public VariationalMethod {
                 (options_.noise_prior_scale * n_eff_ / Dof(l.dy));
       l.l_sigma = l.sigma.llt().matrixL();
       l.w.resize(l.dx, l.dy);
-      for (Eigen::Index j = 0; j < l.w.cols(); ++j)
-        for (Eigen::Index i = 0; i < l.w.rows(); ++i)
-          l.w(i, j) = options_.init_std * rng.Normal();
+      rng.FillNormal(l.w);
+      l.w *= options_.init_std;
       layers_.push_back(std::move(l));
     }
     t_ = 0;
@@ -200,7 +202,9 @@ class Bali final : public VariationalMethod {
   }
 
  private:
-  bool Local() const { return options_.reparameterization == "local"; }
+  bool Local() const {
+    return options_.reparameterization == Reparameterization::kLocal;
+  }
   double Dof(int dy) const {
     // IW-mode denominator u + D_y + 1 with u = u_0 + N_eff.
     return (dy + options_.prior_dof) + n_eff_ + dy + 1;
@@ -219,13 +223,7 @@ class Bali final : public VariationalMethod {
                                   l.dx) =
           l.scale * (Local() ? l.m : l.w).transpose();
     }
-    x_.resize(b, train_->num_features);
-    y_.resize(b);
-    for (int n = 0; n < b; ++n) {
-      for (int64_t f = 0; f < train_->num_features; ++f)
-        x_(n, f) = train_->row(batch[n])[f];
-      y_[n] = train_->targets[batch[n]];
-    }
+    train_->Gather(batch, &x_, &y_);
     if (Local()) {
       // z_n = M' x_n + sqrt(x_n' R x_n) L_Sigma xi_n (eq. 68).
       noise_.pre_activation_noise = [this, &rng](int i,
@@ -235,9 +233,7 @@ class Bali final : public VariationalMethod {
         l.x = l.scale * inputs;
         l.rx = l.r_inv.solve(l.x.transpose());
         l.xi.resize(z->rows(), l.dy);
-        for (Eigen::Index j = 0; j < l.xi.cols(); ++j)
-          for (Eigen::Index n = 0; n < l.xi.rows(); ++n)
-            l.xi(n, j) = rng.Normal();
+        rng.FillNormal(l.xi);
         const Eigen::VectorXd sd =
             (l.x.array() * l.rx.transpose().array()).rowwise().sum().sqrt();
         *z += sd.asDiagonal() * (l.xi * l.l_sigma.transpose());
@@ -311,9 +307,7 @@ absl::Status BaliOptions::Validate() const {
   BNN_RETURN_IF_ERROR(CheckPositive("prior_variance", prior_variance));
   BNN_RETURN_IF_ERROR(CheckPositive("noise_prior_scale", noise_prior_scale));
   BNN_RETURN_IF_ERROR(CheckRange("prior_dof", prior_dof, 0, 1e9, true));
-  BNN_RETURN_IF_ERROR(CheckPositive("init_std", init_std));
-  return CheckOneOf("reparameterization", reparameterization,
-                    {"weight", "local"});
+  return CheckPositive("init_std", init_std);
 }
 
 const OptionsSchema<BaliOptions>& BaliOptionsSchema() {
@@ -337,17 +331,50 @@ const OptionsSchema<BaliOptions>& BaliOptionsSchema() {
         .Field("prior_dof", &BaliOptions::prior_dof, "u_0 - D_y")
         .Field("init_std", &BaliOptions::init_std,
                "sigma_init, initial weight standard deviation")
-        .Field("reparameterization", &BaliOptions::reparameterization,
-               "weight (BALI-W) or local (BALI-L)");
+        .Enum("reparameterization", &BaliOptions::reparameterization,
+              {{"weight", Reparameterization::kWeight},
+               {"local", Reparameterization::kLocal}},
+              "weight (BALI-W) or local (BALI-L)");
     return s;
   }();
   return *schema;
 }
 
-absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateBali(
-    const BaliOptions& options) {
-  BNN_RETURN_IF_ERROR(options.Validate());
-  return std::unique_ptr<VariationalMethod>(new Bali(options));
+void RegisterBali(MethodRegistry& registry) {
+  struct Variant {
+    const char* name;
+    bool fixed;  // reparameterization fixed to defaults.reparameterization
+    Reparameterization reparameterization;
+    const char* description;
+  };
+  const Variant variants[] = {
+      {"bali", false, Reparameterization::kWeight,
+       "BALI: layerwise Bayesian linear regression with matrix-normal-inverse-"
+       "Wishart posteriors (Kurle et al.); reparameterization=weight|local"},
+      {"bali_w", true, Reparameterization::kWeight,
+       "BALI with weight reparameterisation (BALI-W)"},
+      {"bali_l", true, Reparameterization::kLocal,
+       "BALI with local reparameterisation (BALI-L)"},
+  };
+  for (const Variant& v : variants) {
+    BaliOptions defaults;
+    defaults.reparameterization = v.reparameterization;
+    BNN_CHECK_OK(registry.Add(
+        v.name, v.description, BaliOptionsSchema(),
+        [v](const BaliOptions& options)
+            -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+          if (v.fixed && options.reparameterization != v.reparameterization) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "method ", v.name, " fixes reparameterization = ",
+                v.reparameterization == Reparameterization::kLocal ? "local"
+                                                                   : "weight",
+                "; use method 'bali' to choose"));
+          }
+          BNN_RETURN_IF_ERROR(options.Validate());
+          return std::unique_ptr<VariationalMethod>(new Bali(options));
+        },
+        defaults));
+  }
 }
 
 }  // namespace bnn

@@ -27,8 +27,7 @@ Eigen::MatrixXd SampleMatrixNormal(const Eigen::MatrixXd& m,
                                    const Eigen::LLT<Eigen::MatrixXd>& r_inv,
                                    const Eigen::MatrixXd& l_sigma, Rng& rng) {
   Eigen::MatrixXd a(m.rows(), m.cols());
-  for (Eigen::Index j = 0; j < a.cols(); ++j)
-    for (Eigen::Index i = 0; i < a.rows(); ++i) a(i, j) = rng.Normal();
+  rng.FillNormal(a);
   r_inv.matrixU().solveInPlace(a);  // L^-T A: row covariance R
   return m + a * l_sigma.transpose();
 }

@@ -1,5 +1,5 @@
 // Internal: the matrix-normal-inverse-Wishart algebra of one BALI layer
-// (reference/bali.md §1.3, eq. 16), separate from the method loop so tests
+// (Kurle et al. §3.1, eq. 16), separate from the method loop so tests
 // can compare it with the closed-form conjugate posterior. Orientation of
 // the paper: W is D_x x D_y and vec(W) ~ N(vec(M), Sigma (x) R).
 #ifndef BNN_METHODS_BALI_MNIW_H_

@@ -12,12 +12,15 @@
 #include "absl/strings/str_cat.h"
 
 #include "bnn/check.h"
+#include "bnn/methods/method.h"
+#include "bnn/methods/registry.h"
 #include "bnn/model/likelihood.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/gaussian_families.h"
 #include "bnn/status.h"
 
 #include "methods/method_memory.h"
+#include "methods/adam.h"
 
 namespace bnn {
 namespace {
@@ -29,7 +32,9 @@ class Bbb final : public VariationalMethod {
   absl::string_view name() const override { return "bbb"; }
   int batch_size() const override { return options_.batch_size; }
   int samples_per_step() const override { return options_.mc_samples; }
-  double noise_precision() const override { return options_.noise_precision; }
+  double noise_precision() const override {
+    return options_.prior.noise_precision;
+  }
   ParamMap Params() const override {
     return BbbOptionsSchema().ToParams(options_);
   }
@@ -46,16 +51,9 @@ class Bbb final : public VariationalMethod {
     mu_ = network_->InitialWeights(rng);
     // softplus^-1(s) = log(exp(s) - 1).
     rho_.setConstant(dim, std::log(std::expm1(options_.init_std)));
-    lambda_.resize(dim);
-    const std::vector<bool> bias = spec.BiasMask();
-    for (int64_t j = 0; j < dim; ++j) {
-      lambda_[j] =
-          bias[j] ? options_.bias_prior_precision : options_.prior_precision;
-    }
-    m_mu_.setZero(dim);
-    v_mu_.setZero(dim);
-    m_rho_.setZero(dim);
-    v_rho_.setZero(dim);
+    options_.prior.FillPrecisions(spec, &lambda_);
+    adam_mu_.Reset(dim);
+    adam_rho_.Reset(dim);
     t_ = 0;
     return absl::OkStatus();
   }
@@ -70,21 +68,13 @@ class Bbb final : public VariationalMethod {
 
     sigma_ = rho_.unaryExpr([](double r) { return Softplus(r); });
     eps_.resize(dim, s_count);
-    for (int s = 0; s < s_count; ++s)
-      for (int64_t j = 0; j < dim; ++j) eps_(j, s) = rng.Normal();
+    rng.FillNormal(eps_);
     theta_ = (sigma_.asDiagonal() * eps_).colwise() + mu_;
 
-    x_.resize(m, train_->num_features);
-    y_.resize(m);
-    for (int i = 0; i < m; ++i) {
-      for (int64_t f = 0; f < train_->num_features; ++f) {
-        x_(i, f) = train_->row(batch[i])[f];
-      }
-      y_[i] = train_->targets[batch[i]];
-    }
+    train_->Gather(batch, &x_, &y_);
     network_->Forward(x_, theta_, &pass_);
-    network_->Backward(y_, options_.noise_precision, theta_, pass_, &grads_,
-                       &nll_);
+    network_->Backward(y_, options_.prior.noise_precision, theta_, pass_,
+                       &grads_, &nll_);
     grads_.SumPerSample(s_count, &per_sample_);
 
     grad_mu_ = c * per_sample_.rowwise().sum() + lambda_.cwiseProduct(mu_);
@@ -92,8 +82,11 @@ class Bbb final : public VariationalMethod {
         (c * per_sample_.cwiseProduct(eps_).rowwise().sum() +
          lambda_.cwiseProduct(sigma_) - sigma_.cwiseInverse())
             .cwiseProduct(rho_.unaryExpr([](double r) { return Sigmoid(r); }));
-    Adam(grad_mu_, &m_mu_, &v_mu_, &mu_);
-    Adam(grad_rho_, &m_rho_, &v_rho_, &rho_);
+    const internal::AdamOptions adam = {
+        options_.learning_rate, options_.adam_beta1, options_.adam_beta2,
+        options_.adam_epsilon};
+    adam_mu_.Step(adam, t_, grad_mu_, &mu_);
+    adam_rho_.Step(adam, t_, grad_rho_, &rho_);
     if (!mu_.allFinite() || !rho_.allFinite()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "bbb diverged at step ", t_,
@@ -127,23 +120,12 @@ class Bbb final : public VariationalMethod {
   }
 
  private:
-  void Adam(const Eigen::VectorXd& grad, Eigen::VectorXd* m, Eigen::VectorXd* v,
-            Eigen::VectorXd* param) const {
-    const double b1 = options_.adam_beta1, b2 = options_.adam_beta2;
-    *m = b1 * *m + (1 - b1) * grad;
-    *v = b2 * *v + (1 - b2) * grad.cwiseAbs2();
-    const double c1 = 1 - std::pow(b1, static_cast<double>(t_));
-    const double c2 = 1 - std::pow(b2, static_cast<double>(t_));
-    *param -= (options_.learning_rate * (*m / c1).array() /
-               ((*v / c2).array().sqrt() + options_.adam_epsilon))
-                  .matrix();
-  }
-
   BbbOptions options_;
   std::unique_ptr<Network<double>> network_;
   const Dataset* train_ = nullptr;  // not owned; outlives training
 
-  Eigen::VectorXd mu_, rho_, lambda_, m_mu_, v_mu_, m_rho_, v_rho_;
+  Eigen::VectorXd mu_, rho_, lambda_;
+  internal::AdamState adam_mu_, adam_rho_;
   int64_t t_ = 0;
 
   // Per-step workspaces.
@@ -162,10 +144,7 @@ absl::Status BbbOptions::Validate() const {
   BNN_RETURN_IF_ERROR(CheckRange("adam_beta1", adam_beta1, 0, 0.999999, true));
   BNN_RETURN_IF_ERROR(CheckRange("adam_beta2", adam_beta2, 0, 0.999999, true));
   BNN_RETURN_IF_ERROR(CheckPositive("adam_epsilon", adam_epsilon));
-  BNN_RETURN_IF_ERROR(CheckPositive("prior_precision", prior_precision));
-  BNN_RETURN_IF_ERROR(
-      CheckPositive("bias_prior_precision", bias_prior_precision));
-  BNN_RETURN_IF_ERROR(CheckPositive("noise_precision", noise_precision));
+  BNN_RETURN_IF_ERROR(prior.Validate());
   return CheckRange("init_std", init_std, 0, 100);
 }
 
@@ -180,12 +159,8 @@ const OptionsSchema<BbbOptions>& BbbOptionsSchema() {
         .Field("adam_beta2", &BbbOptions::adam_beta2,
                "Adam second-moment decay")
         .Field("adam_epsilon", &BbbOptions::adam_epsilon, "Adam epsilon")
-        .Field("prior_precision", &BbbOptions::prior_precision,
-               "lambda for weights")
-        .Field("bias_prior_precision", &BbbOptions::bias_prior_precision,
-               "lambda for biases")
-        .Field("noise_precision", &BbbOptions::noise_precision,
-               "tau, Gaussian noise precision (standardised units)")
+        .Embed(&BbbOptions::prior, PriorOptionsSchema(),
+               {"prior_precision", "bias_prior_precision", "noise_precision"})
         .Field("init_std", &BbbOptions::init_std,
                "initial posterior standard deviation");
     return s;
@@ -193,10 +168,17 @@ const OptionsSchema<BbbOptions>& BbbOptionsSchema() {
   return *schema;
 }
 
-absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateBbb(
-    const BbbOptions& options) {
-  BNN_RETURN_IF_ERROR(options.Validate());
-  return std::unique_ptr<VariationalMethod>(new Bbb(options));
+void RegisterBbb(MethodRegistry& registry) {
+  BNN_CHECK_OK(registry.Add(
+      "bbb",
+      "Bayes by Backprop: mean-field Gaussian VI by reparameterisation "
+      "gradients and Adam (Blundell et al. 2015)",
+      BbbOptionsSchema(),
+      [](const BbbOptions& options)
+          -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+        BNN_RETURN_IF_ERROR(options.Validate());
+        return std::unique_ptr<VariationalMethod>(new Bbb(options));
+      }));
 }
 
 }  // namespace bnn

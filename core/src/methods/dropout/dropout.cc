@@ -11,11 +11,14 @@
 #include "absl/strings/str_cat.h"
 
 #include "bnn/check.h"
+#include "bnn/methods/method.h"
+#include "bnn/methods/registry.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/sample_families.h"
 #include "bnn/status.h"
 
 #include "methods/method_memory.h"
+#include "methods/adam.h"
 
 namespace bnn {
 namespace {
@@ -29,7 +32,9 @@ class Dropout final : public VariationalMethod {
     return map_ ? "map" : "mc_dropout";
   }
   int batch_size() const override { return options_.batch_size; }
-  double noise_precision() const override { return options_.noise_precision; }
+  double noise_precision() const override {
+    return options_.prior.noise_precision;
+  }
   ParamMap Params() const override {
     return DropoutOptionsSchema().ToParams(options_);
   }
@@ -43,8 +48,7 @@ class Dropout final : public VariationalMethod {
     network_ = std::make_unique<Network<double>>(spec);
     train_ = &train;
     theta_ = network_->InitialWeights(rng);
-    m_.setZero(theta_.size());
-    v_.setZero(theta_.size());
+    adam_.Reset(theta_.size());
     t_ = 0;
     return absl::OkStatus();
   }
@@ -54,13 +58,7 @@ class Dropout final : public VariationalMethod {
     ++t_;
     const int b = static_cast<int>(batch.size());
     const std::vector<LayerShape>& layers = network_->layers();
-    x_.resize(b, train_->num_features);
-    y_.resize(b);
-    for (int n = 0; n < b; ++n) {
-      for (int64_t f = 0; f < train_->num_features; ++f)
-        x_(n, f) = train_->row(batch[n])[f];
-      y_[n] = train_->targets[batch[n]];
-    }
+    train_->Gather(batch, &x_, &y_);
     // One inverted-dropout mask per example and layer input.
     const double keep = 1.0 - options_.dropout;
     noise_.input_masks.resize(layers.size());
@@ -77,19 +75,13 @@ class Dropout final : public VariationalMethod {
     }
     // The gradient of the mean minibatch NLL plus weight decay.
     network_->Forward(x_, theta_, &pass_, &noise_);
-    network_->Backward(y_, options_.noise_precision, theta_, pass_, &grads_,
-                       &nll_);
+    network_->Backward(y_, options_.prior.noise_precision, theta_, pass_,
+                       &grads_, &nll_);
     grads_.Sum(&grad_);
     grad_ = grad_ / b + options_.weight_decay * theta_;
-    // Adam (Kingma & Ba) with bias correction.
-    const double b1 = options_.adam_beta1, b2 = options_.adam_beta2;
-    m_ = b1 * m_ + (1 - b1) * grad_;
-    v_ = b2 * v_ + (1 - b2) * grad_.cwiseAbs2();
-    const double c1 = 1 - std::pow(b1, static_cast<double>(t_));
-    const double c2 = 1 - std::pow(b2, static_cast<double>(t_));
-    theta_ -= (options_.learning_rate * (m_ / c1).array() /
-               ((v_ / c2).array().sqrt() + options_.adam_epsilon))
-                  .matrix();
+    adam_.Step({options_.learning_rate, options_.adam_beta1,
+                options_.adam_beta2, options_.adam_epsilon},
+               t_, grad_, &theta_);
     if (!theta_.allFinite()) {
       return absl::FailedPreconditionError(absl::StrCat(
           name(), " diverged at step ", t_,
@@ -134,7 +126,8 @@ class Dropout final : public VariationalMethod {
   bool map_;
   std::unique_ptr<Network<double>> network_;
   const Dataset* train_ = nullptr;  // not owned; outlives training
-  Eigen::VectorXd theta_, m_, v_;
+  Eigen::VectorXd theta_;
+  internal::AdamState adam_;
   int64_t t_ = 0;
 
   // Per-step workspaces.
@@ -155,7 +148,7 @@ absl::Status DropoutOptions::Validate() const {
   BNN_RETURN_IF_ERROR(CheckRange("weight_decay", weight_decay, 0, 1e6, true));
   BNN_RETURN_IF_ERROR(CheckRange("dropout", dropout, 0, 0.99, true));
   BNN_RETURN_IF_ERROR(CheckIntRange("batch_size", batch_size, 1, 1 << 20));
-  return CheckPositive("noise_precision", noise_precision);
+  return prior.Validate();
 }
 
 const OptionsSchema<DropoutOptions>& DropoutOptionsSchema() {
@@ -174,22 +167,36 @@ const OptionsSchema<DropoutOptions>& DropoutOptionsSchema() {
         .Field("drop_inputs", &DropoutOptions::drop_inputs,
                "also drop the raw input features")
         .Field("batch_size", &DropoutOptions::batch_size, "minibatch size")
-        .Field("noise_precision", &DropoutOptions::noise_precision,
-               "tau, Gaussian noise precision (standardised units)");
+        .Embed(&DropoutOptions::prior, PriorOptionsSchema(),
+               {"noise_precision"});
     return s;
   }();
   return *schema;
 }
 
-absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateDropout(
-    const DropoutOptions& options, bool map) {
-  BNN_RETURN_IF_ERROR(options.Validate());
-  if (map && options.dropout != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "method 'map' has dropout = 0; got dropout = ", options.dropout,
-        " (use mc_dropout)"));
+void RegisterDropout(MethodRegistry& registry) {
+  for (const bool map : {false, true}) {
+    DropoutOptions defaults;
+    if (map) defaults.dropout = 0;
+    BNN_CHECK_OK(registry.Add(
+        map ? "map" : "mc_dropout",
+        map ? "MAP point estimate by Adam with weight decay (the BALI paper's "
+              "baseline; served as a degenerate posterior)"
+            : "MC dropout (Gal & Ghahramani 2016): Adam with weight decay; "
+              "predictions average over dropout masks",
+        DropoutOptionsSchema(),
+        [map](const DropoutOptions& options)
+            -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+          BNN_RETURN_IF_ERROR(options.Validate());
+          if (map && options.dropout != 0) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "method 'map' has dropout = 0; got dropout = ", options.dropout,
+                " (use mc_dropout)"));
+          }
+          return std::unique_ptr<VariationalMethod>(new Dropout(options, map));
+        },
+        defaults));
   }
-  return std::unique_ptr<VariationalMethod>(new Dropout(options, map));
 }
 
 }  // namespace bnn

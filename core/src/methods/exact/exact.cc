@@ -13,6 +13,8 @@
 #include "bnn/check.h"
 #include "bnn/linalg/optimize.h"
 #include "bnn/memory.h"
+#include "bnn/methods/method.h"
+#include "bnn/methods/registry.h"
 #include "bnn/model/likelihood.h"
 #include "bnn/posterior/gaussian_families.h"
 #include "bnn/status.h"
@@ -67,12 +69,7 @@ class Exact final : public VariationalMethod {
       x_(i, dim - 1) = 1.0;
       y_[i] = train.targets[i] > 0.5 ? 1.0 : -1.0;
     }
-    lambda_.resize(dim);
-    const std::vector<bool> bias = spec.BiasMask();
-    for (int64_t j = 0; j < dim; ++j) {
-      lambda_[j] =
-          bias[j] ? options_.bias_prior_precision : options_.prior_precision;
-    }
+    options_.prior.FillPrecisions(spec, &lambda_);
     // Start at m = 0, Sigma = I, as the reference code.
     Eigen::VectorXd x0 = Eigen::VectorXd::Zero(Size(dim));
     if (full_) {
@@ -244,9 +241,7 @@ class Exact final : public VariationalMethod {
 }  // namespace
 
 absl::Status ExactOptions::Validate() const {
-  BNN_RETURN_IF_ERROR(CheckPositive("prior_precision", prior_precision));
-  BNN_RETURN_IF_ERROR(
-      CheckPositive("bias_prior_precision", bias_prior_precision));
+  BNN_RETURN_IF_ERROR(prior.Validate());
   BNN_RETURN_IF_ERROR(
       CheckIntRange("quadrature_points", quadrature_points, 2, 200));
   BNN_RETURN_IF_ERROR(CheckIntRange("lbfgs_memory", lbfgs_memory, 1, 1000));
@@ -256,10 +251,9 @@ absl::Status ExactOptions::Validate() const {
 const OptionsSchema<ExactOptions>& ExactOptionsSchema() {
   static const auto* schema = [] {
     auto* s = new OptionsSchema<ExactOptions>();
-    s->Field("prior_precision", &ExactOptions::prior_precision,
-             "lambda for weights")
-        .Field("bias_prior_precision", &ExactOptions::bias_prior_precision,
-               "lambda for the bias")
+    s->Embed(&ExactOptions::prior, PriorOptionsSchema(),
+             {"prior_precision", "bias_prior_precision"},
+             {{"bias_prior_precision", "lambda for the bias"}})
         .Field("quadrature_points", &ExactOptions::quadrature_points,
                "Gauss-Hermite nodes per expectation")
         .Field("lbfgs_memory", &ExactOptions::lbfgs_memory,
@@ -271,10 +265,21 @@ const OptionsSchema<ExactOptions>& ExactOptionsSchema() {
   return *schema;
 }
 
-absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateExact(
-    const ExactOptions& options, bool full) {
-  BNN_RETURN_IF_ERROR(options.Validate());
-  return std::unique_ptr<VariationalMethod>(new Exact(options, full));
+void RegisterExact(MethodRegistry& registry) {
+  for (const bool full : {true, false}) {
+    BNN_CHECK_OK(registry.Add(
+        full ? "exact_full" : "exact_diag",
+        full ? "optimal full-Gaussian VI of Bayesian logistic regression "
+               "(L-BFGS on the ELBO, Gauss-Hermite; SLANG's 'Full Exact')"
+             : "optimal mean-field VI of Bayesian logistic regression "
+               "(SLANG's 'MF Exact')",
+        ExactOptionsSchema(),
+        [full](const ExactOptions& options)
+            -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+          BNN_RETURN_IF_ERROR(options.Validate());
+          return std::unique_ptr<VariationalMethod>(new Exact(options, full));
+        }));
+  }
 }
 
 }  // namespace bnn

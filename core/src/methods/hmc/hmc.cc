@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 
 #include "bnn/check.h"
+#include "bnn/methods/method.h"
+#include "bnn/methods/registry.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/sample_families.h"
 #include "bnn/status.h"
@@ -48,7 +51,9 @@ class Hmc final : public VariationalMethod {
   absl::string_view name() const override { return "hmc"; }
   int batch_size() const override { return static_cast<int>(x_.rows()); }
   int samples_per_step() const override { return options_.chains; }
-  double noise_precision() const override { return options_.noise_precision; }
+  double noise_precision() const override {
+    return options_.prior.noise_precision;
+  }
   ParamMap Params() const override {
     return HmcOptionsSchema().ToParams(options_);
   }
@@ -60,19 +65,10 @@ class Hmc final : public VariationalMethod {
     if (n < 1) return absl::InvalidArgumentError("training set is empty");
     network_ = std::make_unique<Network<double>>(spec);
     const int64_t dim = network_->num_parameters();
-    x_.resize(n, train.num_features);
-    y_.resize(n);
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t f = 0; f < train.num_features; ++f)
-        x_(i, f) = train.row(i)[f];
-      y_[i] = train.targets[i];
-    }
-    lambda_.resize(dim);
-    const std::vector<bool> bias = spec.BiasMask();
-    for (int64_t j = 0; j < dim; ++j) {
-      lambda_[j] =
-          bias[j] ? options_.bias_prior_precision : options_.prior_precision;
-    }
+    std::vector<int64_t> all(n);
+    std::iota(all.begin(), all.end(), 0);
+    train.Gather(all, &x_, &y_);
+    options_.prior.FillPrecisions(spec, &lambda_);
     theta_.resize(dim, options_.chains);
     for (int c = 0; c < options_.chains; ++c) {
       Rng chain = rng.Fork(c);
@@ -93,8 +89,7 @@ class Hmc final : public VariationalMethod {
     const int chains = options_.chains;
     const int64_t dim = theta_.rows();
     Eigen::MatrixXd p(dim, chains);
-    for (int c = 0; c < chains; ++c)
-      for (int64_t j = 0; j < dim; ++j) p(j, c) = rng.Normal();
+    rng.FillNormal(p);
     const Eigen::VectorXd kinetic0 =
         0.5 * p.colwise().squaredNorm().transpose();
     // Step sizes jittered uniformly by +-20% each iteration: with a fixed
@@ -183,8 +178,8 @@ class Hmc final : public VariationalMethod {
   void Potential(const Eigen::MatrixXd& theta, Eigen::VectorXd* energy,
                  Eigen::MatrixXd* grad) {
     network_->Forward(x_, theta, &pass_);
-    network_->Backward(y_, options_.noise_precision, theta, pass_, &grads_,
-                       &nll_);
+    network_->Backward(y_, options_.prior.noise_precision, theta, pass_,
+                       &grads_, &nll_);
     grads_.SumPerSample(static_cast<int>(theta.cols()), grad);
     *grad += lambda_.asDiagonal() * theta;
     const int64_t n = x_.rows();
@@ -222,10 +217,7 @@ absl::Status HmcOptions::Validate() const {
       CheckIntRange("leapfrog_steps", leapfrog_steps, 1, 10000));
   BNN_RETURN_IF_ERROR(CheckRange("step_size", step_size, 0, 10));
   BNN_RETURN_IF_ERROR(CheckRange("target_accept", target_accept, 0, 0.999));
-  BNN_RETURN_IF_ERROR(CheckPositive("prior_precision", prior_precision));
-  BNN_RETURN_IF_ERROR(
-      CheckPositive("bias_prior_precision", bias_prior_precision));
-  BNN_RETURN_IF_ERROR(CheckPositive("noise_precision", noise_precision));
+  BNN_RETURN_IF_ERROR(prior.Validate());
   return CheckIntRange("max_samples", max_samples, 1, 10000000);
 }
 
@@ -242,12 +234,8 @@ const OptionsSchema<HmcOptions>& HmcOptionsSchema() {
                "initial leapfrog step size")
         .Field("target_accept", &HmcOptions::target_accept,
                "target acceptance rate of the adaptation")
-        .Field("prior_precision", &HmcOptions::prior_precision,
-               "lambda for weights")
-        .Field("bias_prior_precision", &HmcOptions::bias_prior_precision,
-               "lambda for biases")
-        .Field("noise_precision", &HmcOptions::noise_precision,
-               "tau, Gaussian noise precision (standardised units)")
+        .Embed(&HmcOptions::prior, PriorOptionsSchema(),
+               {"prior_precision", "bias_prior_precision", "noise_precision"})
         .Field("max_samples", &HmcOptions::max_samples,
                "kept samples per chain, at most");
     return s;
@@ -255,10 +243,17 @@ const OptionsSchema<HmcOptions>& HmcOptionsSchema() {
   return *schema;
 }
 
-absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateHmc(
-    const HmcOptions& options) {
-  BNN_RETURN_IF_ERROR(options.Validate());
-  return std::unique_ptr<VariationalMethod>(new Hmc(options));
+void RegisterHmc(MethodRegistry& registry) {
+  BNN_CHECK_OK(registry.Add(
+      "hmc",
+      "Hamiltonian Monte Carlo (multiple chains, dual-averaging step size, "
+      "thinning): a sample-set posterior, the evaluation reference",
+      HmcOptionsSchema(),
+      [](const HmcOptions& options)
+          -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+        BNN_RETURN_IF_ERROR(options.Validate());
+        return std::unique_ptr<VariationalMethod>(new Hmc(options));
+      }));
 }
 
 }  // namespace bnn

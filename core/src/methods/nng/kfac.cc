@@ -63,8 +63,7 @@ void SampleKfac(const std::vector<LayerShape>& layers,
     const Eigen::MatrixXd ps = factors[l].OutputRoot(gamma_in);
     Eigen::MatrixXd e(shape.out, shape.in + 1);
     for (int c = 0; c < count; ++c) {
-      for (Eigen::Index j = 0; j < e.cols(); ++j)
-        for (Eigen::Index i = 0; i < e.rows(); ++i) e(i, j) = rng.Normal();
+      rng.FillNormal(e);
       Eigen::Map<Eigen::MatrixXd>(out->col(c).data() + shape.offset, shape.out,
                                   shape.in + 1) =
           Eigen::Map<const Eigen::MatrixXd>(mean.data() + shape.offset,

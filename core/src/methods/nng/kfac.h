@@ -1,7 +1,8 @@
-// Internal: the Kronecker-factored curvature of noisy K-FAC (reference/
-// nng.md §2.3), separate from the method loop so tests can check it against
-// its definitions. Layout: W~ = [W b] is out x (in + 1) (model_spec.h), so
-// the input factor A is (in+1) x (in+1) and the output factor S is out x out.
+// Internal: the Kronecker-factored curvature of noisy K-FAC (Zhang et al.
+// 2018, eqs. 12-13, Alg. 2), separate from the method loop so tests can check
+// it against its definitions. Layout: W~ = [W b] is out x (in + 1)
+// (model_spec.h), so the input factor A is (in+1) x (in+1) and the output
+// factor S is out x out.
 #ifndef BNN_METHODS_NNG_KFAC_H_
 #define BNN_METHODS_NNG_KFAC_H_
 

@@ -1,4 +1,4 @@
-// Noisy natural gradient (reference/nng.md §2): the mean takes noisy
+// Noisy natural gradient (Zhang et al. 2018, §3): the mean takes noisy
 // point-estimate natural-gradient steps preconditioned by an EMA of the true
 // Fisher (targets sampled from the model, footnote 1), and the posterior
 // covariance is (lambda/N)(F + gamma_in)^-1 with gamma_in = lambda/(N eta),
@@ -20,6 +20,8 @@
 #include <Eigen/Cholesky>
 
 #include "bnn/check.h"
+#include "bnn/methods/method.h"
+#include "bnn/methods/registry.h"
 #include "bnn/model/likelihood.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/gaussian_families.h"
@@ -32,14 +34,14 @@ namespace bnn {
 namespace {
 
 // The Gaussian likelihood's noise precision: fixed, or E_q[tau] of a Gamma
-// q(tau) (nng.md §4.1) updated by stochastic natural-gradient steps (for a
+// q(tau) (App. C.1) updated by stochastic natural-gradient steps (for a
 // conjugate exponential family these move the natural parameters toward
 // the minibatch estimate of the optimum: a = a0 + N/2,
 // b = b0 + (1/2) sum_i E_q(w)[(y_i - yhat_i)^2]).
-class NoiseModel {
+class LearnedNoise {
  public:
-  explicit NoiseModel(const NngOptions& o)
-      : learn_(o.noise_model == "gamma"),
+  explicit LearnedNoise(const PriorOptions& o)
+      : learn_(o.noise_model == NoiseModel::kGamma),
         fixed_(o.noise_precision),
         a0_(o.noise_shape),
         b0_(o.noise_rate),
@@ -68,7 +70,7 @@ class NoiseModel {
 class NngBase : public VariationalMethod {
  public:
   explicit NngBase(const NngOptions& options)
-      : options_(options), noise_(options) {}
+      : options_(options), noise_(options.prior) {}
 
   int batch_size() const override { return options_.batch_size; }
   int samples_per_step() const override { return options_.mc_samples; }
@@ -107,13 +109,11 @@ class NngBase : public VariationalMethod {
     scale_ = options_.kl_weight / n_;  // lambda / N
     mu_ = network_->InitialWeights(rng);
     const int64_t dim = mu_.size();
-    gamma_in_.resize(dim);
-    const std::vector<bool> bias = spec.BiasMask();
-    for (int64_t j = 0; j < dim; ++j) {
-      gamma_in_[j] = scale_ * (bias[j] && PerParameterPrior()
-                                   ? options_.bias_prior_precision
-                                   : options_.prior_precision);
+    options_.prior.FillPrecisions(spec, &gamma_in_);
+    if (!PerParameterPrior()) {
+      gamma_in_.setConstant(options_.prior.prior_precision);
     }
+    gamma_in_ *= scale_;
     momentum_.setZero(dim);
     t_ = 0;
     return InitializeFisher();
@@ -124,14 +124,7 @@ class NngBase : public VariationalMethod {
     ++t_;
     const int m = static_cast<int>(batch.size());
     const int s_count = options_.mc_samples;
-    x_.resize(m, train_->num_features);
-    y_.resize(m);
-    for (int i = 0; i < m; ++i) {
-      for (int64_t f = 0; f < train_->num_features; ++f) {
-        x_(i, f) = train_->row(batch[i])[f];
-      }
-      y_[i] = train_->targets[batch[i]];
-    }
+    train_->Gather(batch, &x_, &y_);
     StepStats stats;
     using Clock = std::chrono::steady_clock;
     auto lap = [last = Clock::now()](double* phase) mutable {
@@ -145,7 +138,7 @@ class NngBase : public VariationalMethod {
     network_->Forward(x_, theta_, &pass_);
     network_->Backward(y_, tau, theta_, pass_, &grads_, &nll_);
     // v = mean gradient of log p minus the intrinsic decay at the sampled
-    // weights (Alg. 1-2; pitfall 2).
+    // weights, not at the mean (Alg. 1-2).
     grads_.Sum(&v_);
     v_ *= -1.0 / (m * s_count);
     v_ -= gamma_in_.cwiseProduct(theta_.rowwise().mean());
@@ -231,7 +224,7 @@ class NngBase : public VariationalMethod {
   }
 
   NngOptions options_;
-  NoiseModel noise_;
+  LearnedNoise noise_;
   std::unique_ptr<Network<double>> network_;
   const Dataset* train_ = nullptr;  // not owned; outlives training
   double n_ = 0, scale_ = 0;
@@ -247,7 +240,7 @@ class NngBase : public VariationalMethod {
 
 // NNG-FFG (Algorithm 1): f is an EMA of squared sampled-target gradients;
 // w ~ N(mu, (lambda/N) / (f + gamma_in)); no square root in the
-// preconditioner (pitfall 10).
+// preconditioner, unlike Adam (eq. 11).
 class NoisyAdam final : public NngBase {
  public:
   using NngBase::NngBase;
@@ -268,9 +261,8 @@ class NoisyAdam final : public NngBase {
   void SampleWeights(int s, Rng& rng, Eigen::MatrixXd* out) override {
     const Eigen::VectorXd sd = (scale_ / (f_ + gamma_in_).array()).sqrt();
     out->resize(mu_.size(), s);
-    for (int c = 0; c < s; ++c)
-      for (int64_t j = 0; j < mu_.size(); ++j)
-        (*out)(j, c) = mu_[j] + sd[j] * rng.Normal();
+    rng.FillNormal(*out);
+    *out = (sd.asDiagonal() * *out).colwise() + mu_;
   }
   void UpdateFisher(const PerExampleGrads<double>& g) override {
     g.SquaredSum(&sq_);
@@ -417,8 +409,7 @@ class NngFull final : public NngBase {
   }
   void SampleWeights(int s, Rng& rng, Eigen::MatrixXd* out) override {
     Eigen::MatrixXd eps(mu_.size(), s);
-    for (int c = 0; c < s; ++c)
-      for (int64_t j = 0; j < mu_.size(); ++j) eps(j, c) = rng.Normal();
+    rng.FillNormal(eps);
     // sqrt(lambda/N) L^-T eps has covariance (lambda/N)(F + g_in)^-1.
     sample_llt_.matrixU().solveInPlace(eps);
     *out = (std::sqrt(scale_) * eps).colwise() + mu_;
@@ -459,18 +450,9 @@ absl::Status NngOptions::Validate() const {
   BNN_RETURN_IF_ERROR(CheckRange("beta", beta, 0, 1));
   BNN_RETURN_IF_ERROR(CheckRange("momentum", momentum, 0, 0.999999, true));
   BNN_RETURN_IF_ERROR(CheckPositive("kl_weight", kl_weight));
-  BNN_RETURN_IF_ERROR(CheckPositive("prior_precision", prior_precision));
-  BNN_RETURN_IF_ERROR(
-      CheckPositive("bias_prior_precision", bias_prior_precision));
+  BNN_RETURN_IF_ERROR(prior.Validate());
   BNN_RETURN_IF_ERROR(
       CheckRange("extrinsic_damping", extrinsic_damping, 0, 1e12, true));
-  BNN_RETURN_IF_ERROR(
-      CheckOneOf("noise_model", noise_model, {"fixed", "gamma"}));
-  BNN_RETURN_IF_ERROR(CheckPositive("noise_precision", noise_precision));
-  BNN_RETURN_IF_ERROR(CheckPositive("noise_shape", noise_shape));
-  BNN_RETURN_IF_ERROR(CheckPositive("noise_rate", noise_rate));
-  BNN_RETURN_IF_ERROR(
-      CheckRange("noise_learning_rate", noise_learning_rate, 0, 1));
   BNN_RETURN_IF_ERROR(
       CheckIntRange("stats_interval", stats_interval, 1, 1 << 20));
   BNN_RETURN_IF_ERROR(
@@ -494,20 +476,18 @@ const OptionsSchema<NngOptions>& NngOptionsSchema() {
         .Field("momentum", &NngOptions::momentum,
                "beta1, momentum on the mean's gradient")
         .Field("kl_weight", &NngOptions::kl_weight, "lambda, KL weight (eq. 1)")
-        .Field("prior_precision", &NngOptions::prior_precision,
-               "1/eta, spherical prior precision")
-        .Field("bias_prior_precision", &NngOptions::bias_prior_precision,
-               "bias prior precision (noisy_adam, nng_full)")
+        .Embed(&NngOptions::prior, PriorOptionsSchema(),
+               {"prior_precision", "bias_prior_precision"},
+               {{"prior_precision", "1/eta, spherical prior precision"},
+                {"bias_prior_precision",
+                 "bias prior precision (noisy_adam, nng_full)"}})
         .Field("extrinsic_damping", &NngOptions::extrinsic_damping,
                "gamma_ex, mean preconditioner only")
-        .Field("noise_model", &NngOptions::noise_model,
-               "fixed or gamma (Gamma prior on tau, C.1)")
-        .Field("noise_precision", &NngOptions::noise_precision,
-               "tau when noise_model=fixed (standardised units)")
-        .Field("noise_shape", &NngOptions::noise_shape, "Gamma prior shape a0")
-        .Field("noise_rate", &NngOptions::noise_rate, "Gamma prior rate b0")
-        .Field("noise_learning_rate", &NngOptions::noise_learning_rate,
-               "SVI step size of q(tau)")
+        .Embed(&NngOptions::prior, PriorOptionsSchema(),
+               {"noise_model", "noise_precision", "noise_shape", "noise_rate",
+                "noise_learning_rate"},
+               {{"noise_precision",
+                 "tau when noise_model=fixed (standardised units)"}})
         .Field("stats_interval", &NngOptions::stats_interval,
                "T_stats, steps between Fisher statistics")
         .Field("inverse_interval", &NngOptions::inverse_interval,
@@ -527,18 +507,37 @@ const OptionsSchema<NngOptions>& NngOptionsSchema() {
   return *schema;
 }
 
-absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateNng(
-    const NngOptions& options, NngVariant variant) {
-  BNN_RETURN_IF_ERROR(options.Validate());
-  switch (variant) {
-    case NngVariant::kNoisyAdam:
-      return std::unique_ptr<VariationalMethod>(new NoisyAdam(options));
-    case NngVariant::kNoisyKfac:
-      return std::unique_ptr<VariationalMethod>(new NoisyKfac(options));
-    case NngVariant::kFull:
-      return std::unique_ptr<VariationalMethod>(new NngFull(options));
-  }
-  return absl::InternalError("unknown NNG variant");
+void RegisterNng(MethodRegistry& registry) {
+  BNN_CHECK_OK(registry.Add(
+      "noisy_adam",
+      "noisy Adam (NNG-FFG): factorised Gaussian by noisy natural gradient "
+      "(Zhang et al. 2018, Alg. 1)",
+      NngOptionsSchema(),
+      [](const NngOptions& options)
+          -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+        BNN_RETURN_IF_ERROR(options.Validate());
+        return std::unique_ptr<VariationalMethod>(new NoisyAdam(options));
+      }));
+  BNN_CHECK_OK(registry.Add(
+      "noisy_kfac",
+      "noisy K-FAC (NNG-MVG): per-layer matrix-variate Gaussian by noisy "
+      "natural gradient (Zhang et al. 2018, Alg. 2)",
+      NngOptionsSchema(),
+      [](const NngOptions& options)
+          -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+        BNN_RETURN_IF_ERROR(options.Validate());
+        return std::unique_ptr<VariationalMethod>(new NoisyKfac(options));
+      }));
+  BNN_CHECK_OK(registry.Add(
+      "nng_full",
+      "noisy natural gradient with a full covariance (Zhang et al. 2018, eqs. "
+      "9-10; D <= 4096)",
+      NngOptionsSchema(),
+      [](const NngOptions& options)
+          -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+        BNN_RETURN_IF_ERROR(options.Validate());
+        return std::unique_ptr<VariationalMethod>(new NngFull(options));
+      }));
 }
 
 }  // namespace bnn

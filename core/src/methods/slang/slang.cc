@@ -1,14 +1,16 @@
-// SLANG, the engineer version of reference/slang.md §3.3:
+// SLANG (Mishkin et al. 2018, Algorithm 1 with the updates of eqs. 7-11 and
+// the reference code's momentum and stabilisation):
 //
-//   theta_s ~ N(mu, (U U^T + D)^-1)                 corrected fast_sample §5.2
-//   J       = per-example grads of -log p           Goodfellow factors §4
-//   c       = N / (M S);  g = c J 1
-//   Q, e    = top-L eig of (1-b) U U^T + b c J J^T  randomized fast_eig §5.3
-//   U'      = Q diag(sqrt(e))                       eq. 7 (e <= threshold
-//   dropped) Delta   = (1-b) rowsq(U) + b c rowsq(J) - rowsq(U'), clamped >= 0
-//   eq. 10 d       = (1-b) d + b lambda + Delta            eq. 9 (b lambda, not
-//   lambda) m       = gamma m + (1-gamma) g;  m^ = m / (1 - gamma^t) §3.4 mu =
-//   mu - a (U' U'^T + D)^-1 (m^ + lambda .* mu)   eq. 11, fast_inverse
+//   theta_s ~ N(mu, (U U^T + D)^-1)      fast_sample (App. C.4), corrected
+//   J = per-example grads of -log p      Goodfellow's factors (App. C.1)
+//   c = N / (M S);  g = c J 1
+//   Q, e = top-L eig of (1-b) U U^T + b c J J^T      fast_eig (App. C.2)
+//   U' = Q diag(sqrt(e))                 eq. 7; e <= eig_threshold dropped
+//   Delta = (1-b) rowsq(U) + b c rowsq(J) - rowsq(U'), clamped >= 0 (eq. 10)
+//   d = (1-b) d + b lambda + Delta       eq. 9 (b lambda, not lambda)
+//   m = gamma m + (1-gamma) g;  m^ = m / (1 - gamma^t)    (reference code)
+//   mu = mu - a (U' U'^T + D)^-1 (m^ + lambda .* mu)      eq. 11,
+//                                        fast_inverse (App. C.3)
 #include <algorithm>
 #include <cmath>
 
@@ -16,6 +18,7 @@
 #include <Eigen/Eigenvalues>
 
 #include "bnn/check.h"
+#include "bnn/methods/registry.h"
 #include "bnn/posterior/low_rank_gaussian.h"
 #include "bnn/status.h"
 
@@ -43,12 +46,7 @@ absl::Status Slang<T>::Initialize(const ModelSpec& spec, const Dataset& train,
   mu_ = network_->InitialWeights(rng).template cast<T>();
   u_.resize(dim, 0);
   d_.setConstant(dim, T(options_.init_precision));
-  prior_.resize(dim);
-  const std::vector<bool> bias = spec.BiasMask();
-  for (int64_t j = 0; j < dim; ++j) {
-    prior_[j] =
-        T(bias[j] ? options_.bias_prior_precision : options_.prior_precision);
-  }
+  options_.prior.FillPrecisions(spec, &prior_);
   prior_mean_.setZero(dim);
   prior_u_.resize(dim, 0);
   momentum_.setZero(dim);
@@ -102,9 +100,7 @@ absl::StatusOr<StepStats> Slang<T>::Step(const std::vector<int64_t>& batch,
   // theta_s ~ q for s = 1..S in one batched draw.
   const int64_t dim = mu_.size();
   eps_.resize(dim, options_.mc_samples);
-  for (int s = 0; s < options_.mc_samples; ++s) {
-    for (int64_t j = 0; j < dim; ++j) eps_(j, s) = T(rng.Normal());
-  }
+  rng.FillNormal(eps_);
   factor_.Sample(mu_, eps_, &theta_);
   return StepWithSamples(batch, theta_, rng);
 }
@@ -124,18 +120,11 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
   const int64_t dim = mu_.size();
   const double c = static_cast<double>(train_->num_rows()) / (m * s_count);
 
-  x_.resize(m, train_->num_features);
-  y_.resize(m);
-  for (int i = 0; i < m; ++i) {
-    for (int64_t f = 0; f < train_->num_features; ++f) {
-      x_(i, f) = T(train_->row(batch[i])[f]);
-    }
-    y_[i] = T(train_->targets[batch[i]]);
-  }
+  train_->Gather(batch, &x_, &y_);
 
   network_->Forward(x_, theta, &pass_);
-  network_->Backward(y_, T(options_.noise_precision), theta, pass_, &grads_,
-                     &nll_);
+  network_->Backward(y_, T(options_.prior.noise_precision), theta, pass_,
+                     &grads_, &nll_);
   grads_.Sum(&ghat_);
   ghat_ *= T(c);
 
@@ -160,7 +149,7 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
   };
   const int rank = static_cast<int>(std::min<int64_t>(options_.rank, dim));
   auto& eig = eig_;
-  if (options_.eig_solver == "exact") {
+  if (options_.eig_solver == EigSolver::kExact) {
     const int64_t own = w_u > 0 ? u_.cols() : 0;
     const int64_t prior = w_p > 0 ? prior_u_.cols() : 0;
     dense_.resize(dim, own + prior);
@@ -314,7 +303,7 @@ MemoryEstimate Slang<T>::EstimateMemory(const ModelSpec& spec, int64_t num_rows,
         VectorBytes(3, MulBytes({dim, rank}), b));
   e.Add("precision factorisation (V = d^-1/2 U and d, D x (L + 2))",
         VectorBytes(rank + 2, dim, b));
-  if (options_.eig_solver == "exact") {
+  if (options_.eig_solver == EigSolver::kExact) {
     const int64_t gram = rank + ms;  // without a snapshot prior
     e.Add("exact eigensolver: U block and Gram matrix",
           AddBytes(VectorBytes(1, MulBytes({dim, rank}), b),
@@ -355,20 +344,11 @@ absl::Status SlangOptions::Validate() const {
   BNN_RETURN_IF_ERROR(CheckRange("beta", beta, 0, 1));
   BNN_RETURN_IF_ERROR(CheckRange("decay", decay, 0, 10, true));
   BNN_RETURN_IF_ERROR(CheckRange("momentum", momentum, 0, 0.999999, true));
-  BNN_RETURN_IF_ERROR(CheckPositive("prior_precision", prior_precision));
-  BNN_RETURN_IF_ERROR(
-      CheckPositive("bias_prior_precision", bias_prior_precision));
-  BNN_RETURN_IF_ERROR(CheckPositive("noise_precision", noise_precision));
+  BNN_RETURN_IF_ERROR(prior.Validate());
   BNN_RETURN_IF_ERROR(
       CheckIntRange("power_iterations", power_iterations, 1, 100));
   BNN_RETURN_IF_ERROR(CheckPositive("init_precision", init_precision));
-  BNN_RETURN_IF_ERROR(
-      CheckRange("eig_threshold", eig_threshold, 0, 1e300, true));
-  BNN_RETURN_IF_ERROR(
-      CheckOneOf("precision", precision, {"float64", "float32"}));
-  BNN_RETURN_IF_ERROR(
-      CheckOneOf("eig_solver", eig_solver, {"randomized", "exact"}));
-  return absl::OkStatus();
+  return CheckRange("eig_threshold", eig_threshold, 0, 1e300, true);
 }
 
 const OptionsSchema<SlangOptions>& SlangOptionsSchema() {
@@ -386,36 +366,49 @@ const OptionsSchema<SlangOptions>& SlangOptionsSchema() {
                "omega in a_t = a_0/(1+t^omega); 0 disables")
         .Field("momentum", &SlangOptions::momentum,
                "gamma, EMA of the likelihood gradient")
-        .Field("prior_precision", &SlangOptions::prior_precision,
-               "lambda for weights")
-        .Field("bias_prior_precision", &SlangOptions::bias_prior_precision,
-               "lambda for biases")
-        .Field("noise_precision", &SlangOptions::noise_precision,
-               "tau, Gaussian noise precision (standardised units)")
+        .Embed(&SlangOptions::prior, PriorOptionsSchema(),
+               {"prior_precision", "bias_prior_precision", "noise_precision"})
         .Field("power_iterations", &SlangOptions::power_iterations,
                "randomized eigensolver power iterations")
         .Field("init_precision", &SlangOptions::init_precision,
                "d_0, initial diagonal precision")
         .Field("eig_threshold", &SlangOptions::eig_threshold,
                "drop eigenvalues <= this")
-        .Field("precision", &SlangOptions::precision,
-               "float64 or float32 arithmetic for the big arrays")
-        .Field("eig_solver", &SlangOptions::eig_solver,
-               "randomized (fast_eig, §5.3) or exact (Gram of the factors)");
+        .Enum("precision", &SlangOptions::precision,
+              {{"float64", Arithmetic::kFloat64},
+               {"float32", Arithmetic::kFloat32}},
+              "float64 or float32 arithmetic for the big arrays")
+        .Enum("eig_solver", &SlangOptions::eig_solver,
+              {{"randomized", EigSolver::kRandomized},
+               {"exact", EigSolver::kExact}},
+              "randomized (fast_eig, §5.3) or exact (Gram of the factors)");
     return s;
   }();
   return *schema;
 }
 
-absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateSlang(
-    const SlangOptions& options, bool online_eig) {
-  BNN_RETURN_IF_ERROR(options.Validate());
-  if (options.precision == "float32") {
-    return std::unique_ptr<VariationalMethod>(
-        new internal::Slang<float>(options, online_eig));
+void RegisterSlang(MethodRegistry& registry) {
+  for (const bool online_eig : {false, true}) {
+    BNN_CHECK_OK(registry.Add(
+        online_eig ? "slang_online_eig" : "slang",
+        online_eig
+            ? "SLANG-OnlineEig: low-rank factors averaged from the top "
+              "eigenpairs of the empirical Fisher alone (Mishkin et al. 2018, "
+              "App. B)"
+            : "SLANG: low-rank + diagonal Gaussian posterior by approximate "
+              "natural gradient (Mishkin et al. 2018)",
+        SlangOptionsSchema(),
+        [online_eig](const SlangOptions& options)
+            -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+          BNN_RETURN_IF_ERROR(options.Validate());
+          if (options.precision == Arithmetic::kFloat32) {
+            return std::unique_ptr<VariationalMethod>(
+                new internal::Slang<float>(options, online_eig));
+          }
+          return std::unique_ptr<VariationalMethod>(
+              new internal::Slang<double>(options, online_eig));
+        }));
   }
-  return std::unique_ptr<VariationalMethod>(
-      new internal::Slang<double>(options, online_eig));
 }
 
 }  // namespace bnn

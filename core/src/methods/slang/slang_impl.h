@@ -20,7 +20,7 @@ namespace bnn::internal {
 template <typename T>
 class Slang final : public VariationalMethod {
  public:
-  // online_eig: SLANG-OnlineEig (reference/slang.md §7, eqs. 17-21).
+  // online_eig: SLANG-OnlineEig (App. B, eqs. 17-21).
   explicit Slang(const SlangOptions& options, bool online_eig = false)
       : options_(options), online_eig_(online_eig) {}
 
@@ -29,7 +29,9 @@ class Slang final : public VariationalMethod {
   }
   int batch_size() const override { return options_.batch_size; }
   int samples_per_step() const override { return options_.mc_samples; }
-  double noise_precision() const override { return options_.noise_precision; }
+  double noise_precision() const override {
+    return options_.prior.noise_precision;
+  }
   ParamMap Params() const override;
 
   absl::Status Initialize(const ModelSpec& spec, const Dataset& train,

@@ -1,4 +1,4 @@
-// VOGN / VON, full and mean-field (reference/slang.md §1.2-1.3): the dense
+// VOGN / VON, full and mean-field (SLANG eq. 2 and App. A): the dense
 // baselines SLANG approximates. Everything is double: the full variants are
 // limited to FullGaussianPosterior::kMaxDim parameters.
 #include "bnn/methods/vogn.h"
@@ -11,6 +11,8 @@
 #include <Eigen/Cholesky>
 
 #include "bnn/check.h"
+#include "bnn/methods/method.h"
+#include "bnn/methods/registry.h"
 #include "bnn/model/likelihood.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/gaussian_families.h"
@@ -20,6 +22,9 @@
 
 namespace bnn {
 namespace {
+
+enum class Curvature { kEmpiricalFisher, kHessian };
+enum class CovarianceStructure { kFull, kDiagonal };
 
 class Vogn final : public VariationalMethod {
  public:
@@ -35,7 +40,9 @@ class Vogn final : public VariationalMethod {
   }
   int batch_size() const override { return options_.batch_size; }
   int samples_per_step() const override { return options_.mc_samples; }
-  double noise_precision() const override { return options_.noise_precision; }
+  double noise_precision() const override {
+    return options_.prior.noise_precision;
+  }
   ParamMap Params() const override {
     return VognOptionsSchema().ToParams(options_);
   }
@@ -64,12 +71,7 @@ class Vogn final : public VariationalMethod {
     network_ = std::make_unique<Network<double>>(spec);
     train_ = &train;
     mu_ = network_->InitialWeights(rng);
-    prior_diag_.resize(dim);
-    const std::vector<bool> bias = spec.BiasMask();
-    for (int64_t j = 0; j < dim; ++j) {
-      prior_diag_[j] =
-          bias[j] ? options_.bias_prior_precision : options_.prior_precision;
-    }
+    options_.prior.FillPrecisions(spec, &prior_diag_);
     prior_mean_.setZero(dim);
     prior_full_.resize(0, 0);
     if (full()) {
@@ -140,8 +142,7 @@ class Vogn final : public VariationalMethod {
 
     // theta_s ~ N(mu, P^-1).
     eps_.resize(dim, s_count);
-    for (int s = 0; s < s_count; ++s)
-      for (int64_t j = 0; j < dim; ++j) eps_(j, s) = rng.Normal();
+    rng.FillNormal(eps_);
     if (full()) {
       llt_.compute(precision_);
       if (llt_.info() != Eigen::Success) {
@@ -153,17 +154,10 @@ class Vogn final : public VariationalMethod {
     }
     theta_ = eps_.colwise() + mu_;
 
-    x_.resize(m, train_->num_features);
-    y_.resize(m);
-    for (int i = 0; i < m; ++i) {
-      for (int64_t f = 0; f < train_->num_features; ++f) {
-        x_(i, f) = train_->row(batch[i])[f];
-      }
-      y_[i] = train_->targets[batch[i]];
-    }
+    train_->Gather(batch, &x_, &y_);
     network_->Forward(x_, theta_, &pass_);
-    network_->Backward(y_, options_.noise_precision, theta_, pass_, &grads_,
-                       &nll_);
+    network_->Backward(y_, options_.prior.noise_precision, theta_, pass_,
+                       &grads_, &nll_);
     grads_.Sum(&ghat_);
     ghat_ *= c;
 
@@ -260,7 +254,8 @@ class Vogn final : public VariationalMethod {
     for (int r = 0; r < x.rows(); ++r) {
       const Eigen::VectorXd f = pass_.output().row(r).transpose();
       NegLogLikelihoodHessian<double>(network_->spec().likelihood, f.data(), k,
-                                      options_.noise_precision, hess.data());
+                                      options_.prior.noise_precision,
+                                      hess.data());
       xxt.noalias() = x.row(r).transpose() * x.row(r);
       for (int64_t a = 0; a < cols; ++a)
         for (int64_t b = 0; b < cols; ++b)
@@ -290,7 +285,8 @@ class Vogn final : public VariationalMethod {
     for (int r = 0; r < x.rows(); ++r) {
       const Eigen::VectorXd f = pass_.output().row(r).transpose();
       NegLogLikelihoodHessian<double>(network_->spec().likelihood, f.data(), k,
-                                      options_.noise_precision, hess.data());
+                                      options_.prior.noise_precision,
+                                      hess.data());
       for (int64_t a = 0; a < x.cols(); ++a)
         for (int kk = 0; kk < k; ++kk)
           curvature_diag_[a * k + kk] +=
@@ -304,7 +300,7 @@ class Vogn final : public VariationalMethod {
     row_curvature_.resize(f.rows());
     for (Eigen::Index r = 0; r < f.rows(); ++r) {
       NegLogLikelihoodHessian<double>(network_->spec().likelihood, &f(r, 0), 1,
-                                      options_.noise_precision,
+                                      options_.prior.noise_precision,
                                       &row_curvature_[r]);
     }
   }
@@ -343,10 +339,7 @@ absl::Status VognOptions::Validate() const {
   BNN_RETURN_IF_ERROR(CheckRange("beta", beta, 0, 1));
   BNN_RETURN_IF_ERROR(CheckRange("decay", decay, 0, 10, true));
   BNN_RETURN_IF_ERROR(CheckRange("momentum", momentum, 0, 0.999999, true));
-  BNN_RETURN_IF_ERROR(CheckPositive("prior_precision", prior_precision));
-  BNN_RETURN_IF_ERROR(
-      CheckPositive("bias_prior_precision", bias_prior_precision));
-  BNN_RETURN_IF_ERROR(CheckPositive("noise_precision", noise_precision));
+  BNN_RETURN_IF_ERROR(prior.Validate());
   return CheckPositive("init_precision", init_precision);
 }
 
@@ -363,12 +356,8 @@ const OptionsSchema<VognOptions>& VognOptionsSchema() {
                "omega in a_t = a_0/(1+t^omega); 0 disables")
         .Field("momentum", &VognOptions::momentum,
                "gamma, EMA of the likelihood gradient; 0 disables")
-        .Field("prior_precision", &VognOptions::prior_precision,
-               "lambda for weights")
-        .Field("bias_prior_precision", &VognOptions::bias_prior_precision,
-               "lambda for biases")
-        .Field("noise_precision", &VognOptions::noise_precision,
-               "tau, Gaussian noise precision (standardised units)")
+        .Embed(&VognOptions::prior, PriorOptionsSchema(),
+               {"prior_precision", "bias_prior_precision", "noise_precision"})
         .Field("init_precision", &VognOptions::init_precision,
                "initial precision P_0 = init_precision I");
     return s;
@@ -376,12 +365,41 @@ const OptionsSchema<VognOptions>& VognOptionsSchema() {
   return *schema;
 }
 
-absl::StatusOr<std::unique_ptr<VariationalMethod>> CreateVogn(
-    const VognOptions& options, Curvature curvature,
-    CovarianceStructure structure) {
-  BNN_RETURN_IF_ERROR(options.Validate());
-  return std::unique_ptr<VariationalMethod>(
-      new Vogn(options, curvature, structure));
+void RegisterVogn(MethodRegistry& registry) {
+  struct Variant {
+    const char* name;
+    const char* description;
+    Curvature curvature;
+    CovarianceStructure structure;
+  };
+  const Variant variants[] = {
+      {"vogn_full",
+       "full-Gaussian VI by natural gradient with the empirical Fisher "
+       "(SLANG eq. 2; D <= 4096)",
+       Curvature::kEmpiricalFisher, CovarianceStructure::kFull},
+      {"von_full",
+       "full-Gaussian VI by natural gradient with the exact Hessian (SLANG "
+       "eqs. 12-13; no hidden layers, D <= 4096)",
+       Curvature::kHessian, CovarianceStructure::kFull},
+      {"vogn_diag",
+       "mean-field VI by natural gradient with the empirical Fisher (SLANG "
+       "Table 1 'MF EF')",
+       Curvature::kEmpiricalFisher, CovarianceStructure::kDiagonal},
+      {"von_diag",
+       "mean-field VI by natural gradient with the exact Hessian (SLANG "
+       "Table 1 'MF Hessian'; no hidden layers)",
+       Curvature::kHessian, CovarianceStructure::kDiagonal},
+  };
+  for (const Variant& v : variants) {
+    BNN_CHECK_OK(
+        registry.Add(v.name, v.description, VognOptionsSchema(),
+                     [v](const VognOptions& options)
+                         -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
+                       BNN_RETURN_IF_ERROR(options.Validate());
+                       return std::unique_ptr<VariationalMethod>(
+                           new Vogn(options, v.curvature, v.structure));
+                     }));
+  }
 }
 
 }  // namespace bnn

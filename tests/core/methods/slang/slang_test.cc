@@ -76,7 +76,7 @@ struct DenseVogn {
     ForwardPass<double> pass;
     PerExampleGrads<double> grads;
     net.Forward(x, theta, &pass);
-    net.Backward(y, o.noise_precision, theta, pass, &grads, nullptr);
+    net.Backward(y, o.prior.noise_precision, theta, pass, &grads, nullptr);
     const Eigen::MatrixXd j = grads.Materialize();
     const double c = static_cast<double>(n) / (n * theta.cols());
     const Eigen::VectorXd ghat = c * j.rowwise().sum();
@@ -110,8 +110,8 @@ SlangOptions EquivalenceOptions(int rank) {
   o.batch_size = 20;
   o.learning_rate = 0.3;
   o.beta = 0.2;
-  o.prior_precision = 2.0;
-  o.bias_prior_precision = 0.5;
+  o.prior.prior_precision = 2.0;
+  o.prior.bias_prior_precision = 0.5;
   o.init_precision = 1.5;
   o.eig_threshold = 0;  // keep every eigenpair: the comparison is exact
   return o;
@@ -143,7 +143,7 @@ void RunBoth(const SlangOptions& o, internal::Slang<double>* slang,
   }
 }
 
-class FullRankTest : public ::testing::TestWithParam<const char*> {};
+class FullRankTest : public ::testing::TestWithParam<EigSolver> {};
 
 TEST_P(FullRankTest, EqualsVognAfterEachStep) {
   SlangOptions o = EquivalenceOptions(/*rank=*/4);  // L = D = 3 + bias
@@ -159,7 +159,8 @@ TEST_P(FullRankTest, EqualsVognAfterEachStep) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EigSolvers, FullRankTest,
-                         ::testing::Values("randomized", "exact"));
+                         ::testing::Values(EigSolver::kRandomized,
+                                           EigSolver::kExact));
 
 TEST(SlangTest, ExactAndRandomizedSolversAgreeWhenProbesSpanTheRange) {
   // With M S = 2 and L = 1, rank((1-b) U U^T + b c J J^T) <= 3 = L + 2 = K, so
@@ -180,7 +181,7 @@ TEST(SlangTest, ExactAndRandomizedSolversAgreeWhenProbesSpanTheRange) {
   o.batch_size = 2;
   o.eig_threshold = 0;
   SlangOptions exact_options = o;
-  exact_options.eig_solver = "exact";
+  exact_options.eig_solver = EigSolver::kExact;
   internal::Slang<double> randomized(o), exact(exact_options);
   Rng init_a(1), init_b(1), rng(3);
   ASSERT_TRUE(randomized.Initialize(spec, data, init_a).ok());
