@@ -214,7 +214,6 @@ class Bali final : public VariationalMethod {
   // mean plus local output noise) and back-propagates d(-log p)/dZ; the
   // regression likelihood is N(y; z, Sigma_L). Returns the mean NLL.
   double ForwardBackward(const std::vector<int64_t>& batch, Rng& rng) {
-    const int b = static_cast<int>(batch.size());
     // The network's layout holds W~_l = s_l W_l' (model_spec.h).
     const std::vector<LayerShape>& shapes = network_->layers();
     for (size_t i = 0; i < layers_.size(); ++i) {
