@@ -213,10 +213,15 @@ TEST_F(DatasetStoreTest, VersionsOfAnotherSchemaAreDataLoss) {
     std::unique_ptr<DatasetStore> store = Open();
     id = ThreeVersions(store.get());
     const DatasetFileContents v1 = *ReadDatasetFile(PathOf(id));
-    store::DatasetMeta meta = v1.meta;
-    meta.add_class_values(1.0);
+    store::DatasetFile file;
+    *file.mutable_meta() = v1.meta;
+    file.mutable_meta()->add_class_values(1.0);
+    file.mutable_features()->Add(v1.rows.features.begin(),
+                                 v1.rows.features.end());
+    file.mutable_targets()->Add(v1.rows.targets.begin(), v1.rows.targets.end());
     ASSERT_TRUE(
-        WriteFileAtomically(PathOf(id), *EncodeDatasetFile(v1.rows, meta))
+        WriteFileAtomically(
+            PathOf(id), EncodeRecord({"BNNDSET1", 1}, file.SerializeAsString()))
             .ok());
   }
   std::unique_ptr<DatasetStore> store = Open();
