@@ -136,6 +136,7 @@ class Harness {
   static TempDir* suite_dir_;
   static std::string* dataset_id_;
   static std::string* snapshot_id_;
+  static std::string* deep_snapshot_id_;
   std::unique_ptr<ServerProcess> server_;
   std::string address_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -145,6 +146,7 @@ class Harness {
 TempDir* Harness::suite_dir_ = nullptr;
 std::string* Harness::dataset_id_ = nullptr;
 std::string* Harness::snapshot_id_ = nullptr;
+std::string* Harness::deep_snapshot_id_ = nullptr;
 
 class LifecycleTest : public ::testing::Test, public Harness {
  protected:
@@ -172,10 +174,23 @@ class LifecycleTest : public ::testing::Test, public Harness {
         });
     ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
     snapshot_id_ = new std::string(job.snapshot_id());
+    // Twice as deep (1-700-700-700-700-1, 1.47M parameters): one chunk of
+    // 65536 rows x samples costs ~1e11 multiply-adds, seconds on any core,
+    // for the watchdog, whose threshold is --max-request-seconds + 1 s.
+    train.mutable_model()->add_hidden_sizes(700);
+    train.mutable_model()->add_hidden_sizes(700);
+    const v1::Job deep =
+        setup.WaitForJob(setup.StartTraining(train), [](const v1::Job& j) {
+          return j.state() == v1::JOB_STATE_SUCCEEDED ||
+                 j.state() == v1::JOB_STATE_FAILED;
+        });
+    ASSERT_EQ(deep.state(), v1::JOB_STATE_SUCCEEDED) << deep.error();
+    deep_snapshot_id_ = new std::string(deep.snapshot_id());
     EXPECT_EQ(setup.Stop(SIGTERM), 0);
   }
   static void TearDownTestSuite() {
     delete snapshot_id_;
+    delete deep_snapshot_id_;
     delete dataset_id_;
     delete suite_dir_;
   }
@@ -278,15 +293,16 @@ TEST_F(LifecycleTest, OneClientsFloodDoesNotStarveAnother) {
 
 TEST_F(LifecycleTest, WatchdogReportsWedgedComputeWorkers) {
   // One worker and a 0.2 s cap: the watchdog's threshold is 1.2 s. One chunk
-  // of 1024 rows x 64 samples (~3e10 multiply-adds) runs longer than that
-  // without reaching an interrupt check.
+  // of 1024 rows x 64 samples through the deep net (~1e11 multiply-adds;
+  // 1.25 s through the 2-layer one on an AVX-512 core, too close) runs
+  // longer than that without reaching an interrupt check.
   Start({"--threads=1", "--compute-workers=1", "--max-request-seconds=0.2"});
   std::atomic<bool> done{false};
   Timed slow;
   std::thread predict([&] {
     const std::shared_ptr<grpc::Channel> client = NewClientChannel(address_);
     slow = TimedPredict(v1::BnnService::NewStub(client).get(),
-                        PredictRows(*snapshot_id_, 1024, 64));
+                        PredictRows(*deep_snapshot_id_, 1024, 64));
     done = true;
   });
   bool saw_not_serving = false;
