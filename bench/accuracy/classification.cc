@@ -191,10 +191,8 @@ absl::StatusOr<ClassifierSetup> ParseClassifierSetup(const FlagSet& flags) {
     }
   }
   // The new keys must be valid too (ParseCommonFlags checked the others).
-  TrainRequest request;
-  request.method = common.method;
-  request.params = common.params;
-  BNN_RETURN_IF_ERROR(ResolveTrainOptions(request).status());
+  BNN_RETURN_IF_ERROR(CheckTrainParams(common.method, common.params,
+                                       MethodRegistry::Builtin()));
 
   if (idx) {
     BNN_ASSIGN_OR_RETURN(const IdxFiles files,

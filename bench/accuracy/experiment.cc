@@ -192,12 +192,7 @@ absl::StatusOr<CommonOptions> ParseCommonFlags(const FlagSet& flags) {
         params[key] = value;
       }
     }
-    BNN_RETURN_IF_ERROR(
-        registry.Validate(common.method, params, TrainerParamNames()));
-    TrainRequest request;
-    request.method = common.method;
-    request.params = params;
-    BNN_RETURN_IF_ERROR(ResolveTrainOptions(request).status());
+    BNN_RETURN_IF_ERROR(CheckTrainParams(common.method, params, registry));
   }
   return common;
 }

@@ -1,5 +1,6 @@
 #include "server/jobs/job_runner.h"
 
+#include <optional>
 #include <utility>
 
 #include <absl/strings/ascii.h>
@@ -17,6 +18,7 @@
 #include "server/common/status_util.h"
 #include "server/common/user_text.h"
 #include "server/jobs/compute_threads.h"
+#include "server/jobs/job_plan.h"
 
 namespace bnn::server {
 namespace {
@@ -26,34 +28,6 @@ using State = store::JobRecord::State;
 int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
 
 }  // namespace
-
-absl::StatusOr<TrainRequest> TrainRequestOf(const store::JobRecord& job) {
-  TrainRequest request;
-  request.method = job.method();
-  request.params = ParamMap(job.params().begin(), job.params().end());
-  request.options.epochs = job.epochs();
-  request.options.seed = job.seed();
-  request.hidden_sizes.assign(job.hidden_sizes().begin(),
-                              job.hidden_sizes().end());
-  request.activations.clear();
-  for (const std::string& name : job.activations()) {
-    BNN_ASSIGN_OR_RETURN(const Activation activation, StringToActivation(name));
-    request.activations.push_back(activation);
-  }
-  request.dataset_id = job.dataset_id();
-  request.dataset_version = job.dataset_version();
-  return request;
-}
-
-absl::StatusOr<MemoryEstimate> EstimateJobMemory(
-    const store::JobRecord& job, const store::DatasetMeta& dataset,
-    const MethodRegistry& registry) {
-  BNN_ASSIGN_OR_RETURN(const TrainRequest request, TrainRequestOf(job));
-  BNN_ASSIGN_OR_RETURN(const Task task, StringToTask(dataset.task()));
-  const DatasetShape shape{task, dataset.num_rows(), dataset.num_features(),
-                           dataset.num_classes()};
-  return EstimateTrainingMemory(request, shape, registry);
-}
 
 absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(
     const Options& options, JobStore* jobs, DatasetStore* datasets,
@@ -280,11 +254,20 @@ void JobRunner::Run(const std::string& job_id) {
 
 absl::StatusOr<std::string> JobRunner::Train(const store::JobRecord& job,
                                              const std::atomic<bool>& cancel) {
-  BNN_ASSIGN_OR_RETURN(TrainRequest request, TrainRequestOf(job));
   BNN_ASSIGN_OR_RETURN(const store::DatasetMeta dataset,
                        datasets_->Get(job.dataset_id(), job.dataset_version()));
+  // A parent deleted since StartTraining fails the job with NotFound.
+  std::optional<store::SnapshotMeta> parent_meta;
+  if (!job.parent_snapshot_id().empty()) {
+    BNN_ASSIGN_OR_RETURN(parent_meta,
+                         snapshots_->GetMeta(job.parent_snapshot_id()));
+  }
+  BNN_ASSIGN_OR_RETURN(
+      const TrainingPlan plan,
+      PlanOfJob(job, dataset, parent_meta.has_value() ? &*parent_meta : nullptr,
+                *registry_));
   BNN_ASSIGN_OR_RETURN(const MemoryEstimate estimate,
-                       EstimateJobMemory(job, dataset, *registry_));
+                       EstimateTrainingMemory(plan, *registry_));
   // Waits while other work holds the memory; cancellation and shutdown end
   // the wait.
   BNN_ASSIGN_OR_RETURN(
@@ -301,18 +284,17 @@ absl::StatusOr<std::string> JobRunner::Train(const store::JobRecord& job,
   BNN_ASSIGN_OR_RETURN(
       const Dataset data,
       datasets_->Load(job.dataset_id(), job.dataset_version()));
-  if (!job.parent_snapshot_id().empty()) {
-    // Loaded only now, so queued jobs hold no snapshot in memory. A parent
-    // deleted since StartTraining fails the job with NotFound.
-    BNN_ASSIGN_OR_RETURN(request.parent,
+  // Loaded only now, so queued jobs hold no snapshot in memory.
+  std::shared_ptr<const Snapshot> parent;
+  if (parent_meta.has_value()) {
+    BNN_ASSIGN_OR_RETURN(parent,
                          predictors_->GetSnapshot(job.parent_snapshot_id()));
-    request.parent_snapshot_id = job.parent_snapshot_id();
-    request.prior_from_parent = job.prior_from_parent();
   }
 
   Counter& steps = metrics_->training_steps(job.method());
   int64_t reported_steps = 0;
-  const ProgressCallback progress = [&](const TrainProgress& p) {
+  TrainCallbacks callbacks;
+  callbacks.progress = [&](const TrainProgress& p) {
     steps.Increment(static_cast<double>(p.step - reported_steps));
     reported_steps = p.step;
     // Memory only: a disk write per step would dominate small models.
@@ -332,9 +314,10 @@ absl::StatusOr<std::string> JobRunner::Train(const store::JobRecord& job,
             JobStore::Durability::kMemoryOnly)
         .IgnoreError();
   };
-  BNN_ASSIGN_OR_RETURN(const Snapshot snapshot,
-                       bnn::Train(request, data, *registry_, progress,
-                                  Interrupt::OnFlag(&cancel, "training")));
+  BNN_ASSIGN_OR_RETURN(
+      const Snapshot snapshot,
+      bnn::Train(plan, data, parent.get(), *registry_, callbacks,
+                 Interrupt::OnFlag(&cancel, "training")));
   // The id is recorded before the snapshot is written: a crash in between
   // leaves a job that names the snapshot it produced, which AdoptSnapshots
   // attaches to it on restart.

@@ -31,19 +31,6 @@
 
 namespace bnn::server {
 
-// The core's request for training `job`, without its parent snapshot (the
-// runner loads it only when the job starts, so queued jobs hold none).
-absl::StatusOr<TrainRequest> TrainRequestOf(const store::JobRecord& job);
-
-// Peak memory of training `job` on `dataset` (bnn::EstimateTrainingMemory),
-// from the dataset's metadata alone, so StartTraining can refuse a job that
-// could never fit and the runner can reserve it before loading anything. A
-// warm start records its parent's architecture in the job, so the estimate
-// needs no parent.
-absl::StatusOr<MemoryEstimate> EstimateJobMemory(
-    const store::JobRecord& job, const store::DatasetMeta& dataset,
-    const MethodRegistry& registry);
-
 // Thread-safe.
 class JobRunner {
  public:
@@ -55,7 +42,8 @@ class JobRunner {
   };
 
   // Every pointer is borrowed and must outlive the runner; a job reserves
-  // its EstimateJobMemory from `memory_budget` before it loads its dataset,
+  // its plan's bnn::EstimateTrainingMemory from `memory_budget` before it
+  // loads its dataset,
   // waiting while other work holds the memory it needs. Queues the jobs
   // `jobs` holds as QUEUED (left by a previous process), oldest first. Jobs
   // a previous process left interrupted after writing their snapshot (the

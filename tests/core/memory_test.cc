@@ -97,10 +97,14 @@ TEST_P(TrainingMemoryTest, EstimateIsWithinAFactorOfThePeak) {
   request.hidden_sizes = c.hidden;
   request.params = c.params;
   request.params.emplace("seed", "1");
-  const DatasetShape shape{c.task, c.rows, c.features,
-                           c.task == Task::kRegression ? 0 : 2};
+  DatasetShape shape{c.task, c.rows, c.features,
+                     c.task == Task::kRegression ? 0 : 2};
+  if (c.task != Task::kRegression) shape.class_values = {0.0, 1.0};
+  const absl::StatusOr<TrainingPlan> plan =
+      ResolveTrainingPlan(request, shape, nullptr, MethodRegistry::Builtin());
+  ASSERT_TRUE(plan.ok()) << plan.status();
   const absl::StatusOr<MemoryEstimate> estimate =
-      EstimateTrainingMemory(request, shape, MethodRegistry::Builtin());
+      EstimateTrainingMemory(*plan, MethodRegistry::Builtin());
   ASSERT_TRUE(estimate.ok()) << estimate.status();
 
   const int64_t before = HeapBytesInUse();
@@ -109,7 +113,7 @@ TEST_P(TrainingMemoryTest, EstimateIsWithinAFactorOfThePeak) {
   {
     const Dataset data = MakeData(c.task, c.rows, c.features);
     absl::StatusOr<Snapshot> snapshot =
-        Train(request, data, MethodRegistry::Builtin());
+        Train(*plan, data, nullptr, MethodRegistry::Builtin());
     ASSERT_TRUE(snapshot.ok()) << snapshot.status();
     absl::StatusOr<std::string> bytes = EncodeSnapshot(*snapshot);
     ASSERT_TRUE(bytes.ok()) << bytes.status();

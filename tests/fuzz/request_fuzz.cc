@@ -48,6 +48,7 @@
 #include "server/api/bnn_v1/predict_request.h"
 #include "server/api/bnn_v1/request_validation.h"
 #include "server/api/bnn_v1/training_request.h"
+#include "server/jobs/job_plan.h"
 #include "server/store/dataset_file.h"
 #include "server/store/snapshot_meta.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -255,26 +256,21 @@ absl::Status StartTraining(const v1::StartTrainingRequest& request,
       request.parent_snapshot_id().empty() ? nullptr : &fixture.snapshot_meta;
   const MethodRegistry& registry = MethodRegistry::Builtin();
   BNN_ASSIGN_OR_RETURN(
-      const server::store::JobRecord job,
+      const server::TrainingJob job,
       server::BuildTrainingJob(request, fixture.meta, registry, parent));
-  // The job is what the runner trains: its parameters and architecture pass
-  // validation again.
-  BNN_CHECK(job.method() == request.method());
-  ParamMap params(job.params().begin(), job.params().end());
-  BNN_CHECK_OK(registry.Validate(job.method(), params, TrainerParamNames()));
-  TrainRequest train;
-  train.params = params;
-  BNN_CHECK_OK(ResolveTrainOptions(train).status());
-  BNN_CHECK(job.epochs() >= 1);
-  BNN_CHECK(job.activations_size() == 1 ||
-            job.activations_size() == job.hidden_sizes_size());
-  std::vector<int> hidden(job.hidden_sizes().begin(), job.hidden_sizes().end());
-  const absl::StatusOr<Activation> activation =
-      StringToActivation(job.activations(0));
-  BNN_CHECK_OK(activation.status());
-  BNN_CHECK_OK(ModelSpec::ForTask(fixture.data.task, fixture.data.num_features,
-                                  fixture.data.num_classes, hidden, *activation)
-                   .Validate());
+  // The record is what the runner trains: it resolves to the same plan.
+  BNN_CHECK(job.record.method() == request.method());
+  const absl::StatusOr<TrainingPlan> again =
+      server::PlanOfJob(job.record, fixture.meta, parent, registry);
+  BNN_CHECK_OK(again.status());
+  BNN_CHECK(again->params == job.plan.params);
+  BNN_CHECK(again->options.seed == job.plan.options.seed);
+  BNN_CHECK(again->options.epochs == job.plan.options.epochs);
+  BNN_CHECK(again->total_steps == job.plan.total_steps);
+  BNN_CHECK(again->model.hidden_sizes == job.plan.model.hidden_sizes);
+  BNN_CHECK(again->model.activations == job.plan.model.activations);
+  BNN_CHECK(job.plan.total_steps >= 1);
+  BNN_CHECK_OK(job.plan.model.Validate());
   return absl::OkStatus();
 }
 

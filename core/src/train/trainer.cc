@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -21,90 +22,6 @@
 namespace bnn {
 namespace {
 
-constexpr int kMaxEpochs = 1000000;
-// Keeps the pass count within an int even with one step per pass.
-constexpr int64_t kMaxSteps = int64_t{1} << 30;
-
-// Moves "epochs"/"steps"/"seed"/"standardize" from `params` into `options`.
-absl::Status ApplyTrainerParams(const ParamMap& params, TrainOptions* options) {
-  if (auto it = params.find("epochs"); it != params.end()) {
-    if (!absl::SimpleAtoi(it->second, &options->epochs)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parameter 'epochs': '", it->second, "' is not a valid int"));
-    }
-  }
-  if (auto it = params.find("steps"); it != params.end()) {
-    if (!absl::SimpleAtoi(it->second, &options->steps)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parameter 'steps': '", it->second, "' is not a valid int"));
-    }
-  }
-  if (auto it = params.find("standardize"); it != params.end()) {
-    if (!absl::SimpleAtob(it->second, &options->standardize)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parameter 'standardize': '", it->second, "' is not a valid bool"));
-    }
-  }
-  if (auto it = params.find("seed"); it != params.end()) {
-    if (!absl::SimpleAtoi(it->second, &options->seed)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parameter 'seed': '", it->second, "' is not a valid uint64"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// The architecture of a warm-started run: the parent's, after checking that
-// the data and the request fit it.
-absl::StatusOr<ModelSpec> ParentSpec(const TrainRequest& request,
-                                     const Dataset& data) {
-  const Snapshot& parent = *request.parent;
-  if (parent.posterior == nullptr) {
-    return absl::InvalidArgumentError("the parent snapshot has no posterior");
-  }
-  if (parent.model.input_dim != data.num_features || parent.task != data.task ||
-      parent.class_values != data.class_values) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the parent snapshot was trained on ", parent.model.input_dim,
-        " features (", TaskToString(parent.task), ", ",
-        parent.class_values.size(), " classes); this dataset has ",
-        data.num_features, " (", TaskToString(data.task), ", ",
-        data.class_values.size(), " classes)"));
-  }
-  if (!request.hidden_sizes.empty() &&
-      request.hidden_sizes != parent.model.hidden_sizes) {
-    return absl::InvalidArgumentError(
-        "hidden_sizes must be empty or equal to the parent snapshot's: a warm "
-        "start keeps the parent's architecture");
-  }
-  return parent.model;
-}
-
-// The architecture of a fresh run: the requested hidden layers on the data's
-// inputs and outputs.
-absl::StatusOr<ModelSpec> RequestedSpec(const TrainRequest& request,
-                                        const DatasetShape& data) {
-  std::vector<Activation> activations = request.activations;
-  if (activations.size() == 1 && request.hidden_sizes.size() != 1) {
-    activations.assign(request.hidden_sizes.size(), activations[0]);
-  }
-  ModelSpec spec = ModelSpec::ForTask(
-      data.task, static_cast<int>(data.num_features), data.num_classes,
-      request.hidden_sizes, Activation::kRelu);
-  spec.activations = activations;
-  BNN_RETURN_IF_ERROR(spec.Validate());
-  return spec;
-}
-
-// Minibatch steps of a run over `num_rows` rows in batches of `batch` (0:
-// the whole set, as full-batch methods report before Initialize()).
-int64_t TotalSteps(const TrainOptions& options, int64_t num_rows,
-                   int64_t batch) {
-  const int64_t m = batch > 0 ? std::min<int64_t>(batch, num_rows) : num_rows;
-  const int64_t steps_per_epoch = (num_rows + m - 1) / m;
-  return options.steps > 0 ? options.steps : steps_per_epoch * options.epochs;
-}
-
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -113,46 +30,14 @@ int64_t NowUnixMs() {
 
 }  // namespace
 
-absl::StatusOr<TrainOptions> ResolveTrainOptions(const TrainRequest& request) {
-  TrainOptions options = request.options;
-  BNN_RETURN_IF_ERROR(ApplyTrainerParams(request.params, &options));
-  BNN_RETURN_IF_ERROR(options.Validate());
-  return options;
-}
-
-absl::Status TrainOptions::Validate() const {
-  BNN_RETURN_IF_ERROR(CheckIntRange("epochs", epochs, 1, kMaxEpochs));
-  return CheckIntRange("steps", steps, 0, kMaxSteps);
-}
-
-const std::vector<std::string>& TrainerParamNames() {
-  static const auto* names =
-      new std::vector<std::string>{"epochs", "steps", "seed", "standardize"};
-  return *names;
-}
-
-DatasetShape ShapeOf(const Dataset& data) {
-  return {data.task, data.num_rows(), data.num_features, data.num_classes};
-}
-
 absl::StatusOr<MemoryEstimate> EstimateTrainingMemory(
-    const TrainRequest& request, const DatasetShape& data,
-    const MethodRegistry& registry) {
-  BNN_ASSIGN_OR_RETURN(const TrainOptions options,
-                       ResolveTrainOptions(request));
-  BNN_ASSIGN_OR_RETURN(
-      const std::unique_ptr<VariationalMethod> method,
-      registry.Create(request.method, request.params, TrainerParamNames()));
-  ModelSpec spec;
-  if (request.parent != nullptr) {
-    spec = request.parent->model;
-  } else {
-    BNN_ASSIGN_OR_RETURN(spec, RequestedSpec(request, data));
-  }
-  const int64_t n = std::max<int64_t>(1, data.num_rows);
-  const MemoryEstimate own = method->EstimateMemory(
-      spec, n, TotalSteps(options, n, method->batch_size()));
-  const int64_t dataset = DatasetBytes(n, data.num_features);
+    const TrainingPlan& plan, const MethodRegistry& registry) {
+  BNN_ASSIGN_OR_RETURN(const std::unique_ptr<VariationalMethod> method,
+                       registry.Create(plan.method, plan.params));
+  const int64_t n = std::max<int64_t>(1, plan.data.num_rows);
+  const MemoryEstimate own =
+      method->EstimateMemory(plan.model, n, plan.total_steps);
+  const int64_t dataset = DatasetBytes(n, plan.data.num_features);
 
   MemoryEstimate training;
   training.Add("training set as loaded (N x (P + 1) doubles)", dataset);
@@ -173,39 +58,74 @@ absl::StatusOr<MemoryEstimate> EstimateTrainingMemory(
 
 namespace {
 
-absl::StatusOr<Snapshot> TrainImpl(const TrainRequest& request,
-                                   const Dataset& data,
+// Whether `data` is the training set `plan` was resolved for.
+absl::Status CheckDataFitsPlan(const TrainingPlan& plan, const Dataset& data) {
+  const DatasetShape shape = ShapeOf(data);
+  if (shape.task != plan.data.task || shape.num_rows != plan.data.num_rows ||
+      shape.num_features != plan.data.num_features ||
+      shape.class_values != plan.data.class_values) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the training set (", TaskToString(shape.task), ", ",
+                     shape.num_rows, " rows x ", shape.num_features,
+                     " features) is not the one the plan was made for (",
+                     TaskToString(plan.data.task), ", ", plan.data.num_rows,
+                     " rows x ", plan.data.num_features, " features)"));
+  }
+  return absl::OkStatus();
+}
+
+// Whether `parent` is the snapshot a warm-start `plan` names.
+absl::Status CheckParentFitsPlan(const TrainingPlan& plan,
+                                 const Snapshot* parent) {
+  if (!plan.warm_start) {
+    if (parent != nullptr) {
+      return absl::InvalidArgumentError(
+          "a parent snapshot was given for a plan without a warm start");
+    }
+    return absl::OkStatus();
+  }
+  if (parent == nullptr || parent->posterior == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the plan warm-starts from parent_snapshot_id '",
+                     plan.parent_snapshot_id, "' but no posterior was given"));
+  }
+  const ModelSpec& a = parent->model;
+  const ModelSpec& b = plan.model;
+  if (a.input_dim != b.input_dim || a.hidden_sizes != b.hidden_sizes ||
+      a.activations != b.activations || a.output_dim != b.output_dim ||
+      a.likelihood != b.likelihood) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parent_snapshot_id '", plan.parent_snapshot_id,
+                     "' has another architecture than the plan was made for"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Snapshot> TrainImpl(const TrainingPlan& plan,
+                                   const Dataset& data, const Snapshot* parent,
                                    const MethodRegistry& registry,
-                                   const ProgressCallback& progress,
+                                   const TrainCallbacks& callbacks,
                                    const Interrupt& interrupt) {
   const auto start = std::chrono::steady_clock::now();
   BNN_RETURN_IF_ERROR(data.Validate());
-  if (data.num_rows() < 1) {
-    return absl::InvalidArgumentError("the training set has no rows");
-  }
-  BNN_ASSIGN_OR_RETURN(const TrainOptions options,
-                       ResolveTrainOptions(request));
-  if (request.snapshot_every < 0 ||
-      (request.snapshot_every > 0 && !request.on_snapshot)) {
+  BNN_RETURN_IF_ERROR(CheckDataFitsPlan(plan, data));
+  BNN_RETURN_IF_ERROR(CheckParentFitsPlan(plan, parent));
+  if (callbacks.snapshot_every < 0 ||
+      (callbacks.snapshot_every > 0 && !callbacks.on_snapshot)) {
     return absl::InvalidArgumentError(
         "snapshot_every must be >= 0 and needs on_snapshot");
   }
-  BNN_ASSIGN_OR_RETURN(
-      std::unique_ptr<VariationalMethod> method,
-      registry.Create(request.method, request.params, TrainerParamNames()));
-
-  ModelSpec spec;
-  Standardization standardization;
-  if (request.parent != nullptr) {
-    BNN_ASSIGN_OR_RETURN(spec, ParentSpec(request, data));
-    // The parent's weights live in its standardised units.
-    standardization = request.parent->standardization;
-  } else {
-    BNN_ASSIGN_OR_RETURN(spec, RequestedSpec(request, ShapeOf(data)));
-    // Standardise features (and regression targets) on the training set.
-    standardization =
-        FitStandardization(data, options.standardize, options.standardize);
-  }
+  BNN_ASSIGN_OR_RETURN(std::unique_ptr<VariationalMethod> method,
+                       registry.Create(plan.method, plan.params));
+  const TrainOptions& options = plan.options;
+  const ModelSpec& spec = plan.model;
+  // A warm start keeps the parent's standardisation: its weights live in
+  // those units. A fresh run standardises features (and regression targets)
+  // on the training set.
+  const Standardization standardization =
+      parent != nullptr
+          ? parent->standardization
+          : FitStandardization(data, options.standardize, options.standardize);
   Dataset train = data;
   BNN_RETURN_IF_ERROR(standardization.Apply(&train));
 
@@ -214,22 +134,26 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainRequest& request,
   Rng batch_rng = root.Fork(2);
   Rng step_rng = root.Fork(3);
   BNN_RETURN_IF_ERROR(method->Initialize(spec, train, init_rng));
-  if (request.parent != nullptr) {
-    BNN_RETURN_IF_ERROR(method->WarmStart(*request.parent->posterior,
-                                          request.prior_from_parent));
+  if (parent != nullptr) {
+    BNN_RETURN_IF_ERROR(
+        method->WarmStart(*parent->posterior, plan.prior_from_parent));
   }
 
   const int64_t n = train.num_rows();
-  const int64_t m = std::min<int64_t>(method->batch_size(), n);
-  const int64_t steps_per_epoch = (n + m - 1) / m;
+  const int64_t m = plan.batch_rows;
+  if (std::min<int64_t>(method->batch_size(), n) != m) {
+    return absl::InternalError(
+        absl::StrCat(plan.method, " draws batches of ", method->batch_size(),
+                     " rows after Initialize(); the plan counted ", m));
+  }
+  const int64_t steps_per_epoch = plan.steps_per_epoch;
   // Small steps run on one thread: the fork and join of parallel GEMMs
   // would cost more than the products (bnn/compute_threads.h).
   const ScopedComputeThreads threads(ComputeThreadsFor(
       LargestGemmFlops(spec, m * method->samples_per_step())));
   TrainProgress state;
-  state.total_steps = TotalSteps(options, n, m);
-  const int epochs = static_cast<int>(
-      (state.total_steps + steps_per_epoch - 1) / steps_per_epoch);
+  state.total_steps = plan.total_steps;
+  const int epochs = plan.epochs;
   method->SetSchedule(steps_per_epoch, state.total_steps);
 
   // Seconds spent in on_snapshot, left out of the training time.
@@ -250,17 +174,16 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainRequest& request,
     snapshot.class_values = data.class_values;
     snapshot.standardization = standardization;
     snapshot.noise_precision = method->noise_precision();
-    snapshot.training.dataset_id = request.dataset_id;
-    snapshot.training.dataset_version = request.dataset_version;
+    snapshot.training.dataset_id = plan.dataset_id;
+    snapshot.training.dataset_version = plan.dataset_version;
     snapshot.training.num_train = n;
     snapshot.training.steps = state.step;
     snapshot.training.epochs = state.epoch;
     snapshot.training.final_loss = final_loss;
     snapshot.training.seconds = seconds_so_far();
     snapshot.training.seed = options.seed;
-    snapshot.training.parent_snapshot_id = request.parent_snapshot_id;
-    snapshot.training.prior_from_parent =
-        request.parent != nullptr && request.prior_from_parent;
+    snapshot.training.parent_snapshot_id = plan.parent_snapshot_id;
+    snapshot.training.prior_from_parent = plan.prior_from_parent;
     snapshot.posterior = method->ExportPosterior();
     snapshot.created_unix_ms = NowUnixMs();
     return snapshot;
@@ -288,13 +211,13 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainRequest& request,
       epoch_rows += end - begin;
       ++state.step;
       state.loss = epoch_loss / epoch_rows;
-      if (progress) progress(state);
-      if (request.snapshot_every > 0 &&
-          (state.step % request.snapshot_every == 0 ||
+      if (callbacks.progress) callbacks.progress(state);
+      if (callbacks.snapshot_every > 0 &&
+          (state.step % callbacks.snapshot_every == 0 ||
            state.step == state.total_steps)) {
         const auto observer_start = std::chrono::steady_clock::now();
         const absl::Status observed =
-            request.on_snapshot(make_snapshot(state.loss));
+            callbacks.on_snapshot(make_snapshot(state.loss));
         observer_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                           observer_start)
@@ -304,7 +227,7 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainRequest& request,
     }
     epoch_loss /= static_cast<double>(epoch_rows);
     state.epoch = epoch + 1;
-    if (progress) progress(state);
+    if (callbacks.progress) callbacks.progress(state);
   }
 
   Snapshot snapshot = make_snapshot(epoch_loss);
@@ -315,13 +238,34 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainRequest& request,
 
 }  // namespace
 
+absl::StatusOr<Snapshot> Train(const TrainingPlan& plan, const Dataset& data,
+                               const Snapshot* parent,
+                               const MethodRegistry& registry,
+                               const TrainCallbacks& callbacks,
+                               const Interrupt& interrupt) {
+  return FailOnAllocationError("training", [&] {
+    return TrainImpl(plan, data, parent, registry, callbacks, interrupt);
+  });
+}
+
 absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
                                const MethodRegistry& registry,
                                const ProgressCallback& progress,
                                const Interrupt& interrupt) {
-  return FailOnAllocationError("training", [&] {
-    return TrainImpl(request, data, registry, progress, interrupt);
-  });
+  std::optional<ParentModel> parent;
+  if (request.parent != nullptr) {
+    parent = ParentModelOf(*request.parent, request.parent_snapshot_id);
+  }
+  BNN_ASSIGN_OR_RETURN(
+      const TrainingPlan plan,
+      ResolveTrainingPlan(request, ShapeOf(data),
+                          parent.has_value() ? &*parent : nullptr, registry));
+  TrainCallbacks callbacks;
+  callbacks.progress = progress;
+  callbacks.snapshot_every = request.snapshot_every;
+  callbacks.on_snapshot = request.on_snapshot;
+  return Train(plan, data, request.parent.get(), registry, callbacks,
+               interrupt);
 }
 
 }  // namespace bnn

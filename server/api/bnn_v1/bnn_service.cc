@@ -15,6 +15,7 @@
 #include "bnn/predict/acquisition.h"
 #include "bnn/predict/predictor.h"
 #include "bnn/status.h"
+#include "bnn/train/trainer.h"
 
 #include "server/api/bnn_v1/method_scopes.h"
 #include "server/api/bnn_v1/predict_request.h"
@@ -302,17 +303,18 @@ absl::Status BnnServiceImpl::DoStartTraining(
                          snapshots_->GetMeta(request.parent_snapshot_id()));
   }
   BNN_ASSIGN_OR_RETURN(
-      store::JobRecord job,
+      TrainingJob job,
       BuildTrainingJob(request, dataset, *registry_,
                        parent.has_value() ? &*parent : nullptr));
   // A job that could never fit is refused now; one that fits the budget but
   // not beside other work waits in the queue for memory.
   BNN_ASSIGN_OR_RETURN(const MemoryEstimate estimate,
-                       EstimateJobMemory(job, dataset, *registry_));
+                       EstimateTrainingMemory(job.plan, *registry_));
   BNN_RETURN_IF_ERROR(memory_budget_->CheckFits("training job", estimate.bytes,
                                                 estimate.PartsToString()));
-  BNN_ASSIGN_OR_RETURN(job, jobs_->Submit(std::move(job)));
-  response->set_job_id(job.job_id());
+  BNN_ASSIGN_OR_RETURN(const store::JobRecord submitted,
+                       jobs_->Submit(std::move(job.record)));
+  response->set_job_id(submitted.job_id());
   return absl::OkStatus();
 }
 

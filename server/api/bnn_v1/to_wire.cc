@@ -1,5 +1,7 @@
 #include "server/api/bnn_v1/to_wire.h"
 
+#include <absl/strings/str_cat.h>
+
 #include "bnn/data/dataset.h"
 
 namespace bnn::server {
@@ -49,7 +51,16 @@ void ToJob(const store::JobRecord& record, v1::Job* job) {
   job->set_state(ToJobState(record.state()));
   job->set_dataset_id(record.dataset_id());
   job->set_method(record.method());
+  // The wire lists the trainer's options among the parameters, as a
+  // request may give them; the store keeps them once, in their own fields.
   *job->mutable_params() = record.params();
+  auto& params = *job->mutable_params();
+  params["epochs"] = absl::StrCat(record.epochs());
+  params["seed"] = absl::StrCat(record.seed());
+  if (record.steps() > 0) params["steps"] = absl::StrCat(record.steps());
+  if (record.has_standardize() && !record.standardize()) {
+    params["standardize"] = "false";
+  }
   job->set_progress(record.progress());
   job->set_epoch(record.epoch());
   job->set_step(record.step());

@@ -1,6 +1,7 @@
-// StartTraining requests to job records: merges typed method options and
-// string overrides into one ParamMap and checks the whole request
-// synchronously, so that a bad request fails the RPC instead of a job.
+// StartTraining requests to training plans and job records: merges typed
+// method options and string overrides into one ParamMap and resolves the
+// whole request synchronously, so that a bad request fails the RPC instead
+// of a job.
 #ifndef BNN_SERVER_API_BNN_V1_TRAINING_REQUEST_H_
 #define BNN_SERVER_API_BNN_V1_TRAINING_REQUEST_H_
 
@@ -9,6 +10,7 @@
 
 #include "bnn/methods/options.h"
 #include "bnn/methods/registry.h"
+#include "bnn/train/plan.h"
 #include "bnn/v1/bnn_service.pb.h"
 
 #include "store/store.pb.h"
@@ -22,13 +24,21 @@ namespace bnn::server {
 absl::StatusOr<ParamMap> TypedOptionsToParams(
     const google::protobuf::Message& options);
 
-// Validates `request` against the dataset version it trains on, its parent
-// snapshot (null without parent_snapshot_id) and the registered methods, and
-// returns the job to queue: typed options, then `params` overrides, then the
-// resolved "epochs" and "seed" (a random seed if none is given, so that
-// every job is reproducible) in one ParamMap. A warm start keeps the
-// parent's architecture, so the job records the parent's.
-absl::StatusOr<store::JobRecord> BuildTrainingJob(
+// A validated StartTraining request: its plan, and the job record that
+// stores it (JobRecordOf(plan)).
+struct TrainingJob {
+  TrainingPlan plan;
+  store::JobRecord record;
+};
+
+// The wire request as the core's TrainRequest (typed options, then `params`
+// overrides; the trainer's options from the typed fields, a random seed if
+// none is given, so that every job is reproducible), resolved by
+// bnn::ResolveTrainingPlan against the dataset version it trains on, its
+// parent snapshot (null without parent_snapshot_id) and the registered
+// methods. A warm start keeps the parent's architecture, so the job records
+// the parent's.
+absl::StatusOr<TrainingJob> BuildTrainingJob(
     const v1::StartTrainingRequest& request, const store::DatasetMeta& dataset,
     const MethodRegistry& registry,
     const store::SnapshotMeta* parent = nullptr);

@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include "bnn/methods/registry.h"
+#include "bnn/train/trainer.h"
 
+#include "server/jobs/job_plan.h"
 #include "server/store/dataset_file.h"
 #include "tests/server/server_test_util.h"
 
@@ -244,20 +246,51 @@ TEST_F(JobRunnerTest, JobLargerThanTheMemoryBudgetFailsAlone) {
   WaitForState(next, store::JobRecord::SUCCEEDED);
 }
 
-TEST_F(JobRunnerTest, EstimateJobMemoryCountsTheDatasetAndTheMethod) {
+TEST_F(JobRunnerTest, AJobsPlanIsTheOneItWasSubmittedWith) {
   const store::DatasetMeta dataset = *datasets_->Get(dataset_id_, 1);
-  const absl::StatusOr<MemoryEstimate> small =
-      EstimateJobMemory(Job(1), dataset, MethodRegistry::Builtin());
+  const absl::StatusOr<TrainingPlan> plan =
+      PlanOfJob(Job(2), dataset, nullptr, MethodRegistry::Builtin());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->total_steps, 6);  // 2 passes of 30 rows in batches of 10
+  EXPECT_EQ(plan->options.seed, 3u);
+  // The record of the plan resolves to the same plan.
+  const absl::StatusOr<TrainingPlan> again = PlanOfJob(
+      JobRecordOf(*plan), dataset, nullptr, MethodRegistry::Builtin());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->params, plan->params);
+  EXPECT_EQ(again->total_steps, plan->total_steps);
+  EXPECT_EQ(again->model.hidden_sizes, plan->model.hidden_sizes);
+  // A record written before plans were stored, with epochs and seed among
+  // its parameters, resolves to the same plan.
+  store::JobRecord legacy = Job(2);
+  (*legacy.mutable_params())["epochs"] = "2";
+  (*legacy.mutable_params())["seed"] = "3";
+  const absl::StatusOr<TrainingPlan> old_plan =
+      PlanOfJob(legacy, dataset, nullptr, MethodRegistry::Builtin());
+  ASSERT_TRUE(old_plan.ok()) << old_plan.status();
+  EXPECT_EQ(old_plan->params, plan->params);
+  EXPECT_EQ(old_plan->total_steps, plan->total_steps);
+}
+
+TEST_F(JobRunnerTest, TheMemoryEstimateCountsTheDatasetAndTheMethod) {
+  const store::DatasetMeta dataset = *datasets_->Get(dataset_id_, 1);
+  const auto estimate =
+      [&](const store::JobRecord& job) -> absl::StatusOr<MemoryEstimate> {
+    const absl::StatusOr<TrainingPlan> plan =
+        PlanOfJob(job, dataset, nullptr, MethodRegistry::Builtin());
+    if (!plan.ok()) return plan.status();
+    return EstimateTrainingMemory(*plan, MethodRegistry::Builtin());
+  };
+  const absl::StatusOr<MemoryEstimate> small = estimate(Job(1));
   ASSERT_TRUE(small.ok()) << small.status();
   store::JobRecord wide = Job(1);
   wide.set_hidden_sizes(0, 1000);
-  const absl::StatusOr<MemoryEstimate> large =
-      EstimateJobMemory(wide, dataset, MethodRegistry::Builtin());
+  const absl::StatusOr<MemoryEstimate> large = estimate(wide);
   ASSERT_TRUE(large.ok()) << large.status();
   EXPECT_GT(large->bytes, 100 * small->bytes);
   store::JobRecord bad = Job(1);
   bad.set_method("no-such-method");
-  EXPECT_FALSE(EstimateJobMemory(bad, dataset, MethodRegistry::Builtin()).ok());
+  EXPECT_FALSE(estimate(bad).ok());
 }
 
 TEST_F(JobRunnerTest, UnknownJobIsNotFound) {

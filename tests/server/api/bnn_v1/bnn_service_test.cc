@@ -668,7 +668,7 @@ TEST_F(BnnServiceTest, WarmStartFromAParentSnapshot) {
           {other_dataset, grpc::StatusCode::INVALID_ARGUMENT,
            "parent_snapshot_id '" + parent + "' takes 1 features"},
           {other_model, grpc::StatusCode::INVALID_ARGUMENT,
-           "model.hidden_sizes [16] differ from the parent snapshot's [8]"},
+           "hidden_sizes [16] differ from the parent snapshot's [8]"},
           {no_parent, grpc::StatusCode::INVALID_ARGUMENT,
            "prior_from_parent is set without parent_snapshot_id"},
       },
