@@ -111,14 +111,15 @@ const std::vector<TrainConfig>& TrainConfigs() {
 
 // The expected duration of an operation from its size: a fixed overhead
 // plus seconds per unit (values sent, bytes), the rate an exponential moving
-// average of the operations that completed.
+// average over the operations that completed and took long enough for
+// their size, not the overhead, to dominate.
 class DurationModel {
  public:
   double Predict(double units) const {
     return kOverheadSeconds + units * seconds_per_unit_;
   }
   void Observe(double units, double seconds) {
-    if (units <= 0) return;
+    if (units <= 0 || seconds < 4 * kOverheadSeconds) return;
     const double rate = std::max(seconds - kOverheadSeconds, 0.0) / units;
     seconds_per_unit_ = seen_ ? 0.7 * seconds_per_unit_ + 0.3 * rate : rate;
     seen_ = true;
