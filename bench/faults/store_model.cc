@@ -158,15 +158,6 @@ int64_t StoreModel::num_dataset_versions() const {
   return n;
 }
 
-std::string StoreModel::JobSnapshot(const std::string& job_id) const {
-  const auto it = jobs_.find(job_id);
-  if (it == jobs_.end() ||
-      it->second.last_seen.state() != v1::JOB_STATE_SUCCEEDED) {
-    return "";
-  }
-  return it->second.last_seen.snapshot_id();
-}
-
 void StoreModel::Verify(client::BnnClient& client, int cycle,
                         std::optional<Restart> restart,
                         absl::Duration job_timeout, Outcomes* outcomes) {

@@ -139,8 +139,8 @@ class StoreModel {
   const std::vector<Violation>& violations() const { return violations_; }
   void AddViolation(int cycle, std::string kind, std::string detail);
 
-  // Acknowledged datasets, to append to and train on: id -> (latest
-  // version's row count, feature count).
+  // The latest acknowledged version of each dataset, to append to; schema
+  // and hasher point into the model and stay valid until its next change.
   struct DatasetSummary {
     std::string id;
     int64_t num_rows = 0;
@@ -155,8 +155,6 @@ class StoreModel {
   }
   int64_t num_jobs() const { return static_cast<int64_t>(jobs_.size()); }
   int64_t num_dataset_versions() const;
-  // The snapshot of a SUCCEEDED job, "" if none.
-  std::string JobSnapshot(const std::string& job_id) const;
 
  private:
   struct TrackedDataset {
