@@ -342,6 +342,10 @@ absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
                                        const Interrupt& interrupt,
                                        v1::PredictResponse* response) {
   BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
+  // Before the lookup: loading a snapshot decodes its posterior with GEMMs
+  // whose blocking, and so whose last bits, depend on the thread count, and
+  // the predictor keeps what it decoded.
+  UseComputeThreads(options_.compute_threads);
   BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
                        predictors_->Get(request.snapshot_id()));
   const Snapshot& snapshot = predictor->snapshot();
@@ -360,7 +364,6 @@ absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
                            estimate.bytes, estimate.PartsToString()));
   const std::vector<double> rows =
       FeatureMatrix(request.rows(), predictor->num_features());
-  UseComputeThreads(options_.compute_threads);
   BNN_ASSIGN_OR_RETURN(const Prediction prediction,
                        predictor->Predict(rows, request.rows_size(), options));
   ToPredictResponse(prediction, options, request.snapshot_id(), snapshot,
@@ -374,6 +377,8 @@ absl::Status BnnServiceImpl::DoAcquire(const v1::AcquireRequest& request,
                                        const Interrupt& interrupt,
                                        v1::AcquireResponse* response) {
   BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
+  // Before the lookup, as in DoPredict.
+  UseComputeThreads(options_.compute_threads);
   BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
                        predictors_->Get(request.snapshot_id()));
   std::vector<double> request_rows;
@@ -390,7 +395,6 @@ absl::Status BnnServiceImpl::DoAcquire(const v1::AcquireRequest& request,
                        memory_budget_->TryReserve(
                            absl::StrCat("Acquire on ", request.snapshot_id()),
                            estimate.bytes, estimate.PartsToString()));
-  UseComputeThreads(options_.compute_threads);
   BNN_ASSIGN_OR_RETURN(const Acquisition acquisition,
                        bnn::Acquire(*predictor, *pool, options));
   response->mutable_indices()->Add(acquisition.indices.begin(),
