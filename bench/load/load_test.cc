@@ -79,6 +79,9 @@ ABSL_FLAG(double, max_rss_growth_mib, 32,
           "a phase.");
 ABSL_FLAG(double, rss_interval_seconds, 1, "Period of the RSS samples.");
 ABSL_FLAG(std::string, json_out, "", "Write the results as JSON here.");
+ABSL_FLAG(std::string, requests_csv, "",
+          "Write every well-behaved request here: client, phase, start (s "
+          "from the warm-up's start), seconds, rows, status code.");
 ABSL_FLAG(std::string, work_dir, "",
           "Directory for the server's store and log; default a new "
           "temporary directory, removed unless the test fails.");
@@ -175,6 +178,7 @@ struct Schedule {
 // One well-behaved request.
 struct Request {
   int phase;
+  absl::Time start;
   double seconds;
   int rows;
   absl::StatusCode code;
@@ -223,7 +227,7 @@ class GoodClient {
             response->predictions_size(), " predictions for ", rows, " rows"));
       }
       requests_.push_back(
-          {schedule_->PhaseAt(start), seconds, rows, status.code()});
+          {schedule_->PhaseAt(start), start, seconds, rows, status.code()});
       if (!status.ok() && errors_.size() < 5) {
         errors_.push_back(
             absl::StrCat("client ", index_, ": ", status.ToString()));
@@ -804,6 +808,19 @@ int Run(int argc, char** argv) {
     if (!file) {
       std::cerr << "cannot write " << path << "\n";
       return 1;
+    }
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_requests_csv);
+      !path.empty()) {
+    std::ofstream file(path);
+    file << "client,phase,start_s,seconds,rows,code\n";
+    for (size_t c = 0; c < clients.size(); ++c) {
+      for (const Request& r : clients[c]->requests()) {
+        file << c << "," << (r.phase < 0 ? "after" : kPhaseNames[r.phase])
+             << "," << absl::ToDoubleSeconds(r.start - schedule.begin[kWarmup])
+             << "," << r.seconds << "," << r.rows << ","
+             << absl::StatusCodeToString(r.code) << "\n";
+      }
     }
   }
   if (passed && temporary_dir) {
