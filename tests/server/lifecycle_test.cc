@@ -1,7 +1,8 @@
 // The real bnn-server under long computations (issue 10, findings 5, 7, 8):
 // deadlines and --max-request-seconds stop Predict between row chunks,
 // abandoned calls do not delay others, one client's flood does not starve
-// another, health reports per service and turns NOT_SERVING when the compute
+// another, a long call gives its turn to another client's between chunks,
+// health reports per service and turns NOT_SERVING when the compute
 // workers are wedged or the server drains, and SIGTERM exits within
 // --shutdown-grace whatever is running, without waiting for idle clients,
 // keeping queued jobs queued.
@@ -288,6 +289,34 @@ TEST_F(LifecycleTest, OneClientsFloodDoesNotStarveAnother) {
             << "; the other client's Predict took " << b.took << "\n";
   // B waited for about one of A's calls, not for all of them.
   EXPECT_LT(b.took * 3, flood_time);
+  EXPECT_EQ(Stop(SIGTERM), 0);
+}
+
+TEST_F(LifecycleTest, ALongPredictGivesItsTurnToAnotherClient) {
+  // One worker, held by client A's Predict of 100000 rows (minutes of
+  // chunks of a fraction of a second) until its 8 s deadline; client B's
+  // one-row Predict, sent 1 s in, takes A's turn at A's next chunk instead
+  // of waiting for A's deadline (7 s; found by bench/load).
+  Start({"--threads=1", "--compute-workers=1"});
+  ASSERT_TRUE(
+      TimedPredict(stub_.get(), PredictRows(*snapshot_id_, 1, 4)).status.ok());
+  Timed long_call;
+  std::thread a([&] {
+    const std::shared_ptr<grpc::Channel> client = NewClientChannel(address_);
+    long_call =
+        TimedPredict(v1::BnnService::NewStub(client).get(),
+                     PredictRows(*snapshot_id_, 100000, 4), absl::Seconds(8));
+  });
+  absl::SleepFor(absl::Seconds(1));
+  const std::shared_ptr<grpc::Channel> other = NewClientChannel(address_);
+  const Timed b = TimedPredict(v1::BnnService::NewStub(other).get(),
+                               PredictRows(*snapshot_id_, 1, 4));
+  a.join();
+  ASSERT_TRUE(b.status.ok()) << b.status.error_message();
+  EXPECT_EQ(long_call.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+      << long_call.status.error_message();
+  std::cerr << "a one-row Predict beside a long one took " << b.took << "\n";
+  EXPECT_LT(b.took, absl::Seconds(4));
   EXPECT_EQ(Stop(SIGTERM), 0);
 }
 
