@@ -5,9 +5,15 @@
 #include <random>
 #include <utility>
 
+#include <absl/status/status.h>
 #include <absl/strings/str_cat.h>
+#include <absl/synchronization/notification.h>
 #include <absl/time/clock.h>
+#include <google/protobuf/message.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
 
 #include "bnn/v1/bnn_service.grpc.pb.h"
 #include "bnn/v1/bnn_service.pb.h"
@@ -34,6 +40,39 @@ v1::PredictRequest MakePredict(const std::string& snapshot_id, int64_t rows,
     for (int j = 0; j < num_features; ++j) row->add_x(normal(rng));
   }
   return request;
+}
+
+// `message` serialised once: the abusers send the same bytes again and
+// again, so that this process spends its share of the two cores on
+// sending, not on protobuf.
+grpc::ByteBuffer Serialized(const google::protobuf::Message& message) {
+  const std::string bytes = message.SerializeAsString();
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+// One Predict call of the pre-serialised `request` through the generic
+// stub, cancelled `cancel_after` after it was sent unless it ended first;
+// returns its status and how long it took.
+absl::Status RawPredict(grpc::GenericStub* stub, grpc::ClientContext* context,
+                        const grpc::ByteBuffer& request,
+                        absl::Duration cancel_after, absl::Duration* took) {
+  const grpc::ByteBuffer sent(request);  // shares the bytes
+  grpc::ByteBuffer response;
+  absl::Notification done;
+  grpc::Status status;
+  const absl::Time start = absl::Now();
+  stub->UnaryCall(context, "/bnn.v1.BnnService/Predict", grpc::StubOptions(),
+                  &sent, &response, [&](grpc::Status s) {
+                    status = std::move(s);
+                    done.Notify();
+                  });
+  if (!done.WaitForNotificationWithTimeout(cancel_after)) {
+    context->TryCancel();
+  }
+  done.WaitForNotification();
+  *took = absl::Now() - start;
+  return FromGrpcStatus(status);
 }
 
 // The header of an upload of `num_features` regression features.
@@ -94,47 +133,44 @@ void Abusers::Untrack(grpc::ClientContext* context) {
 
 void Abusers::Oversized() {
   const AbuseOptions& o = options_;
-  auto stub = v1::BnnService::NewStub(OwnConnection(o.target));
-  // Built once: the abuser measures the server, not protobuf.
+  grpc::GenericStub stub(OwnConnection(o.target));
   struct Case {
     Kind* kind;
-    v1::PredictRequest request;
+    grpc::ByteBuffer request;
   };
   std::vector<Case> cases;
-  cases.push_back(
-      {&oversized_rows_, MakePredict(o.snapshot_id, o.max_predict_rows + 1,
-                                     o.num_features, 1, 1)});
-  cases.push_back(
-      {&oversized_samples_, MakePredict(o.snapshot_id, 1, o.num_features,
-                                        o.max_predict_samples + 1, 2)});
+  cases.push_back({&oversized_rows_,
+                   Serialized(MakePredict(o.snapshot_id, o.max_predict_rows + 1,
+                                          o.num_features, 1, 1))});
+  cases.push_back({&oversized_samples_,
+                   Serialized(MakePredict(o.snapshot_id, 1, o.num_features,
+                                          o.max_predict_samples + 1, 2))});
   // per_sample: rows x (S + ~10) doubles come back, more than a message may
   // hold; possible only if --max-predict-rows allows enough rows.
   const int64_t response_rows =
       o.max_message_bytes / (8 * (o.max_predict_samples + 10)) + 1;
   if (response_rows <= o.max_predict_rows) {
-    Case c{&oversized_response_,
-           MakePredict(o.snapshot_id, response_rows, o.num_features,
-                       o.max_predict_samples, 3)};
-    c.request.set_per_sample(true);
-    cases.push_back(std::move(c));
+    v1::PredictRequest request = MakePredict(
+        o.snapshot_id, response_rows, o.num_features, o.max_predict_samples, 3);
+    request.set_per_sample(true);
+    cases.push_back({&oversized_response_, Serialized(request)});
   }
   // Each row takes more than 8 bytes per feature on the wire.
-  cases.push_back({&oversized_message_,
-                   MakePredict(o.snapshot_id,
-                               o.max_message_bytes / (8 * o.num_features) + 1,
-                               o.num_features, 1, 4)});
+  cases.push_back(
+      {&oversized_message_,
+       Serialized(MakePredict(o.snapshot_id,
+                              o.max_message_bytes / (8 * o.num_features) + 1,
+                              o.num_features, 1, 4))});
   for (size_t i = 0; !stopping(); i = (i + 1) % cases.size()) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
     Track(&context);
-    v1::PredictResponse response;
-    const absl::Time start = absl::Now();
-    const grpc::Status status =
-        stub->Predict(&context, cases[i].request, &response);
-    const absl::Duration took = absl::Now() - start;
+    absl::Duration took;
+    const absl::Status status = RawPredict(&stub, &context, cases[i].request,
+                                           absl::InfiniteDuration(), &took);
     Untrack(&context);
     if (stopping()) break;
-    cases[i].kind->tally.Add(FromGrpcStatus(status), took);
+    cases[i].kind->tally.Add(status, took);
     Sleep(o.pause);
   }
 }
@@ -201,51 +237,40 @@ void Abusers::IdleStream() {
 
 void Abusers::Abandoned() {
   const AbuseOptions& o = options_;
-  auto stub = v1::BnnService::NewStub(OwnConnection(o.target));
-  const v1::PredictRequest request =
-      MakePredict(o.snapshot_id, o.max_predict_rows, o.num_features,
-                  o.max_predict_samples, 5);
+  grpc::GenericStub stub(OwnConnection(o.target));
+  const grpc::ByteBuffer request =
+      Serialized(MakePredict(o.snapshot_id, o.max_predict_rows, o.num_features,
+                             o.max_predict_samples, 5));
   while (!stopping()) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + o.abandon_deadline));
     Track(&context);
-    v1::PredictResponse response;
-    const absl::Time start = absl::Now();
-    const grpc::Status status = stub->Predict(&context, request, &response);
-    const absl::Duration took = absl::Now() - start;
+    absl::Duration took;
+    const absl::Status status =
+        RawPredict(&stub, &context, request, absl::InfiniteDuration(), &took);
     Untrack(&context);
     if (stopping()) break;
-    abandoned_.tally.Add(FromGrpcStatus(status), took);
+    abandoned_.tally.Add(status, took);
     Sleep(o.pause);
   }
 }
 
 void Abusers::Cancelled() {
   const AbuseOptions& o = options_;
-  auto stub = v1::BnnService::NewStub(OwnConnection(o.target));
-  const v1::PredictRequest request =
-      MakePredict(o.snapshot_id, o.max_predict_rows, o.num_features,
-                  o.max_predict_samples, 6);
+  grpc::GenericStub stub(OwnConnection(o.target));
+  const grpc::ByteBuffer request =
+      Serialized(MakePredict(o.snapshot_id, o.max_predict_rows, o.num_features,
+                             o.max_predict_samples, 6));
   while (!stopping()) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
     Track(&context);
-    v1::PredictResponse response;
-    absl::Notification done;
-    grpc::Status status;
-    const absl::Time start = absl::Now();
-    stub->async()->Predict(&context, &request, &response, [&](grpc::Status s) {
-      status = std::move(s);
-      done.Notify();
-    });
-    if (!done.WaitForNotificationWithTimeout(o.cancel_after)) {
-      context.TryCancel();
-    }
-    done.WaitForNotification();
-    const absl::Duration took = absl::Now() - start;
+    absl::Duration took;
+    const absl::Status status =
+        RawPredict(&stub, &context, request, o.cancel_after, &took);
     Untrack(&context);
     if (stopping()) break;
-    cancelled_.tally.Add(FromGrpcStatus(status), took);
+    cancelled_.tally.Add(status, took);
     Sleep(o.pause);
   }
 }
