@@ -1,10 +1,12 @@
 // bnn_load_test: a load test of the real bnn-server (issue 10).
 //
 // Starts bnn-server on a free loopback port with a configuration for two
-// cores, uploads a UCI-size regression data set (kTrainRows x kFeatures),
-// trains a snapshot of a kFeatures-kHidden-1 ReLU net (SLANG), and starts a
-// long training job of the same net that runs for the whole test (a new one
-// starts if it ends). After --warmup_seconds, two phases of --seconds each:
+// cores (one compute worker and one training job, one thread each; the
+// limits below), uploads a UCI-size regression data set (kTrainRows x
+// kFeatures), trains a snapshot of a kFeatures-kHidden-1 ReLU net (SLANG),
+// and starts a long training job of the same net that runs for the whole
+// test (a new one starts if it ends). After --warmup_seconds, two phases of
+// --seconds each:
 //
 //   1. --clients well-behaved Predict clients, each on its own connection,
 //      each sending --rate requests per second (one at a time) of
@@ -22,7 +24,10 @@
 // than --max_rss_growth_mib over the second half of a phase, or the server
 // did not stay healthy and stop cleanly.
 //
-//   build/bench/load/bnn_load_test --seconds 60 --clients 8 --json_out FILE
+//   build/bench/load/bnn_load_test --seconds 60 --clients 8 --rate 25
+//       --json_out docs/results/load/run.json   (one command line)
+//
+// docs/results/load.md has the recorded runs.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -87,11 +92,11 @@ ABSL_FLAG(std::string, work_dir, "",
           "temporary directory, removed unless the test fails.");
 
 // The server's configuration (its flags of the same names).
-ABSL_FLAG(int, compute_workers, 2, "bnn-server --compute-workers.");
+ABSL_FLAG(int, compute_workers, 1, "bnn-server --compute-workers.");
 ABSL_FLAG(int, server_threads, 1, "bnn-server --threads.");
 ABSL_FLAG(double, max_request_seconds, 10, "bnn-server --max-request-seconds.");
 ABSL_FLAG(int64_t, max_predict_rows, 10000, "bnn-server --max-predict-rows.");
-ABSL_FLAG(int, max_predict_samples, 1024, "bnn-server --max-predict-samples.");
+ABSL_FLAG(int, max_predict_samples, 256, "bnn-server --max-predict-samples.");
 ABSL_FLAG(int64_t, max_message_bytes, 8 << 20,
           "bnn-server --max-message-bytes.");
 ABSL_FLAG(int, max_client_streams, 8, "bnn-server --max-client-streams.");
