@@ -21,7 +21,8 @@
 // time, and what each abuser got. It exits 1 if a well-behaved request
 // failed, phase 2's p99 exceeds --max_p99_ratio times phase 1's, an abuser
 // got a status it should not, a training job failed, the RSS grew by more
-// than --max_rss_growth_mib over the second half of a phase, or the server
+// than --max_rss_growth_mib from a phase's second quarter to its last (means
+// of the samples), or the server
 // did not stay healthy and stop cleanly.
 //
 //   build/bench/load/bnn_load_test --seconds 60 --clients 8 --rate 25
@@ -80,8 +81,8 @@ ABSL_FLAG(int, samples, 64, "num_samples of a well-behaved request.");
 ABSL_FLAG(double, max_p99_ratio, 2.0,
           "Largest allowed ratio of phase 2's p99 to phase 1's.");
 ABSL_FLAG(double, max_rss_growth_mib, 32,
-          "Largest allowed RSS growth of the server over the second half of "
-          "a phase.");
+          "Largest allowed growth of the server's mean RSS from a phase's "
+          "second quarter to its last.");
 ABSL_FLAG(double, rss_interval_seconds, 1, "Period of the RSS samples.");
 ABSL_FLAG(std::string, json_out, "", "Write the results as JSON here.");
 ABSL_FLAG(std::string, requests_csv, "",
@@ -405,6 +406,19 @@ int64_t RssAt(const std::vector<RssSampler::Sample>& samples, absl::Time t) {
   return best->kib;
 }
 
+// The mean of the RSS samples taken in [from, to), or RssAt(from) if none.
+int64_t MeanRss(const std::vector<RssSampler::Sample>& samples, absl::Time from,
+                absl::Time to) {
+  int64_t sum = 0, n = 0;
+  for (const RssSampler::Sample& s : samples) {
+    if (s.when >= from && s.when < to) {
+      sum += s.kib;
+      ++n;
+    }
+  }
+  return n > 0 ? sum / n : RssAt(samples, from);
+}
+
 // CPU seconds of the server, of this process and of the whole machine.
 struct CpuClock {
   double server = 0;
@@ -427,10 +441,14 @@ struct PhaseResult {
   LatencySummary latency;
   int64_t training_steps = 0;
   CpuClock cpu;  // used during the phase
-  int64_t rss_begin_kib = 0, rss_mid_kib = 0, rss_end_kib = 0, rss_max_kib = 0;
+  int64_t rss_begin_kib = 0, rss_end_kib = 0, rss_max_kib = 0;
+  // Means over the phase's second and last quarters: the RSS of a busy
+  // server moves by tens of MiB from second to second (buffers of large
+  // requests come and go), so growth compares means, not two samples.
+  int64_t rss_q2_kib = 0, rss_q4_kib = 0;
 
   double rss_growth_mib() const {
-    return static_cast<double>(rss_end_kib - rss_mid_kib) / 1024.0;
+    return static_cast<double>(rss_q4_kib - rss_q2_kib) / 1024.0;
   }
 
   nlohmann::json ToJson() const {
@@ -452,10 +470,11 @@ struct PhaseResult {
           {"machine_busy", cpu.machine}}},
         {"rss_kib",
          {{"begin", rss_begin_kib},
-          {"mid", rss_mid_kib},
+          {"mean_second_quarter", rss_q2_kib},
+          {"mean_last_quarter", rss_q4_kib},
           {"end", rss_end_kib},
           {"max", rss_max_kib}}},
-        {"rss_growth_second_half_mib", rss_growth_mib()},
+        {"rss_growth_mib", rss_growth_mib()},
     };
   }
 };
@@ -695,9 +714,12 @@ int Run(int argc, char** argv) {
     const CpuClock& a = cpu_at[p];
     const CpuClock& b = cpu_at[p + 1];
     r.cpu = {b.server - a.server, b.self - a.self, b.machine - a.machine};
+    const absl::Duration quarter = absl::Seconds(phase_seconds / 4);
     r.rss_begin_kib = RssAt(rss_samples, schedule.begin[p]);
-    r.rss_mid_kib = RssAt(rss_samples,
-                          schedule.begin[p] + absl::Seconds(phase_seconds / 2));
+    r.rss_q2_kib = MeanRss(rss_samples, schedule.begin[p] + quarter,
+                           schedule.begin[p] + 2 * quarter);
+    r.rss_q4_kib =
+        MeanRss(rss_samples, schedule.end[p] - quarter, schedule.end[p]);
     r.rss_end_kib = RssAt(rss_samples, schedule.end[p]);
     for (const RssSampler::Sample& s : rss_samples) {
       if (s.when >= schedule.begin[p] && s.when <= schedule.end[p]) {
@@ -710,8 +732,8 @@ int Run(int argc, char** argv) {
     }
     if (r.rss_growth_mib() > absl::GetFlag(FLAGS_max_rss_growth_mib)) {
       problems.push_back(absl::StrFormat(
-          "%s: the server's RSS grew by %.1f MiB over the second half "
-          "(limit %.1f)",
+          "%s: the server's mean RSS grew by %.1f MiB from the second to "
+          "the last quarter (limit %.1f)",
           kPhaseNames[p], r.rss_growth_mib(),
           absl::GetFlag(FLAGS_max_rss_growth_mib)));
     }
@@ -747,11 +769,12 @@ int Run(int argc, char** argv) {
     std::cout << absl::StrFormat(
         "%s: %.1f req/s, %.0f rows/s, errors %d, latency %s\n"
         "        training %.0f steps/s; cpu s: server %.1f, load test %.1f, "
-        "other %.1f; rss MiB begin %.1f mid %.1f end %.1f max %.1f\n",
+        "other %.1f; rss MiB begin %.1f, mean Q2 %.1f, mean Q4 %.1f, "
+        "end %.1f, max %.1f\n",
         kPhaseNames[p], r.requests / r.seconds, r.rows / r.seconds,
         r.num_errors, r.latency.ToString(), r.training_steps / r.seconds,
         r.cpu.server, r.cpu.self, r.cpu.machine - r.cpu.server - r.cpu.self,
-        r.rss_begin_kib / 1024.0, r.rss_mid_kib / 1024.0,
+        r.rss_begin_kib / 1024.0, r.rss_q2_kib / 1024.0, r.rss_q4_kib / 1024.0,
         r.rss_end_kib / 1024.0, r.rss_max_kib / 1024.0);
   }
   std::cout
