@@ -59,7 +59,9 @@ ABSL_FLAG(int, threads, kDefaults.threads,
           "Predict or Acquire call; 0 = one per core. Jobs and requests too "
           "small to gain from threads run on one.");
 ABSL_FLAG(int, compute_workers, kDefaults.compute_workers,
-          "Predict and Acquire calls computed at once; later ones queue.");
+          "Predict and Acquire calls computed at once; later ones queue, "
+          "the clients taking turns; a long call lets others' waiting calls "
+          "go first between chunks of rows.");
 ABSL_FLAG(int64_t, predict_cache_bytes, kDefaults.predict_cache_bytes,
           "Bytes of posterior weight samples kept for reuse across Predict "
           "and Acquire calls, in all; each of the (up to 8) cached snapshots "
@@ -72,8 +74,9 @@ ABSL_FLAG(int64_t, memory_budget_bytes, kDefaults.memory_budget_bytes,
           "beyond it is refused with RESOURCE_EXHAUSTED. 0 = half of the "
           "machine's memory (or of its cgroup limit).");
 ABSL_FLAG(double, max_request_seconds, kDefaults.max_request_seconds,
-          "Longest computation of one Predict or Acquire call; past it the "
-          "call fails with DEADLINE_EXCEEDED.");
+          "Longest computation of one Predict or Acquire call (not counting "
+          "turns given to other clients' calls); past it the call fails "
+          "with DEADLINE_EXCEEDED.");
 ABSL_FLAG(double, shutdown_grace, kDefaults.shutdown_grace_seconds,
           "Seconds from SIGINT/SIGTERM until the process exits, whatever is "
           "still running.");

@@ -56,11 +56,14 @@ class Server {
     // run on one thread regardless (bnn/compute_threads.h).
     int threads = 0;
     // --compute-workers: Predict and Acquire calls computed at once; later
-    // ones queue. >= 1.
+    // ones queue, the clients taking turns, and a long call gives its turn
+    // to another client's waiting call between chunks of rows
+    // (BnnServiceImpl::kComputeSlice). >= 1.
     int compute_workers = 2;
     // --max-request-seconds: longest computation of one Predict or Acquire
-    // call, checked between chunks of rows like the client's deadline; past
-    // it the call fails with DEADLINE_EXCEEDED. The health watchdog reports
+    // call (not counting turns it gave to other calls), checked between
+    // chunks of rows like the client's deadline; past it the call fails with
+    // DEADLINE_EXCEEDED. The health watchdog reports
     // NOT_SERVING once every compute worker has been busy for this long plus
     // kWatchdogMargin. > 0.
     double max_request_seconds = 60;

@@ -1,10 +1,20 @@
 // A fixed set of threads running closures. Closures are queued under a key
-// (a client, for the compute pool) and a free thread takes the next closure
-// of the waiting key with the fewest closures running, among those the key
-// served least recently (so keys take turns, and a key that has just arrived
-// goes first): a key's first closure waits only for closures already
-// running, never behind another key's flood. Under one key the order is
-// FIFO.
+// (a client, for the compute pool). A free turn goes to the waiting closure
+// whose key has the fewest closures running; among those, to a new closure
+// before one that yielded (below), and among these to the one that has run
+// least so far; then to the key that used the least time in turns lately
+// (decaying with Options::usage_half_life); then to the key served least
+// recently. Times are compared in whole Options::slice. So keys take turns,
+// a key's first closure waits only for closures already running, never
+// behind another key's flood, and a client that computes little goes before
+// one that has been computing a lot. Under one key the order is FIFO.
+//
+// Time slicing (Options::max_yielded > 0): a long closure calls Yield()
+// between units of its work. Once it has run for Options::slice and another
+// key's closure waits, it gives up its turn as if it had finished, and
+// continues on its thread when the rule above gives it a turn again. So a
+// short closure of another key waits for about one unit of a long one's
+// work, not for its whole length.
 #ifndef BNN_SERVER_COMMON_THREAD_POOL_H_
 #define BNN_SERVER_COMMON_THREAD_POOL_H_
 
@@ -26,7 +36,22 @@ namespace bnn::server {
 // Thread-safe.
 class ThreadPool {
  public:
-  explicit ThreadPool(int num_threads);
+  struct Options {
+    // Closures running at once (turns). >= 1.
+    int num_threads = 1;
+    // Closures that may wait in Yield() at once, each keeping its thread
+    // (the pool starts num_threads + max_yielded threads). 0: Yield() never
+    // gives up a turn. >= 0.
+    int max_yielded = 0;
+    // Least time a closure runs in one turn before Yield() gives it up; also
+    // the unit in which keys' usage is compared.
+    absl::Duration slice = absl::Milliseconds(5);
+    // A key's time in turns counts half after this long. > 0.
+    absl::Duration usage_half_life = absl::Seconds(1);
+  };
+
+  explicit ThreadPool(int num_threads) : ThreadPool(Options{num_threads}) {}
+  explicit ThreadPool(const Options& options);
   // Runs every closure already scheduled, then joins the threads.
   ~ThreadPool();
 
@@ -41,32 +66,77 @@ class ThreadPool {
     Schedule("", std::move(task));
   }
 
-  // Zero while some thread is idle; otherwise how long the most recently
-  // started of the running tasks has run, i.e. for how long no thread has
-  // been free (the health watchdog's measure of a wedged pool).
+  // Called by a closure of this pool on its thread (elsewhere it returns
+  // at once): if the closure has run for at least options.slice since its
+  // turn began, another key's closure waits and fewer than
+  // options.max_yielded closures are waiting in Yield(), gives up the turn
+  // and returns when the closure gets one again. Returns how long it
+  // waited (zero if it kept its turn).
+  absl::Duration Yield();
+
+  // Zero while a turn is free; otherwise how long ago the most recent of
+  // the running closures got its turn, i.e. for how long no turn has been
+  // free (the health watchdog's measure of a wedged pool).
   absl::Duration AllBusyFor() const;
-  // Tasks waiting for a thread.
+  // Tasks waiting for their first turn.
   int64_t queued() const;
-  int num_threads() const { return static_cast<int>(threads_.size()); }
+  int num_threads() const { return options_.num_threads; }
 
  private:
+  // A closure waiting in Yield() for its next turn.
+  struct Resume {
+    bool granted = false;
+    // Time the closure has held turns so far.
+    absl::Duration ran;
+  };
+  // A waiting closure: a new one (task) or one that yielded (resume).
+  struct Entry {
+    absl::AnyInvocable<void() &&> task;
+    Resume* resume = nullptr;
+  };
   struct Key {
-    std::deque<absl::AnyInvocable<void() &&>> pending;
+    std::deque<Entry> pending;
+    // Closures holding a turn.
     int running = 0;
-    // When the key's latest task started (a count of started tasks); 0 for
-    // none since the key was last idle.
+    // When the key last got a turn or gave one up (a count of such
+    // events); 0 for a key new to the pool.
     uint64_t last_start = 0;
+    // Time in turns, decayed, as of usage_as_of.
+    absl::Duration usage;
+    absl::Time usage_as_of;
+  };
+  // A closure given a turn, for an idle thread to run.
+  struct Ready {
+    std::string key;
+    absl::AnyInvocable<void() &&> task;
   };
 
+  // Gives free turns to waiting entries by the rule above, and forgets
+  // idle keys whose usage has decayed below a slice.
+  void Dispatch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `key`'s usage at `now`.
+  absl::Duration UsageAt(const Key& key, absl::Time now) const;
+  // Ends a turn of `key` that began at `turn_start` (the closure finished
+  // or yielded): adds its length to the key's usage.
+  void EndTurn(Key* key, absl::Time turn_start, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WorkLoop(int thread);
-  bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HasReadyOrDrained() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  const Options options_;
   mutable absl::Mutex mu_;
-  // Keys with pending or running tasks.
+  // Keys with waiting or running closures, or a recent usage.
   std::map<std::string, Key, std::less<>> keys_ ABSL_GUARDED_BY(mu_);
+  // New closures waiting for their first turn.
   int64_t queued_ ABSL_GUARDED_BY(mu_) = 0;
+  // Turns held (by running closures and those in ready_).
+  int active_ ABSL_GUARDED_BY(mu_) = 0;
+  // Closures waiting in Yield().
+  int yielded_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t starts_ ABSL_GUARDED_BY(mu_) = 0;
-  // Per thread: when its current task started; InfinitePast while idle.
+  std::deque<Ready> ready_ ABSL_GUARDED_BY(mu_);
+  // Per thread: when its closure's current turn began; InfinitePast while
+  // the thread is idle or waits in Yield().
   std::vector<absl::Time> busy_since_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;

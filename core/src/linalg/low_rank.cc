@@ -136,9 +136,10 @@ void LowRankPrecision<T>::Solve(const Eigen::Ref<const MatrixX<T>>& g,
   // h = D^-1/2 g.
   *out = inv_sqrt_d_.asDiagonal() * g;
   if (v_.cols() > 0) {
-    scratch_small_.noalias() = v_.transpose() * *out;
-    scratch_small_ = w_ * scratch_small_;
-    out->noalias() -= v_ * scratch_small_;
+    // rank x K, local: the method is const and may run on many threads.
+    MatrixX<T> small = v_.transpose() * *out;
+    small = w_ * small;
+    out->noalias() -= v_ * small;
   }
   *out = inv_sqrt_d_.asDiagonal() * *out;
 }
@@ -151,9 +152,10 @@ void LowRankPrecision<T>::Sample(const Eigen::Ref<const VectorX<T>>& mu,
   BNN_CHECK_EQ(mu.size(), dim());
   *out = eps;
   if (v_.cols() > 0) {
-    scratch_small_.noalias() = v_.transpose() * eps;
-    scratch_small_ = k_ * scratch_small_;
-    out->noalias() -= v_ * scratch_small_;
+    // rank x S, local: the method is const and may run on many threads.
+    MatrixX<T> small = v_.transpose() * eps;
+    small = k_ * small;
+    out->noalias() -= v_ * small;
   }
   *out = inv_sqrt_d_.asDiagonal() * *out;
   out->colwise() += mu;
@@ -162,8 +164,7 @@ void LowRankPrecision<T>::Sample(const Eigen::Ref<const VectorX<T>>& mu,
 template <typename T>
 int64_t LowRankPrecision<T>::MemoryBytes() const {
   return static_cast<int64_t>(sizeof(T)) *
-         (d_.size() + inv_sqrt_d_.size() + v_.size() + k_.size() + w_.size() +
-          scratch_.size() + scratch_small_.size());
+         (d_.size() + inv_sqrt_d_.size() + v_.size() + k_.size() + w_.size());
 }
 
 template <typename T>

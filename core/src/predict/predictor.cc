@@ -21,8 +21,28 @@
 namespace bnn {
 namespace {
 
-// Rows x samples per forward pass: bounds activation memory.
+// Rows x samples per forward pass: at most kMaxRowsTimesSamples (bounds
+// activation memory), aiming at kTargetRowsTimesSamples, but at least
+// kMinChunkRows rows where the bound allows (MaxChunkRows).
 constexpr int64_t kMaxRowsTimesSamples = int64_t{1} << 16;
+constexpr int64_t kTargetRowsTimesSamples = int64_t{1} << 14;
+constexpr int64_t kMinChunkRows = 64;
+
+// Most rows per forward pass with `s_count` samples. Passes of about
+// kTargetRowsTimesSamples keep the time between interrupt checks (where a
+// server's call may also give its thread to another client's) short, and
+// their activations small enough for the cache: on one core of the 2-core
+// test machine, 1000 rows x 100 samples of the UCI net took 9.1 ms in 7
+// passes, 14.0 ms in 2 passes of 50000 (docs/results/load.md). Fewer than
+// kMinChunkRows rows per pass would make the per-sample GEMMs inefficient,
+// so large S keep passes of up to kMaxRowsTimesSamples. At most
+// `chunk_rows` (PredictorOptions).
+int64_t MaxChunkRows(int64_t s_count, int64_t chunk_rows) {
+  const int64_t rows =
+      std::max(kTargetRowsTimesSamples / s_count,
+               std::min(kMinChunkRows, kMaxRowsTimesSamples / s_count));
+  return std::max<int64_t>(1, std::min(chunk_rows, rows));
+}
 
 // Rows per chunk when `num_rows` are processed in chunks of at most
 // `max_chunk`, made (nearly) equal so that padding the last chunk to the
@@ -310,9 +330,8 @@ class Engine final : public Predictor::Impl {
         o.samples != nullptr
             ? std::static_pointer_cast<const MatrixX<T>>(o.samples->block)
             : Samples(snap, s_count, o.seed, o.cache_samples);
-    const int64_t chunk = EvenChunk(
-        num_rows,
-        std::min<int64_t>(options_.chunk_rows, kMaxRowsTimesSamples / s_count));
+    const int64_t chunk =
+        EvenChunk(num_rows, MaxChunkRows(s_count, options_.chunk_rows));
     // Small chunks run on one thread (bnn/compute_threads.h).
     const ScopedComputeThreads threads(
         ComputeThreadsFor(LargestGemmFlops(spec, chunk * s_count)));
@@ -578,9 +597,8 @@ MemoryEstimate Predictor::EstimateMemory(int64_t num_rows,
                          s_count, ")"),
             block);
     }
-    const int64_t chunk = EvenChunk(
-        num_rows,
-        std::min<int64_t>(options_.chunk_rows, kMaxRowsTimesSamples / s_count));
+    const int64_t chunk =
+        EvenChunk(num_rows, MaxChunkRows(s_count, options_.chunk_rows));
     e.Add("standardised chunk", MulBytes({chunk, spec.input_dim, b}));
     e.Add(
         absl::StrCat("forward pass (", chunk, " rows x ", s_count, " samples)"),

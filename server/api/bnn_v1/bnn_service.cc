@@ -58,14 +58,17 @@ std::string ClientKey(const grpc::CallbackServerContext& context,
 
 // Stops a computation once the client's deadline or the server's time limit
 // passes, or the call is cancelled (by the client, or by the server's
-// shutdown once its grace period ends).
-Interrupt CallInterrupt(grpc::CallbackServerContext* context,
+// shutdown once its grace period ends). Between checks, lets the call give
+// its turn on `pool` to another client's (ThreadPool::Yield); the time
+// waiting for the next turn does not count against `time_limit`.
+Interrupt CallInterrupt(ThreadPool* pool, grpc::CallbackServerContext* context,
                         absl::string_view rpc, absl::Time start,
                         absl::Duration time_limit) {
   const absl::Time client_deadline = absl::FromChrono(context->deadline());
-  const absl::Time limit_deadline = start + time_limit;
-  return Interrupt([context, rpc, start, client_deadline, limit_deadline,
-                    time_limit]() -> absl::Status {
+  // Shared by the Interrupt's copies; used by the computing thread only.
+  auto yielded = std::make_shared<absl::Duration>();
+  const auto check = [context, rpc, start, client_deadline, time_limit,
+                      yielded]() -> absl::Status {
     const absl::Time now = absl::Now();
     // The deadline first: gRPC also reports a call past its deadline as
     // cancelled.
@@ -78,12 +81,19 @@ Interrupt CallInterrupt(grpc::CallbackServerContext* context,
     if (context->IsCancelled()) {
       return absl::CancelledError(absl::StrCat(rpc, " was cancelled"));
     }
-    if (now >= limit_deadline) {
+    if (now - start - *yielded >= time_limit) {
       return absl::DeadlineExceededError(absl::StrCat(
           rpc, " computed for longer than the server's limit of ",
           absl::FormatDuration(time_limit), " (--max-request-seconds)"));
     }
     return absl::OkStatus();
+  };
+  return Interrupt([pool, check, yielded]() -> absl::Status {
+    BNN_RETURN_IF_ERROR(check());
+    const absl::Duration waited = pool->Yield();
+    if (waited == absl::ZeroDuration()) return absl::OkStatus();
+    *yielded += waited;
+    return check();
   });
 }
 
@@ -107,7 +117,10 @@ BnnServiceImpl::BnnServiceImpl(const Options& options, DatasetStore* datasets,
       auth_(auth),
       streams_(options.max_client_streams, options.stream_idle_timeout),
       io_pool_(kIoThreads),
-      compute_pool_(options.compute_workers) {
+      compute_pool_(ThreadPool::Options{
+          options.compute_workers,
+          /*max_yielded=*/kMaxYieldedPerWorker * options.compute_workers,
+          kComputeSlice}) {
   metrics_->datasets().Set(static_cast<double>(datasets_->size()));
   metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
 }
@@ -161,12 +174,12 @@ grpc::ServerUnaryReactor* BnnServiceImpl::FinishOnPool(
   if (!caller.ok()) return Finish(context, rpc, start, caller.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // The request and response stay valid until the reactor finishes.
-  pool->Schedule(ClientKey(*context, *caller), [this, context, reactor, rpc,
-                                                start, time_limit,
+  pool->Schedule(ClientKey(*context, *caller), [this, pool, context, reactor,
+                                                rpc, start, time_limit,
                                                 work =
                                                     std::move(work)]() mutable {
     const Interrupt interrupt =
-        CallInterrupt(context, rpc, absl::Now(), time_limit);
+        CallInterrupt(pool, context, rpc, absl::Now(), time_limit);
     absl::Status status = interrupt.Check();
     if (status.ok()) {
       status = std::move(work)(interrupt);

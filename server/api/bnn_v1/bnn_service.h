@@ -50,17 +50,33 @@ using BnnServiceBase = v1::BnnService::WithRawCallbackMethod_UploadDataset<
 
 class BnnServiceImpl final : public BnnServiceBase {
  public:
+  // Least computation of a Predict or Acquire call in one turn before it
+  // gives the turn to another client's waiting call. It yields only between
+  // chunks of rows (at most 65536 rows x samples each: milliseconds on the
+  // nets of the UCI experiments), so another client's call waits for at
+  // most this plus one chunk, instead of the whole call.
+  static constexpr absl::Duration kComputeSlice = absl::Milliseconds(2);
+  // Calls that may wait for their next turn at once, per compute worker
+  // (each keeps its thread and its memory): as many clients computing
+  // large calls at once take turns with the others. Beyond them, a call
+  // keeps its turn until it ends, as without time slicing.
+  static constexpr int kMaxYieldedPerWorker = 4;
+
   struct Options {
     ServerLimits limits;
     // OpenMP threads per Predict or Acquire call (--threads); 0 = OpenMP
     // default.
     int compute_threads = 0;
     // Predict and Acquire calls computed at once (--compute-workers); later
-    // ones wait, each client's in FIFO order, the clients served in turn.
+    // ones wait, each client's in FIFO order, the clients served in turn. A
+    // call that has computed for kComputeSlice gives its turn to another
+    // client's waiting call between two chunks of rows and continues after
+    // it (ThreadPool::Yield).
     int compute_workers = 2;
     // Longest computation of one Predict or Acquire call
-    // (--max-request-seconds); checked between chunks of rows, as the
-    // client's deadline and cancellation are.
+    // (--max-request-seconds), not counting the turns it gave to other
+    // calls; checked between chunks of rows, as the client's deadline and
+    // cancellation are.
     absl::Duration max_request_time = absl::Seconds(60);
     // The server's --data-dir: paths under it are written "<data-dir>/..."
     // in what clients see (HideDataDir); logs keep them.
@@ -208,9 +224,10 @@ class BnnServiceImpl final : public BnnServiceBase {
   // (ClientKey), whose thread finishes the RPC with the status `work`
   // returns. A call cancelled (or past its deadline) while it waited is not
   // worked on. `work` gets an Interrupt that stops it with DeadlineExceeded
-  // once the client's deadline or `time_limit` after its start passes, and
+  // once the client's deadline or `time_limit` of computation passes, and
   // with Cancelled once the client cancels (or the server's shutdown grace
-  // ends).
+  // ends); between its checks the call may give its turn to another
+  // client's (ThreadPool::Yield), time not counted against `time_limit`.
   grpc::ServerUnaryReactor* FinishOnPool(
       ThreadPool* pool, grpc::CallbackServerContext* context,
       absl::string_view rpc, absl::Duration time_limit,
@@ -232,7 +249,7 @@ class BnnServiceImpl final : public BnnServiceBase {
   // decoding, commits), export reads and deletions.
   ThreadPool io_pool_;
   // Predict and Acquire, options_.compute_workers at a time, fair across
-  // clients.
+  // clients, time-sliced between chunks of rows (kComputeSlice).
   ThreadPool compute_pool_;
 };
 

@@ -1,7 +1,10 @@
 // fast_inverse, fast_sample and fast_eig against dense Eigen references.
 #include "bnn/linalg/low_rank.h"
 
+#include <atomic>
 #include <cmath>
+#include <thread>
+#include <vector>
 
 #include <Eigen/Dense>
 #include <gtest/gtest.h>
@@ -148,6 +151,46 @@ TEST(LowRankPrecisionTest, MonteCarloCovarianceWithinThreePercent) {
           << i << "," << j;
     }
   }
+}
+
+// Sample and Solve are const, and a Predictor calls Sample on its snapshot's
+// posterior from every request at once: each call must give what it gives
+// alone. (They shared a mutable scratch matrix: concurrent Predicts mixed
+// each other's samples, or corrupted the heap when their sample counts
+// differed, found by bench/load.)
+TEST(LowRankPrecisionTest, SampleAndSolveMayRunConcurrently) {
+  Rng rng(5);
+  const int dim = 300, rank = 6;
+  const Eigen::MatrixXd u = Gaussian(dim, rank, rng);
+  const Eigen::VectorXd d = PositiveVector(dim, rng);
+  const Eigen::VectorXd mu = Gaussian(dim, 1, rng);
+  LowRankPrecision<double> f;
+  ASSERT_TRUE(f.Factor(u, d).ok());
+  // Different widths, as requests for different sample counts.
+  const std::vector<Eigen::MatrixXd> eps = {
+      Gaussian(dim, 1, rng), Gaussian(dim, 40, rng), Gaussian(dim, 7, rng),
+      Gaussian(dim, 120, rng)};
+  std::vector<Eigen::MatrixXd> sampled(eps.size()), solved(eps.size());
+  for (size_t i = 0; i < eps.size(); ++i) {
+    f.Sample(mu, eps[i], &sampled[i]);
+    f.Solve(eps[i], &solved[i]);
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      Eigen::MatrixXd out;
+      for (int k = 0; k < 300; ++k) {
+        const size_t i = (t + k) % eps.size();
+        f.Sample(mu, eps[i], &out);
+        if ((out - sampled[i]).norm() > 1e-12 * sampled[i].norm()) ++wrong;
+        f.Solve(eps[i], &out);
+        if ((out - solved[i]).norm() > 1e-12 * solved[i].norm()) ++wrong;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(wrong, 0);
 }
 
 TEST(LowRankPrecisionTest, RejectsNonPositiveDiagonal) {

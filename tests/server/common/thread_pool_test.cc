@@ -1,9 +1,17 @@
 #include "server/common/thread_pool.h"
 
+#include <algorithm>
 #include <atomic>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include <absl/strings/str_cat.h>
+#include <absl/synchronization/blocking_counter.h>
 #include <absl/synchronization/mutex.h>
 #include <absl/synchronization/notification.h>
 #include <absl/time/clock.h>
@@ -121,6 +129,31 @@ TEST(ThreadPoolTest, AKeyWithNothingRunningGoesFirst) {
   EXPECT_EQ(order.front(), "b1");
 }
 
+TEST(ThreadPoolTest, AKeyThatComputedLittleGoesBeforeOneThatComputedALot) {
+  // "heavy" has just run for 100 ms, "light" not at all: when both wait,
+  // light goes first, though heavy queued first and its name sorts first.
+  std::vector<std::string> order;
+  {
+    ThreadPool pool(1);
+    absl::Notification heavy_done;
+    pool.Schedule("heavy", [&] {
+      absl::SleepFor(absl::Milliseconds(100));
+      heavy_done.Notify();
+    });
+    heavy_done.WaitForNotification();
+    absl::Notification started, release;
+    pool.Schedule("blocker", [&] {
+      started.Notify();
+      release.WaitForNotification();
+    });
+    started.WaitForNotification();
+    pool.Schedule("heavy", [&] { order.push_back("heavy"); });
+    pool.Schedule("light", [&] { order.push_back("light"); });
+    release.Notify();
+  }
+  EXPECT_THAT(order, ::testing::ElementsAre("light", "heavy"));
+}
+
 TEST(ThreadPoolTest, AllBusyForCountsOnlyWhileNoThreadIsFree) {
   ThreadPool pool(2);
   EXPECT_EQ(pool.AllBusyFor(), absl::ZeroDuration());
@@ -149,6 +182,175 @@ TEST(ThreadPoolTest, AllBusyForCountsOnlyWhileNoThreadIsFree) {
   release_first.Notify();
   while (pool.AllBusyFor() > absl::ZeroDuration()) std::this_thread::yield();
   release_second.Notify();
+}
+
+// --- Time slicing -----------------------------------------------------------
+
+TEST(ThreadPoolTest, YieldGivesTheTurnToAnotherKeysWaitingTask) {
+  // One turn: "long" yields once "short" waits; "short" runs on the spare
+  // thread meanwhile, and "long" continues after it.
+  absl::Mutex mu;
+  std::vector<std::string> order;
+  const auto record = [&](std::string what) {
+    absl::MutexLock lock(&mu);
+    order.push_back(std::move(what));
+  };
+  absl::Duration waited;
+  {
+    ThreadPool pool(ThreadPool::Options{1, 1, absl::ZeroDuration()});
+    absl::Notification started, short_queued;
+    pool.Schedule("long", [&] {
+      record("long begins");
+      started.Notify();
+      short_queued.WaitForNotification();
+      waited = pool.Yield();
+      record("long ends");
+    });
+    started.WaitForNotification();
+    pool.Schedule("short", [&] {
+      absl::SleepFor(absl::Milliseconds(20));
+      record("short");
+    });
+    short_queued.Notify();
+  }  // the destructor runs both
+  EXPECT_THAT(order,
+              ::testing::ElementsAre("long begins", "short", "long ends"));
+  EXPECT_GE(waited, absl::Milliseconds(20));
+}
+
+TEST(ThreadPoolTest, YieldKeepsTheTurnUnlessAnotherKeyWaits) {
+  std::vector<std::string> order;
+  {
+    ThreadPool pool(ThreadPool::Options{1, 1, absl::ZeroDuration()});
+    absl::Notification queued;
+    pool.Schedule("a", [&] {
+      queued.WaitForNotification();
+      // Only the key's own next task waits: it stays behind this one.
+      EXPECT_EQ(pool.Yield(), absl::ZeroDuration());
+      order.push_back("a1");
+    });
+    pool.Schedule("a", [&] { order.push_back("a2"); });
+    queued.Notify();
+  }
+  EXPECT_THAT(order, ::testing::ElementsAre("a1", "a2"));
+}
+
+TEST(ThreadPoolTest, YieldKeepsTheTurnWithinTheSlice) {
+  ThreadPool pool(ThreadPool::Options{1, 1, absl::Hours(1)});
+  absl::Notification started, other_queued, done;
+  pool.Schedule("a", [&] {
+    started.Notify();
+    other_queued.WaitForNotification();
+    EXPECT_EQ(pool.Yield(), absl::ZeroDuration());
+    done.Notify();
+  });
+  started.WaitForNotification();
+  pool.Schedule("b", [&] { EXPECT_TRUE(done.HasBeenNotified()); });
+  other_queued.Notify();
+  done.WaitForNotification();
+}
+
+TEST(ThreadPoolTest, YieldOutsideThePoolOrWithoutSpareThreadsReturnsAtOnce) {
+  ThreadPool pool(1);  // max_yielded 0
+  EXPECT_EQ(pool.Yield(), absl::ZeroDuration());
+  absl::Notification started, other_queued, done;
+  pool.Schedule("a", [&] {
+    started.Notify();
+    other_queued.WaitForNotification();
+    EXPECT_EQ(pool.Yield(), absl::ZeroDuration());
+    done.Notify();
+  });
+  started.WaitForNotification();
+  pool.Schedule("b", [&] { EXPECT_TRUE(done.HasBeenNotified()); });
+  other_queued.Notify();
+  done.WaitForNotification();
+}
+
+TEST(ThreadPoolTest, AtMostMaxYieldedTasksWaitAndTurnsStayBounded) {
+  // Two turns, one spare thread: of three long tasks that each yield
+  // repeatedly while others wait, at most two run at any moment.
+  ThreadPool pool(ThreadPool::Options{2, 1, absl::ZeroDuration()});
+  std::atomic<int> running{0}, most{0}, yields{0};
+  absl::BlockingCounter done(3);
+  for (const char* key : {"a", "b", "c"}) {
+    pool.Schedule(key, [&] {
+      for (int i = 0; i < 50; ++i) {
+        const int now = ++running;
+        int seen = most;
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        absl::SleepFor(absl::Microseconds(200));
+        --running;
+        if (pool.Yield() > absl::ZeroDuration()) ++yields;
+      }
+      done.DecrementCount();
+    });
+  }
+  done.Wait();
+  EXPECT_LE(most, 2);
+  EXPECT_GT(yields, 0);
+}
+
+TEST(ThreadPoolTest, AllBusyForIgnoresTasksWaitingInYield) {
+  ThreadPool pool(ThreadPool::Options{1, 1, absl::ZeroDuration()});
+  absl::Notification started, other_queued, other_running, release;
+  pool.Schedule("a", [&] {
+    started.Notify();
+    other_queued.WaitForNotification();
+    pool.Yield();
+  });
+  started.WaitForNotification();
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_GE(pool.AllBusyFor(), absl::Milliseconds(100));
+  pool.Schedule("b", [&] {
+    other_running.Notify();
+    release.WaitForNotification();
+  });
+  other_queued.Notify();
+  other_running.WaitForNotification();
+  // b's turn has just begun; a's wait does not count.
+  EXPECT_LT(pool.AllBusyFor(), absl::Milliseconds(100));
+  release.Notify();
+}
+
+TEST(ThreadPoolTest, ShortTasksWaitForAboutOneUnitOfLongOnes) {
+  // One turn, three keys running tasks of 300 units of 1 ms each, yielding
+  // between units, one after another; short tasks of four other keys wait
+  // for about one unit, never for a long task (300 ms). (With one spare
+  // thread, two long tasks took turns without yielding to the short ones.)
+  std::atomic<bool> stop{false};
+  auto pool = std::make_unique<ThreadPool>(
+      ThreadPool::Options{1, 4, absl::Milliseconds(1)});
+  std::function<void(std::string)> run_long = [&](std::string key) {
+    if (stop) return;
+    pool->Schedule(key, [&, key] {
+      for (int i = 0; i < 300; ++i) {
+        absl::SleepFor(absl::Milliseconds(1));
+        pool->Yield();
+      }
+      run_long(key);
+    });
+  };
+  for (const char* key : {"long1", "long2", "long3"}) run_long(key);
+  std::vector<double> waits_ms;
+  for (int i = 0; i < 60; ++i) {
+    const absl::Time scheduled = absl::Now();
+    absl::Notification done;
+    pool->Schedule(absl::StrCat("short", i % 4), [&] {
+      waits_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - scheduled));
+      done.Notify();
+    });
+    done.WaitForNotification();
+    absl::SleepFor(absl::Milliseconds(3));
+  }
+  stop = true;
+  pool.reset();  // finishes the long tasks running
+  std::sort(waits_ms.begin(), waits_ms.end());
+  const double p90 = waits_ms[waits_ms.size() * 9 / 10];
+  std::cerr << "short tasks waited: median " << waits_ms[waits_ms.size() / 2]
+            << " ms, p90 " << p90 << " ms, max " << waits_ms.back() << " ms\n";
+  EXPECT_LT(p90, 25);
+  EXPECT_LT(waits_ms.back(), 150);
 }
 
 }  // namespace

@@ -25,6 +25,8 @@ void TallTimesSmall(const Eigen::Ref<const MatrixX<T>>& a, const MatrixX<T>& b,
 
 // Factorisation of U U^T + diag(d), computed once and shared by solves and
 // samples (their L x L factors are the same). Small factors are double.
+// The const methods may run concurrently (a Predictor samples its snapshot's
+// posterior from every request at once).
 template <typename T>
 class LowRankPrecision {
  public:
@@ -68,8 +70,6 @@ class LowRankPrecision {
   MatrixX<T> k_;  // K of Sample(), L x L (cast to T)
   MatrixX<T> w_;  // (I + V^T V)^-1, L x L (cast to T), for Solve()
   double log_det_i_plus_p_ = 0.0;
-  mutable MatrixX<T> scratch_;
-  mutable MatrixX<T> scratch_small_;
 };
 
 // One-shot forms of the above with the paper's names.

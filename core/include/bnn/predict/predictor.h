@@ -21,8 +21,10 @@ namespace bnn {
 struct PredictorOptions {
   // Upper bound on samples per request.
   int max_samples = 4096;
-  // Rows evaluated per batched forward pass; bounds activation memory
-  // together with kMaxRowsTimesSamples in predictor.cc.
+  // Most rows evaluated per batched forward pass; fewer when S is large
+  // (about 16384 rows x samples per pass, at most 65536: MaxChunkRows in
+  // predictor.cc), which bounds activation memory and the time between
+  // interrupt checks.
   int chunk_rows = 1024;
   // Bytes of drawn weight samples kept across requests, keyed by (S, seed);
   // least recently used blocks are evicted. 0 disables the cache.
