@@ -1,5 +1,5 @@
 // bnn-experiment active-learning: the active-learning protocol of NNG §5.3 /
-// App. C.3 (reference/nng.md §6.3, Tables 3 and 4), after PBP
+// App. C.3 (Zhang et al. 2018, Tables 3 and 4), after PBP
 // (Hernandez-Lobato & Adams 2015).
 //
 // Per trial (a "split" of the report):

@@ -22,7 +22,8 @@
 
 namespace bnn::experiment {
 
-// The BALI paper's classification net (reference/bali.md §5.3): 2 hidden
+// The BALI paper's classification net (Kurle et al.,
+// Sec. 5.3): 2 hidden
 // layers of 256 units, leaky tanh f(x) = tanh(x) + 0.1 x.
 inline constexpr int kDefaultClassifierWidth = 256;
 inline constexpr int kDefaultClassifierDepth = 2;

@@ -1,7 +1,8 @@
 // bnn-experiment classify: one seeded training run of a classifier on a
-// given train/test pair (the BALI paper's F-MNIST protocol, reference/bali.md
-// §5.3: the provided 60k/10k split, 2 x 256 leaky tanh), then on the test set
-// from the Monte Carlo predictive with --test-samples samples:
+// given train/test pair (the BALI paper's F-MNIST protocol, Ritter et al.
+// 2021, Sec. 5.3, App. H.3: the provided 60k/10k split, 2 x 256 leaky tanh),
+// then on the test set from the Monte Carlo predictive with --test-samples
+// samples:
 //   accuracy, nll (nats), ece (15 equal-width confidence bins), brier,
 // the reliability diagram's bins and, with --eval-every K, a learning curve:
 // test NLL and accuracy (and, with --curve-train-rows, the NLL on random

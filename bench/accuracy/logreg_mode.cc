@@ -1,6 +1,6 @@
 // bnn-experiment logreg: SLANG's Bayesian logistic-regression protocol
-// (reference/slang.md §9.1, Tables 1/6/7). Per split (20 seeded 50/50
-// partitions of one CSV, or a given test file): train the method on raw
+// (Mishkin et al. 2018, Sec. 4.1, App. E, Tables 1/6/7). Per split (20 seeded
+// 50/50 partitions of one CSV, or a given test file): train the method on raw
 // features (the prior is stated for LIBSVM's [-1, 1] scaling), then measure
 //   neg_elbo  -ELBO / N_train (quadrature for Gaussian posteriors),
 //   nll       test log-loss of the MC predictive, nats,

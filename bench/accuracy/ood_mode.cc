@@ -1,5 +1,5 @@
 // bnn-experiment ood: out-of-distribution detection by predictive
-// uncertainty (reference/bali.md §5.5). A classifier, trained here as in
+// uncertainty (Kurle et al., Sec. 5.5). A classifier, trained here as in
 // `classify` or loaded with --snapshot, predicts an in-distribution set and
 // an OOD set of the same input shape with --test-samples posterior samples;
 // each row is scored by

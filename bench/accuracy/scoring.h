@@ -1,6 +1,6 @@
 // Scores of a trained snapshot under the papers' metric conventions
-// (reference/slang.md §9.4, §9.6, §13): test metrics in original target
-// units from the Monte Carlo predictive, the negative ELBO per training
+// (Mishkin et al. 2018, Sec. 4, Table 2, App. F.3): test metrics in original
+// target units from the Monte Carlo predictive, the negative ELBO per training
 // example, and comparisons of marginal variances with a reference posterior.
 #ifndef BNN_BENCH_ACCURACY_SCORING_H_
 #define BNN_BENCH_ACCURACY_SCORING_H_

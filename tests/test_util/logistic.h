@@ -51,7 +51,8 @@ inline absl::StatusOr<Snapshot> TrainLogistic(const std::string& method,
   return Train(r, data, MethodRegistry::Builtin());
 }
 
-// Full-batch natural-gradient settings with decay (reference/slang.md §9.1).
+// Full-batch natural-gradient settings with decay (Mishkin et al. 2018,
+// Sec. 4.1, App. E).
 inline ParamMap FullBatch(int n, int samples) {
   return {{"batch_size", std::to_string(n)},
           {"mc_samples", std::to_string(samples)},

@@ -41,8 +41,10 @@ class MethodRegistry {
 
   // Registers a method whose parameters are `schema`'s fields (`schema`
   // must outlive the registry: schemas are static). Its factory starts from
-  // `defaults` (also what `methods` lists), applies the parameters and calls
-  // `create(options)`, which must run Options::Validate().
+  // `defaults` (also what `methods` lists), applies the parameters, runs
+  // Options::Validate() and calls `create(options)`, which returns the
+  // method (a std::unique_ptr to it, or a StatusOr of one for factories
+  // with checks of their own).
   template <typename Options, typename Create>
   absl::Status Add(std::string name, std::string description,
                    const OptionsSchema<Options>& schema, Create create,
@@ -54,8 +56,9 @@ class MethodRegistry {
              -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
            Options options = defaults;
            absl::Status status = schema.Apply(params, &options, ignored);
+           if (status.ok()) status = options.Validate();
            if (!status.ok()) return status;
-           return create(options);
+           return AsMethod(create(options));
          }});
   }
 
@@ -76,6 +79,21 @@ class MethodRegistry {
   static const MethodRegistry& Builtin();
 
  private:
+  // What Add()'s `create` returns, as the factory's result: a StatusOr of
+  // the method as it is, a std::unique_ptr to a method converted. Templates,
+  // so that only method files, where methods are complete types, instantiate
+  // them.
+  template <typename Result>
+  static absl::StatusOr<std::unique_ptr<VariationalMethod>> AsMethod(
+      Result result) {
+    return result;
+  }
+  template <typename Method>
+  static absl::StatusOr<std::unique_ptr<VariationalMethod>> AsMethod(
+      std::unique_ptr<Method> method) {
+    return std::unique_ptr<VariationalMethod>(std::move(method));
+  }
+
   std::map<std::string, Entry, std::less<>> entries_;
 };
 

@@ -36,7 +36,8 @@ absl::StatusOr<ElboEstimate> EstimateElbo(const Snapshot& snapshot,
 
 // (KL(a || b) + KL(b || a)) / 2 between Gaussian posteriors of the same
 // dimension (dense; D <= Posterior::kMaxDenseDim). The SLANG paper's
-// symmetric KL is this average (reference/slang.md §13).
+// symmetric KL (Mishkin et al. 2018, Table 1; the authors' table scripts)
+// is this average.
 absl::StatusOr<double> SymmetricKl(const Posterior& a, const Posterior& b);
 
 }  // namespace bnn

@@ -33,7 +33,7 @@ struct TrainOptions {
   int epochs = 100;
   // Minibatch steps of the run; 0: epochs x steps per epoch. When set it
   // replaces `epochs` (the last pass may be partial), for protocols stated in
-  // iterations (BALI, Ritter et al. 2021, Tables 4-6); a method's schedule
+  // iterations (BALI, Kurle et al., Tables 4-6); a method's schedule
   // (SetSchedule) sees this total.
   int64_t steps = 0;
   // Seed of the job's random stream (initial weights, minibatches, MC noise).

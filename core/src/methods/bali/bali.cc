@@ -369,7 +369,6 @@ void RegisterBali(MethodRegistry& registry) {
                                                                    : "weight",
                 "; use method 'bali' to choose"));
           }
-          BNN_RETURN_IF_ERROR(options.Validate());
           return std::unique_ptr<VariationalMethod>(new Bali(options));
         },
         defaults));

@@ -19,8 +19,8 @@
 #include "bnn/posterior/gaussian_families.h"
 #include "bnn/status.h"
 
-#include "methods/method_memory.h"
 #include "methods/adam.h"
+#include "methods/method_memory.h"
 
 namespace bnn {
 namespace {
@@ -173,11 +173,8 @@ void RegisterBbb(MethodRegistry& registry) {
       "bbb",
       "Bayes by Backprop: mean-field Gaussian VI by reparameterisation "
       "gradients and Adam (Blundell et al. 2015)",
-      BbbOptionsSchema(),
-      [](const BbbOptions& options)
-          -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
-        BNN_RETURN_IF_ERROR(options.Validate());
-        return std::unique_ptr<VariationalMethod>(new Bbb(options));
+      BbbOptionsSchema(), [](const BbbOptions& options) {
+        return std::make_unique<Bbb>(options);
       }));
 }
 

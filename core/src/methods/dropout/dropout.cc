@@ -17,8 +17,8 @@
 #include "bnn/posterior/sample_families.h"
 #include "bnn/status.h"
 
-#include "methods/method_memory.h"
 #include "methods/adam.h"
+#include "methods/method_memory.h"
 
 namespace bnn {
 namespace {
@@ -187,7 +187,6 @@ void RegisterDropout(MethodRegistry& registry) {
         DropoutOptionsSchema(),
         [map](const DropoutOptions& options)
             -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
-          BNN_RETURN_IF_ERROR(options.Validate());
           if (map && options.dropout != 0) {
             return absl::InvalidArgumentError(absl::StrCat(
                 "method 'map' has dropout = 0; got dropout = ", options.dropout,

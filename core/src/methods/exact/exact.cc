@@ -273,11 +273,8 @@ void RegisterExact(MethodRegistry& registry) {
                "(L-BFGS on the ELBO, Gauss-Hermite; SLANG's 'Full Exact')"
              : "optimal mean-field VI of Bayesian logistic regression "
                "(SLANG's 'MF Exact')",
-        ExactOptionsSchema(),
-        [full](const ExactOptions& options)
-            -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
-          BNN_RETURN_IF_ERROR(options.Validate());
-          return std::unique_ptr<VariationalMethod>(new Exact(options, full));
+        ExactOptionsSchema(), [full](const ExactOptions& options) {
+          return std::make_unique<Exact>(options, full);
         }));
   }
 }

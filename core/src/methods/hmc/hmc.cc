@@ -248,11 +248,8 @@ void RegisterHmc(MethodRegistry& registry) {
       "hmc",
       "Hamiltonian Monte Carlo (multiple chains, dual-averaging step size, "
       "thinning): a sample-set posterior, the evaluation reference",
-      HmcOptionsSchema(),
-      [](const HmcOptions& options)
-          -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
-        BNN_RETURN_IF_ERROR(options.Validate());
-        return std::unique_ptr<VariationalMethod>(new Hmc(options));
+      HmcOptionsSchema(), [](const HmcOptions& options) {
+        return std::make_unique<Hmc>(options);
       }));
 }
 

@@ -512,31 +512,22 @@ void RegisterNng(MethodRegistry& registry) {
       "noisy_adam",
       "noisy Adam (NNG-FFG): factorised Gaussian by noisy natural gradient "
       "(Zhang et al. 2018, Alg. 1)",
-      NngOptionsSchema(),
-      [](const NngOptions& options)
-          -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
-        BNN_RETURN_IF_ERROR(options.Validate());
-        return std::unique_ptr<VariationalMethod>(new NoisyAdam(options));
+      NngOptionsSchema(), [](const NngOptions& options) {
+        return std::make_unique<NoisyAdam>(options);
       }));
   BNN_CHECK_OK(registry.Add(
       "noisy_kfac",
       "noisy K-FAC (NNG-MVG): per-layer matrix-variate Gaussian by noisy "
       "natural gradient (Zhang et al. 2018, Alg. 2)",
-      NngOptionsSchema(),
-      [](const NngOptions& options)
-          -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
-        BNN_RETURN_IF_ERROR(options.Validate());
-        return std::unique_ptr<VariationalMethod>(new NoisyKfac(options));
+      NngOptionsSchema(), [](const NngOptions& options) {
+        return std::make_unique<NoisyKfac>(options);
       }));
   BNN_CHECK_OK(registry.Add(
       "nng_full",
       "noisy natural gradient with a full covariance (Zhang et al. 2018, eqs. "
       "9-10; D <= 4096)",
-      NngOptionsSchema(),
-      [](const NngOptions& options)
-          -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
-        BNN_RETURN_IF_ERROR(options.Validate());
-        return std::unique_ptr<VariationalMethod>(new NngFull(options));
+      NngOptionsSchema(), [](const NngOptions& options) {
+        return std::make_unique<NngFull>(options);
       }));
 }
 

@@ -400,7 +400,6 @@ void RegisterSlang(MethodRegistry& registry) {
         SlangOptionsSchema(),
         [online_eig](const SlangOptions& options)
             -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
-          BNN_RETURN_IF_ERROR(options.Validate());
           if (options.precision == Arithmetic::kFloat32) {
             return std::unique_ptr<VariationalMethod>(
                 new internal::Slang<float>(options, online_eig));

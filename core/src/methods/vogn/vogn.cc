@@ -391,14 +391,11 @@ void RegisterVogn(MethodRegistry& registry) {
        Curvature::kHessian, CovarianceStructure::kDiagonal},
   };
   for (const Variant& v : variants) {
-    BNN_CHECK_OK(
-        registry.Add(v.name, v.description, VognOptionsSchema(),
-                     [v](const VognOptions& options)
-                         -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
-                       BNN_RETURN_IF_ERROR(options.Validate());
-                       return std::unique_ptr<VariationalMethod>(
-                           new Vogn(options, v.curvature, v.structure));
-                     }));
+    BNN_CHECK_OK(registry.Add(v.name, v.description, VognOptionsSchema(),
+                              [v](const VognOptions& options) {
+                                return std::make_unique<Vogn>(
+                                    options, v.curvature, v.structure);
+                              }));
   }
 }
 
