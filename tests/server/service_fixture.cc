@@ -110,7 +110,9 @@ void ServiceTest::SetUp() {
 }
 
 void ServiceTest::TearDown() {
-  if (server_ != nullptr) EXPECT_TRUE(server_->Shutdown().ok());
+  if (server_ != nullptr) {
+    EXPECT_TRUE(server_->Shutdown().ok());
+  }
 }
 
 grpc::Status ServiceTest::Upload(

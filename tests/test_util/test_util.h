@@ -46,7 +46,9 @@ class ScopedTempDir {
 
 // Caps the process's address space at its current size plus `extra_bytes`
 // (RLIMIT_AS), so that larger allocations fail with std::bad_alloc instead
-// of being overcommitted. For death tests, which run in a forked child.
+// of being overcommitted. For death tests, which run in a forked child;
+// they skip under the sanitizers (BNN_SKIP_IF_SANITIZED): ASan's shadow
+// memory needs terabytes of address space.
 inline bool LimitAddressSpace(int64_t extra_bytes) {
   std::ifstream statm("/proc/self/statm");
   int64_t pages = 0;
@@ -58,5 +60,12 @@ inline bool LimitAddressSpace(int64_t extra_bytes) {
 }
 
 }  // namespace bnn::testing
+
+// Skips the current test in a sanitizer build (cmake -DBNN_SANITIZE=ON).
+#ifdef BNN_SANITIZED
+#define BNN_SKIP_IF_SANITIZED(why) GTEST_SKIP() << "sanitizer build: " << why
+#else
+#define BNN_SKIP_IF_SANITIZED(why) static_cast<void>(0)
+#endif
 
 #endif  // BNN_TESTS_TEST_UTIL_TEST_UTIL_H_

@@ -537,6 +537,7 @@ TEST(PredictorTest, InterruptStopsBetweenChunks) {
 // samples of a million-parameter model (a 32 GB block) in a child capped
 // 256 MiB above its size.
 TEST(PredictorDeathTest, AllocationFailureIsResourceExhausted) {
+  BNN_SKIP_IF_SANITIZED("ASan cannot run under RLIMIT_AS");
   auto s = std::make_shared<Snapshot>();
   s->model = ModelSpec::ForTask(Task::kRegression, 2, 0, {1000, 1000},
                                 Activation::kTanh);

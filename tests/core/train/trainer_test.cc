@@ -72,6 +72,7 @@ TEST(TrainerTest, ProducesACompleteSnapshot) {
 // the death test caps its address space 256 MiB above its size and trains a
 // model whose state (9 M parameters, U of rank 64: 4.6 GB) cannot fit.
 TEST(TrainerDeathTest, AllocationFailureIsResourceExhausted) {
+  BNN_SKIP_IF_SANITIZED("ASan cannot run under RLIMIT_AS");
   const auto train_too_big = [] {
     if (!bnn::testing::LimitAddressSpace(int64_t{256} << 20)) _exit(2);
     TrainRequest r = SlangRequest();
