@@ -270,6 +270,10 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainingPlan& plan,
   int64_t last_checkpoint_step = state.step;
   double last_checkpoint_seconds = seconds_so_far();
   auto checkpoint = [&] {
+    // The training time up to here; what follows is the observer's.
+    const double seconds = seconds_so_far();
+    last_checkpoint_step = state.step;
+    last_checkpoint_seconds = seconds;
     return observe([&]() -> absl::Status {
       Checkpoint c;
       c.library_version = kLibraryVersion;
@@ -284,7 +288,7 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainingPlan& plan,
                    epoch_rows,
                    batch_rng.SaveState(),
                    step_rng.SaveState(),
-                   seconds_so_far()};
+                   seconds};
       {
         checkpoint::MethodState method_state;
         BNN_RETURN_IF_ERROR(method->SaveState(&method_state));
@@ -297,8 +301,6 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainingPlan& plan,
         method_state.SerializeToString(&c.method_state);
       }
       c.created_unix_ms = NowUnixMs();
-      last_checkpoint_step = state.step;
-      last_checkpoint_seconds = c.trainer.seconds;
       return callbacks.on_checkpoint(c);
     });
   };

@@ -183,7 +183,8 @@ class Hmc final : public VariationalMethod {
 
   // Per chain the state, its potential and gradient, the step size and its
   // dual-averaging state; the kept samples (the sample-set posterior in the
-  // snapshot's encoding, once there are any), t and the last loss.
+  // snapshot's encoding, once there are any) and t. (The loss a step
+  // reports is that of its own last proposal.)
   absl::Status SaveState(checkpoint::MethodState* state) const override {
     internal::StateWriter w(name(), kStateVersion, state);
     w.Array("theta", theta_);
@@ -196,7 +197,6 @@ class Hmc final : public VariationalMethod {
     w.Int("kept", static_cast<int64_t>(kept_.size()));
     if (!kept_.empty()) w.Posterior(*ExportPosterior());
     w.Int("t", t_);
-    w.Scalar("nll_mean", nll_mean_);
     return absl::OkStatus();
   }
   absl::Status LoadState(const checkpoint::MethodState& state) override {
@@ -227,9 +227,7 @@ class Hmc final : public VariationalMethod {
         kept_.push_back(set->samples().col(k));
       }
     }
-    BNN_RETURN_IF_ERROR(
-        r.Int("t", 0, std::numeric_limits<int64_t>::max(), &t_));
-    return r.Scalar("nll_mean", &nll_mean_);
+    return r.Int("t", 0, std::numeric_limits<int64_t>::max(), &t_);
   }
 
   std::unique_ptr<Posterior> ExportPosterior() const override {
