@@ -173,11 +173,11 @@ class Hmc final : public VariationalMethod {
           internal::VectorBytes(kept, dim, 8));
     internal::AddExported("exported sample set",
                           internal::VectorBytes(kept + 1, dim, 8), &e);
-    // The kept samples (and the sample set built to save them), the chains'
-    // states and gradients.
-    internal::AddCheckpoint(
-        "kept samples and chain states",
-        internal::VectorBytes(2 * kept + 2 * chains, dim, 8), &e);
+    // The kept samples and the chains' states and gradients (the sample set
+    // exported to save the samples is within the 4 x state).
+    internal::AddCheckpoint("kept samples and chain states",
+                            internal::VectorBytes(kept + 2 * chains, dim, 8),
+                            &e);
     return e;
   }
 

@@ -215,11 +215,12 @@ class Vogn final : public VariationalMethod {
       exported = AddBytes(MulBytes({2, square}), MulBytes({dim, 8}));
     }
     internal::AddExported("exported posterior", exported, &e);
-    // Mean, momentum and prior vectors; P (full, with the posterior
-    // ExportPosterior builds to save it) or its diagonal.
+    // Mean, momentum and prior vectors, and P or its diagonal. (Saving a
+    // full P exports the posterior, P and its Cholesky factor, beside the
+    // message: within the 4 x state.)
     internal::AddCheckpoint("mean, precision, momentum and prior",
                             full() ? AddBytes(internal::VectorBytes(4, dim, 8),
-                                              MulBytes({3, dim, dim, 8}))
+                                              MulBytes({dim, dim, 8}))
                                    : internal::VectorBytes(5, dim, 8),
                             &e);
     return e;
