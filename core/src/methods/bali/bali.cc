@@ -194,9 +194,9 @@ class Bali final : public VariationalMethod {
 
   // Per layer the EMAs (X'X, X'Y, Y'Y, G^2), the posterior (the Cholesky
   // factor of R^-1, M, Sigma and its factor) and the current weight sample;
-  // t and the product of (1 - beta_t) behind the bias correction. The beta
-  // decay's position is t against the total_steps SetSchedule gives again
-  // on resuming.
+  // t and the product of (1 - beta_t) behind the bias correction of the
+  // EMAs (eq. 17). The beta decay's position (§5) is t against the
+  // total_steps SetSchedule gives again on resuming.
   absl::Status SaveState(checkpoint::MethodState* state) const override {
     internal::StateWriter w(name(), kStateVersion, state);
     for (size_t i = 0; i < layers_.size(); ++i) {

@@ -388,7 +388,8 @@ class NoisyKfac final : public NngBase {
     return internal::RefreshKfacFactors(&factors_);
   }
   // Per layer A and S, and their eigendecompositions and pi as of the last
-  // refresh (every inverse_interval steps: not those of the current A, S).
+  // refresh (every T_inv = inverse_interval steps, Zhang et al. 2018,
+  // Alg. 2: not those of the current A and S).
   void SaveFamily(internal::StateWriter* w) const override {
     for (size_t l = 0; l < factors_.size(); ++l) {
       const internal::KfacFactors& f = factors_[l];
@@ -489,7 +490,7 @@ class NngFull final : public NngBase {
     return RefreshFactors();
   }
   // The Fisher, and the two Cholesky factors as of the last refresh (every
-  // inverse_interval steps: not those of the current Fisher).
+  // T_inv = inverse_interval steps: not those of the current Fisher).
   void SaveFamily(internal::StateWriter* w) const override {
     w->Array("fisher", fisher_);
     w->Llt("sample_llt", sample_llt_);
