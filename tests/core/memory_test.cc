@@ -20,6 +20,7 @@
 #include "bnn/predict/acquisition.h"
 #include "bnn/predict/predictor.h"
 #include "bnn/random.h"
+#include "bnn/train/checkpoint.h"
 #include "bnn/train/trainer.h"
 
 #include "tests/test_util/alloc_counter.h"
@@ -88,7 +89,8 @@ std::string CaseName(const ::testing::TestParamInfo<TrainCase>& info) {
 
 class TrainingMemoryTest : public ::testing::TestWithParam<TrainCase> {};
 
-// The job's peak: the dataset as the caller loads it, Train, and encoding the
+// The job's peak: the dataset as the caller loads it, Train with checkpoints
+// encoded between steps (as a server's jobs take them), and encoding the
 // snapshot, measured from before the dataset exists.
 TEST_P(TrainingMemoryTest, EstimateIsWithinAFactorOfThePeak) {
   const TrainCase& c = GetParam();
@@ -112,8 +114,13 @@ TEST_P(TrainingMemoryTest, EstimateIsWithinAFactorOfThePeak) {
   int64_t kept = 0;
   {
     const Dataset data = MakeData(c.task, c.rows, c.features);
+    TrainCallbacks callbacks;
+    callbacks.checkpoint_every_steps = 1;
+    callbacks.on_checkpoint = [](const Checkpoint& checkpoint) {
+      return EncodeCheckpoint(checkpoint).status();
+    };
     absl::StatusOr<Snapshot> snapshot =
-        Train(*plan, data, nullptr, MethodRegistry::Builtin());
+        Train(*plan, data, nullptr, MethodRegistry::Builtin(), callbacks);
     ASSERT_TRUE(snapshot.ok()) << snapshot.status();
     absl::StatusOr<std::string> bytes = EncodeSnapshot(*snapshot);
     ASSERT_TRUE(bytes.ok()) << bytes.status();
@@ -168,7 +175,14 @@ std::vector<TrainCase> TrainCases() {
   cases.push_back({"vogn_full", reg, 2000, 8, {48, 16}, with({})});
   cases.push_back({"von_full", bin, 4000, 300, {}, with({})});
   cases.push_back({"von_diag", bin, 40000, 50, {}, with({})});
-  cases.push_back({"exact_full", bin, 4000, 300, {}, with({})});
+  // Enough iterations to fill L-BFGS's history of lbfgs_memory pairs, which
+  // the estimate (and a checkpoint's encoding of it) counts in full.
+  cases.push_back({"exact_full",
+                   bin,
+                   4000,
+                   300,
+                   {},
+                   with({{"lbfgs_memory", "2"}, {"steps", "5"}})});
   cases.push_back({"exact_diag", bin, 40000, 50, {}, with({})});
   cases.push_back({"hmc",
                    reg,

@@ -6,7 +6,11 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <type_traits>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace bnn {
 
@@ -41,6 +45,18 @@ class Rng {
   }
   std::mt19937_64& engine() { return engine_; }
   uint64_t seed() const { return seed_; }
+
+  // The generator's complete state, for checkpoints: the seed (which Fork
+  // uses), the engine's and the distributions' state, including the second
+  // variate std::normal_distribution draws in pairs and caches. A generator
+  // that loads it continues the same stream, bit for bit, as this one. Text
+  // in the standard library's stream format (exact for the engine; doubles
+  // at max_digits10, which round-trip), so it is portable across builds that
+  // share a standard library.
+  std::string SaveState() const;
+  // Inverse of SaveState(); InvalidArgument if `state` does not parse, and
+  // then this generator is unchanged.
+  absl::Status LoadState(absl::string_view state);
 
  private:
   // SplitMix64 finaliser: decorrelates nearby seeds.

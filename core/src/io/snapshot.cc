@@ -11,7 +11,37 @@
 #include "bnn/posterior/posterior.h"
 #include "bnn/status.h"
 
+#include "io/snapshot_proto.h"
+
 namespace bnn {
+namespace internal {
+
+void ModelSpecToProto(const ModelSpec& spec, snapshot::ModelSpec* m) {
+  m->set_input_dim(spec.input_dim);
+  for (int h : spec.hidden_sizes) m->add_hidden_sizes(h);
+  for (Activation a : spec.activations) {
+    m->add_activations(std::string(ActivationToString(a)));
+  }
+  m->set_output_dim(spec.output_dim);
+  m->set_likelihood(std::string(LikelihoodToString(spec.likelihood)));
+}
+
+absl::StatusOr<ModelSpec> ModelSpecFromProto(const snapshot::ModelSpec& p) {
+  ModelSpec m;
+  m.input_dim = p.input_dim();
+  m.hidden_sizes.assign(p.hidden_sizes().begin(), p.hidden_sizes().end());
+  for (const std::string& a : p.activations()) {
+    BNN_ASSIGN_OR_RETURN(Activation act, StringToActivation(a));
+    m.activations.push_back(act);
+  }
+  m.output_dim = p.output_dim();
+  BNN_ASSIGN_OR_RETURN(m.likelihood, StringToLikelihood(p.likelihood()));
+  BNN_RETURN_IF_ERROR(m.Validate());
+  return m;
+}
+
+}  // namespace internal
+
 namespace {
 
 // The snapshot's record frame (bnn/io/record.h); the magic and layout
@@ -37,18 +67,8 @@ absl::StatusOr<Snapshot> FromProto(const snapshot::Snapshot& p) {
   s.library_version = p.library_version();
   s.method = p.method();
   for (const auto& [k, v] : p.params()) s.params[k] = v;
-  ModelSpec& m = s.model;
-  m.input_dim = p.model().input_dim();
-  m.hidden_sizes.assign(p.model().hidden_sizes().begin(),
-                        p.model().hidden_sizes().end());
-  for (const std::string& a : p.model().activations()) {
-    BNN_ASSIGN_OR_RETURN(Activation act, StringToActivation(a));
-    m.activations.push_back(act);
-  }
-  m.output_dim = p.model().output_dim();
-  BNN_ASSIGN_OR_RETURN(m.likelihood,
-                       StringToLikelihood(p.model().likelihood()));
-  BNN_RETURN_IF_ERROR(m.Validate());
+  BNN_ASSIGN_OR_RETURN(s.model, internal::ModelSpecFromProto(p.model()));
+  const ModelSpec& m = s.model;
   BNN_ASSIGN_OR_RETURN(s.task, StringToTask(p.task()));
   s.class_values.assign(p.class_values().begin(), p.class_values().end());
   const auto& st = p.standardization();
@@ -138,14 +158,7 @@ absl::StatusOr<std::string> EncodeSnapshot(const Snapshot& s) {
   p.set_library_version(s.library_version);
   p.set_method(s.method);
   for (const auto& [k, v] : s.params) (*p.mutable_params())[k] = v;
-  auto* m = p.mutable_model();
-  m->set_input_dim(s.model.input_dim);
-  for (int h : s.model.hidden_sizes) m->add_hidden_sizes(h);
-  for (Activation a : s.model.activations) {
-    m->add_activations(std::string(ActivationToString(a)));
-  }
-  m->set_output_dim(s.model.output_dim);
-  m->set_likelihood(std::string(LikelihoodToString(s.model.likelihood)));
+  internal::ModelSpecToProto(s.model, p.mutable_model());
   p.set_task(std::string(TaskToString(s.task)));
   for (double v : s.class_values) p.add_class_values(v);
   auto* st = p.mutable_standardization();

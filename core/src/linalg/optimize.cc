@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include <Eigen/Eigenvalues>
 
 namespace bnn {
@@ -107,6 +108,34 @@ bool Lbfgs::LineSearch(const Eigen::VectorXd& d, double* step, double* f_out,
     f_prev = f;
     a *= 2;
   }
+}
+
+Lbfgs::State Lbfgs::GetState() const {
+  return {x_, g_, f_, started_, converged_, s_, y_};
+}
+
+absl::Status Lbfgs::SetState(State state) {
+  const Eigen::Index n = x_.size();
+  bool sizes_match = state.x.size() == n &&
+                     (!state.started || state.g.size() == n) &&
+                     state.s.size() == state.y.size() &&
+                     static_cast<int>(state.s.size()) <= options_.memory;
+  for (size_t i = 0; sizes_match && i < state.s.size(); ++i) {
+    sizes_match = state.s[i].size() == n && state.y[i].size() == n;
+  }
+  if (!sizes_match) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("L-BFGS state does not fit a problem of ", n,
+                     " variables and ", options_.memory, " correction pairs"));
+  }
+  x_ = std::move(state.x);
+  g_ = std::move(state.g);
+  f_ = state.f;
+  started_ = state.started;
+  converged_ = state.converged;
+  s_ = std::move(state.s);
+  y_ = std::move(state.y);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> Lbfgs::Iterate() {

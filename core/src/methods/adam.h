@@ -5,8 +5,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include <Eigen/Core>
+
+#include "methods/method_state.h"
 
 namespace bnn::internal {
 
@@ -23,6 +29,19 @@ class AdamState {
   void Reset(int64_t dim) {
     m_.setZero(dim);
     v_.setZero(dim);
+  }
+
+  // The moments as "<prefix>.adam_m" and "<prefix>.adam_v" (the step
+  // counter t is the caller's).
+  void SaveState(absl::string_view prefix, StateWriter* w) const {
+    w->Array(absl::StrCat(prefix, ".adam_m"), m_);
+    w->Array(absl::StrCat(prefix, ".adam_v"), v_);
+  }
+  // After Reset(dim).
+  absl::Status LoadState(absl::string_view prefix, const StateReader& r) {
+    absl::Status status = r.Array(absl::StrCat(prefix, ".adam_m"), &m_);
+    if (!status.ok()) return status;
+    return r.Array(absl::StrCat(prefix, ".adam_v"), &v_);
   }
 
   // param -= lr m^ / (sqrt(v^) + eps) with the bias-corrected moments

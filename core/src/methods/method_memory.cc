@@ -38,4 +38,10 @@ void AddExported(std::string what, int64_t bytes, MemoryEstimate* estimate) {
   estimate->kept_bytes = bytes;
 }
 
+void AddCheckpoint(absl::string_view what, int64_t state_bytes,
+                   MemoryEstimate* estimate) {
+  estimate->Add(absl::StrCat("checkpoint of the ", what, " (4 x state)"),
+                MulBytes({4, state_bytes}));
+}
+
 }  // namespace bnn::internal

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/strings/string_view.h"
+
 #include "bnn/memory.h"
 #include "bnn/model/model_spec.h"
 
@@ -31,6 +33,15 @@ MemoryEstimate MinibatchMemory(const ModelSpec& spec, int64_t num_rows,
 
 // Adds the posterior ExportPosterior() returns, also as kept_bytes.
 void AddExported(std::string what, int64_t bytes, MemoryEstimate* estimate);
+
+// Adds a checkpoint between two steps (VariationalMethod::SaveState, then
+// the caller's EncodeCheckpoint) of a method whose saved state is
+// `state_bytes`, while the method's state and workspaces stay allocated:
+// the MethodState message and its serialised copy, then the checkpoint's
+// message, payload and framed record beside that copy, 4 x state_bytes at
+// the peak. `what` names the state.
+void AddCheckpoint(absl::string_view what, int64_t state_bytes,
+                   MemoryEstimate* estimate);
 
 // `count` arrays of `dim` scalars of `scalar_bytes` bytes.
 inline int64_t VectorBytes(int64_t count, int64_t dim, int scalar_bytes) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <numeric>
 #include <optional>
 
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 
 #include "bnn/compute_threads.h"
+#include "bnn/core/checkpoint.pb.h"
 #include "bnn/memory.h"
 #include "bnn/methods/method.h"
 #include "bnn/model/network.h"
@@ -44,6 +46,10 @@ absl::StatusOr<MemoryEstimate> EstimateTrainingMemory(
   training.Add("standardised copy of the training set", dataset);
   training.Add("minibatch order (N indices)", MulBytes({n, sizeof(int64_t)}));
   training.Add(absl::StrCat(method->name(), ": "), own);
+  // A checkpoint's minibatch order: the trainer's copy, the message's, the
+  // payload's and the framed record's (the method's state is in `own`).
+  training.Add("checkpoint of the minibatch order (4 x N indices)",
+               MulBytes({4, n, sizeof(int64_t)}));
   training.kept_bytes = own.kept_bytes;
   // Encoding the snapshot (after Train returns: the method and the copy are
   // gone) holds the posterior, its protobuf, the payload and the framed
@@ -105,7 +111,8 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainingPlan& plan,
                                    const Dataset& data, const Snapshot* parent,
                                    const MethodRegistry& registry,
                                    const TrainCallbacks& callbacks,
-                                   const Interrupt& interrupt) {
+                                   const Interrupt& interrupt,
+                                   const Checkpoint* resume) {
   const auto start = std::chrono::steady_clock::now();
   BNN_RETURN_IF_ERROR(data.Validate());
   BNN_RETURN_IF_ERROR(CheckDataFitsPlan(plan, data));
@@ -114,6 +121,29 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainingPlan& plan,
       (callbacks.snapshot_every > 0 && !callbacks.on_snapshot)) {
     return absl::InvalidArgumentError(
         "snapshot_every must be >= 0 and needs on_snapshot");
+  }
+  const bool checkpoints =
+      callbacks.checkpoint_every_steps > 0 ||
+      callbacks.checkpoint_interval > absl::ZeroDuration() ||
+      callbacks.checkpoint_on_interrupt;
+  if (callbacks.checkpoint_every_steps < 0 ||
+      callbacks.checkpoint_interval < absl::ZeroDuration() ||
+      (checkpoints && !callbacks.on_checkpoint)) {
+    return absl::InvalidArgumentError(
+        "checkpoint_every_steps and checkpoint_interval must be >= 0, and "
+        "they and checkpoint_on_interrupt need on_checkpoint");
+  }
+  // The training set's hash: the snapshot records it and checkpoints name
+  // their data by it. Computed once, when first needed.
+  std::string dataset_hash;
+  if (resume != nullptr) {
+    BNN_RETURN_IF_ERROR(CheckCheckpointFitsPlan(*resume, plan));
+    dataset_hash = DatasetHash(data);
+    if (dataset_hash != resume->dataset_hash) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the checkpoint is of another training set: its rows hash to ",
+          resume->dataset_hash, ", the given rows to ", dataset_hash));
+    }
   }
   BNN_ASSIGN_OR_RETURN(std::unique_ptr<VariationalMethod> method,
                        registry.Create(plan.method, plan.params));
@@ -156,13 +186,61 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainingPlan& plan,
   const int epochs = plan.epochs;
   method->SetSchedule(steps_per_epoch, state.total_steps);
 
-  // Seconds spent in on_snapshot, left out of the training time.
+  // The loop's state between two steps (bnn/train/checkpoint.h,
+  // TrainerState): the minibatch order, the rows of it the current pass has
+  // used, and the pass's loss sums.
+  std::vector<int64_t> order(n);
+  int64_t position = 0;
+  double epoch_loss = 0.0;
+  int64_t epoch_rows = 0;
+  double seconds_before = 0.0;  // a resumed run's training time
+  if (resume != nullptr) {
+    // Everything the run had drawn, accumulated and learned, replacing what
+    // Initialize() and WarmStart() set up (which also sized the state).
+    checkpoint::MethodState method_state;
+    if (!method_state.ParseFromString(resume->method_state)) {
+      return absl::DataLossError(
+          "the checkpoint's method state is not a valid message: the "
+          "checkpoint is corrupt");
+    }
+    BNN_RETURN_IF_ERROR(method->LoadState(method_state));
+    const TrainerState& saved = resume->trainer;
+    for (auto [rng, text] : {std::pair{&batch_rng, &saved.batch_rng},
+                             std::pair{&step_rng, &saved.step_rng}}) {
+      if (absl::Status loaded = rng->LoadState(*text); !loaded.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("checkpoint trainer state: ", loaded.message()));
+      }
+    }
+    state.step = saved.step;
+    state.epoch = saved.epoch;
+    order = saved.order;
+    position = saved.position;
+    epoch_loss = saved.epoch_loss;
+    epoch_rows = saved.epoch_rows;
+    seconds_before = saved.seconds;
+  } else {
+    std::iota(order.begin(), order.end(), 0);
+  }
+
+  // Seconds spent in on_snapshot and on_checkpoint, left out of the
+  // training time.
   double observer_seconds = 0.0;
   auto seconds_so_far = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+    return seconds_before +
+           std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                          start)
                .count() -
            observer_seconds;
+  };
+  // Runs an observer, its time left out of the training time.
+  auto observe = [&](auto&& observer) {
+    const auto observer_start = std::chrono::steady_clock::now();
+    const absl::Status status = observer();
+    observer_seconds += std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - observer_start)
+                            .count();
+    return status;
   };
   auto make_snapshot = [&](double final_loss) {
     Snapshot snapshot;
@@ -188,50 +266,105 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainingPlan& plan,
     snapshot.created_unix_ms = NowUnixMs();
     return snapshot;
   };
+  // The run's state now, between two steps, to on_checkpoint.
+  int64_t last_checkpoint_step = state.step;
+  double last_checkpoint_seconds = seconds_so_far();
+  auto checkpoint = [&] {
+    // The training time up to here; what follows is the observer's.
+    const double seconds = seconds_so_far();
+    last_checkpoint_step = state.step;
+    last_checkpoint_seconds = seconds;
+    return observe([&]() -> absl::Status {
+      Checkpoint c;
+      c.library_version = kLibraryVersion;
+      c.plan = plan;
+      if (dataset_hash.empty()) dataset_hash = DatasetHash(data);
+      c.dataset_hash = dataset_hash;
+      c.trainer = {state.step,
+                   state.epoch,
+                   order,
+                   position,
+                   epoch_loss,
+                   epoch_rows,
+                   batch_rng.SaveState(),
+                   step_rng.SaveState(),
+                   seconds};
+      {
+        checkpoint::MethodState method_state;
+        BNN_RETURN_IF_ERROR(method->SaveState(&method_state));
+        if (method_state.ByteSizeLong() >= static_cast<size_t>(INT_MAX)) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("the state of ", method->name(), " takes ",
+                           method_state.ByteSizeLong(),
+                           " bytes, beyond the 2 GiB limit of a checkpoint"));
+        }
+        method_state.SerializeToString(&c.method_state);
+      }
+      c.created_unix_ms = NowUnixMs();
+      return callbacks.on_checkpoint(c);
+    });
+  };
+  const double checkpoint_interval =
+      absl::ToDoubleSeconds(callbacks.checkpoint_interval);
 
-  std::vector<int64_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
   std::vector<int64_t> batch;
   batch.reserve(m);
-  double epoch_loss = 0.0;
-  for (int epoch = 0; epoch < epochs; ++epoch) {
-    std::shuffle(order.begin(), order.end(), batch_rng.engine());
-    epoch_loss = 0.0;
-    int64_t epoch_rows = 0;
-    for (int64_t begin = 0; begin < n && state.step < state.total_steps;
-         begin += m) {
-      if (absl::Status stop = interrupt.Check(); !stop.ok()) {
-        return absl::Status(stop.code(), absl::StrCat(stop.message(), " after ",
-                                                      state.step, " steps"));
-      }
-      const int64_t end = std::min(n, begin + m);
-      batch.assign(order.begin() + begin, order.begin() + end);
-      BNN_ASSIGN_OR_RETURN(StepStats stats, method->Step(batch, step_rng));
-      epoch_loss += stats.loss * (end - begin);
-      epoch_rows += end - begin;
-      ++state.step;
-      state.loss = epoch_loss / epoch_rows;
-      if (callbacks.progress) callbacks.progress(state);
-      if (callbacks.snapshot_every > 0 &&
-          (state.step % callbacks.snapshot_every == 0 ||
-           state.step == state.total_steps)) {
-        const auto observer_start = std::chrono::steady_clock::now();
-        const absl::Status observed =
-            callbacks.on_snapshot(make_snapshot(state.loss));
-        observer_seconds +=
-            std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                          observer_start)
-                .count();
-        BNN_RETURN_IF_ERROR(observed);
-      }
+  while (state.step < state.total_steps) {
+    // Between two steps: a periodic checkpoint, then the interrupt.
+    bool checkpointed = false;
+    if (state.step > last_checkpoint_step &&
+        ((callbacks.checkpoint_every_steps > 0 &&
+          state.step % callbacks.checkpoint_every_steps == 0) ||
+         (checkpoint_interval > 0 &&
+          seconds_so_far() - last_checkpoint_seconds >= checkpoint_interval))) {
+      BNN_RETURN_IF_ERROR(checkpoint());
+      checkpointed = true;
     }
-    epoch_loss /= static_cast<double>(epoch_rows);
-    state.epoch = epoch + 1;
+    if (absl::Status stop = interrupt.Check(); !stop.ok()) {
+      const std::string stopped =
+          absl::StrCat(stop.message(), " after ", state.step, " steps");
+      if (callbacks.checkpoint_on_interrupt && !checkpointed) {
+        if (absl::Status saved = checkpoint(); !saved.ok()) {
+          return absl::Status(saved.code(),
+                              absl::StrCat(stopped, "; its checkpoint failed: ",
+                                           saved.message()));
+        }
+      }
+      return absl::Status(stop.code(), stopped);
+    }
+    // A pass starts by shuffling the previous pass's order.
+    if (position == 0) {
+      std::shuffle(order.begin(), order.end(), batch_rng.engine());
+      epoch_loss = 0.0;
+      epoch_rows = 0;
+    }
+    const int64_t end = std::min(n, position + m);
+    batch.assign(order.begin() + position, order.begin() + end);
+    BNN_ASSIGN_OR_RETURN(StepStats stats, method->Step(batch, step_rng));
+    epoch_loss += stats.loss * (end - position);
+    epoch_rows += end - position;
+    position = end;
+    ++state.step;
+    state.loss = epoch_loss / epoch_rows;
     if (callbacks.progress) callbacks.progress(state);
+    if (callbacks.snapshot_every > 0 &&
+        (state.step % callbacks.snapshot_every == 0 ||
+         state.step == state.total_steps)) {
+      BNN_RETURN_IF_ERROR(observe(
+          [&] { return callbacks.on_snapshot(make_snapshot(state.loss)); }));
+    }
+    // The pass ends with its rows, or with the run's last (partial) step.
+    if (position == n || state.step == state.total_steps) {
+      epoch_loss /= static_cast<double>(epoch_rows);
+      ++state.epoch;
+      position = 0;
+      if (callbacks.progress) callbacks.progress(state);
+    }
   }
 
   Snapshot snapshot = make_snapshot(epoch_loss);
-  snapshot.training.dataset_hash = DatasetHash(data);
+  snapshot.training.dataset_hash =
+      dataset_hash.empty() ? DatasetHash(data) : dataset_hash;
   snapshot.training.epochs = epochs;
   return snapshot;
 }
@@ -242,9 +375,11 @@ absl::StatusOr<Snapshot> Train(const TrainingPlan& plan, const Dataset& data,
                                const Snapshot* parent,
                                const MethodRegistry& registry,
                                const TrainCallbacks& callbacks,
-                               const Interrupt& interrupt) {
+                               const Interrupt& interrupt,
+                               const Checkpoint* resume) {
   return FailOnAllocationError("training", [&] {
-    return TrainImpl(plan, data, parent, registry, callbacks, interrupt);
+    return TrainImpl(plan, data, parent, registry, callbacks, interrupt,
+                     resume);
   });
 }
 

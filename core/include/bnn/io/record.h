@@ -1,5 +1,6 @@
-// The one on-disk record format of bnn-serve: snapshots (bnn/io/snapshot.h)
-// and every file of the server's store are records.
+// The one on-disk record format of bnn-serve: snapshots (bnn/io/snapshot.h),
+// training checkpoints (bnn/train/checkpoint.h) and every file of the
+// server's store are records.
 //
 // Frame (little-endian):
 //   magic (8 bytes) | format_version u32 | payload_size u64 | payload |

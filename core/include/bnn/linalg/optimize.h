@@ -48,6 +48,21 @@ class Lbfgs {
   const Eigen::VectorXd& gradient() const { return g_; }
   bool converged() const { return converged_; }
 
+  // Everything later iterations depend on, for checkpoints: the iterate, the
+  // objective and gradient there, and the correction pairs (oldest first).
+  struct State {
+    Eigen::VectorXd x, g;
+    double f = 0;
+    bool started = false;
+    bool converged = false;
+    std::deque<Eigen::VectorXd> s, y;
+  };
+  State GetState() const;
+  // Continues from `state` (of an Lbfgs over the same objective and
+  // options). InvalidArgument if its sizes do not match this problem's or it
+  // holds more correction pairs than Options::memory.
+  absl::Status SetState(State state);
+
  private:
   Eigen::VectorXd Direction() const;
   // Strong-Wolfe step along d from (x_, f_, g_); false if none was found.

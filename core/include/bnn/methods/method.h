@@ -19,6 +19,9 @@
 namespace bnn {
 
 class Posterior;  // bnn/posterior/posterior.h (Eigen-heavy)
+namespace checkpoint {
+class MethodState;  // bnn/core/checkpoint.pb.h
+}  // namespace checkpoint
 
 // Wall-clock seconds of a step's phases, for methods that report them (the
 // benchmarks of BALI and noisy K-FAC); zero otherwise.
@@ -82,14 +85,33 @@ class VariationalMethod {
   // The method's options in canonical string form (for snapshots).
   virtual ParamMap Params() const = 0;
 
+  // Checkpoints (bnn/train/checkpoint.h). SaveState writes, between two
+  // steps, everything later steps depend on: the posterior, optimiser
+  // statistics (momenta, Adam moments, Fisher / Kronecker / BALI EMAs and
+  // their factorisations where they are refreshed on a schedule), step
+  // counters and schedule positions, samples collected so far, and a
+  // warm start's prior. ResourceExhausted if the state cannot be
+  // serialised (2 GiB or more).
+  virtual absl::Status SaveState(checkpoint::MethodState* state) const = 0;
+  // Continues from `state`, called after Initialize(), WarmStart() (for a
+  // warm-started plan) and SetSchedule() as for the run that saved it, with
+  // the same options, model and training set: later steps then give the
+  // same bits as the saved method's would (with the same random streams and
+  // compute threads). InvalidArgument if `state` is of another method or
+  // its arrays do not fit the model; FailedPrecondition if its layout
+  // version is newer than this build reads. On error the method must not
+  // be stepped.
+  virtual absl::Status LoadState(const checkpoint::MethodState& state) = 0;
+
   // Peak heap bytes of training with this method's options on `num_rows`
   // rows of a model `spec` for `total_steps` steps, estimated before
   // Initialize() so that a job that cannot fit is refused before it
   // allocates: the posterior family's state and optimiser state, the
   // per-step workspaces (the minibatch's forward and backward passes over
   // S x M rows, weight samples, factorisations) and the posterior
-  // ExportPosterior() returns (its bytes also in `kept_bytes`). The
-  // training data is the trainer's (EstimateTrainingMemory).
+  // ExportPosterior() returns (its bytes also in `kept_bytes`), and a
+  // checkpoint of the state (SaveState and its encoding) taken between two
+  // steps. The training data is the trainer's (EstimateTrainingMemory).
   virtual MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
                                         int64_t total_steps) const = 0;
 };

@@ -1,6 +1,6 @@
 // The method-agnostic training loop: standardisation, epochs, shuffled
-// minibatches, progress reporting, cancellation between steps and the final
-// snapshot.
+// minibatches, progress reporting, cancellation between steps, checkpoints
+// and resuming from them, and the final snapshot.
 #ifndef BNN_TRAIN_TRAINER_H_
 #define BNN_TRAIN_TRAINER_H_
 
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 #include "bnn/data/dataset.h"
 #include "bnn/interrupt.h"
@@ -21,6 +22,7 @@
 #include "bnn/methods/options.h"
 #include "bnn/methods/registry.h"
 #include "bnn/model/model_spec.h"
+#include "bnn/train/checkpoint.h"
 #include "bnn/train/plan.h"
 
 namespace bnn {
@@ -46,6 +48,24 @@ struct TrainCallbacks {
   // training with that status.
   int64_t snapshot_every = 0;
   std::function<absl::Status(const Snapshot&)> on_snapshot;
+
+  // Checkpoints (bnn/train/checkpoint.h), from which Train(..., resume)
+  // continues the run: on_checkpoint receives the run's state between two
+  // steps, on the training thread,
+  //   - after every checkpoint_every_steps-th step (when > 0),
+  //   - after the first step that ends checkpoint_interval or more of
+  //     training time after the last checkpoint (or the start) (when > 0),
+  //   - and, with checkpoint_on_interrupt, when `interrupt` stops training:
+  //     then Train returns the interrupt's status after on_checkpoint
+  //     returns (a server shutting down keeps where each job stopped).
+  // Never after the last step (the snapshot is the result). Its time is not
+  // counted in TrainingInfo::seconds; a non-OK status ends training with
+  // that status (on an interrupt: with its code, and a message saying
+  // where training stopped and why the checkpoint failed).
+  int64_t checkpoint_every_steps = 0;
+  absl::Duration checkpoint_interval = absl::ZeroDuration();
+  bool checkpoint_on_interrupt = false;
+  std::function<absl::Status(const Checkpoint&)> on_checkpoint;
 };
 
 // Runs `plan` on `data` (raw units; the shape the plan was resolved for) and
@@ -55,11 +75,21 @@ struct TrainCallbacks {
 // ("training cancelled after 12 steps"; a deadline's DeadlineExceeded).
 // InvalidArgument if data or parent do not fit the plan, ResourceExhausted if
 // an allocation fails (the process survives).
+//
+// With `resume` (a checkpoint of a run of this plan, on this data, with this
+// parent), continues where that run was checkpointed: the snapshot is the
+// one the run would have returned had it not stopped, bit for bit, except
+// for its times (with the same build and compute threads). InvalidArgument
+// if the checkpoint is of another plan (CheckCheckpointFitsPlan) or another
+// training set, or its method state does not fit; DataLoss if its method
+// state does not parse; FailedPrecondition if that state's layout is newer
+// than this build reads.
 absl::StatusOr<Snapshot> Train(const TrainingPlan& plan, const Dataset& data,
                                const Snapshot* parent,
                                const MethodRegistry& registry,
                                const TrainCallbacks& callbacks = {},
-                               const Interrupt& interrupt = Interrupt());
+                               const Interrupt& interrupt = Interrupt(),
+                               const Checkpoint* resume = nullptr);
 
 // ResolveTrainingPlan(request, ShapeOf(data), request.parent) and Train() of
 // the plan, with request.snapshot_every/on_snapshot: for callers that hold
@@ -73,9 +103,11 @@ absl::StatusOr<Snapshot> Train(const TrainRequest& request, const Dataset& data,
 // (EncodeSnapshot), estimated before anything is loaded or allocated: the
 // training set as its caller holds it and Train's standardised copy, the
 // method's own estimate (VariationalMethod::EstimateMemory: posterior and
-// optimiser state, per-step workspaces, the exported posterior), and the
-// snapshot encoding (the posterior, its protobuf, the payload and the framed
-// copy). kept_bytes is the snapshot's posterior.
+// optimiser state, per-step workspaces, the exported posterior, a
+// checkpoint of its state), the trainer's part of a checkpoint (the
+// minibatch order) encoded with EncodeCheckpoint, and the snapshot encoding
+// (the posterior, its protobuf, the payload and the framed copy).
+// kept_bytes is the snapshot's posterior.
 absl::StatusOr<MemoryEstimate> EstimateTrainingMemory(
     const TrainingPlan& plan, const MethodRegistry& registry);
 

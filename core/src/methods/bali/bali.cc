@@ -19,6 +19,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -33,6 +35,7 @@
 
 #include "methods/bali/mniw.h"
 #include "methods/method_memory.h"
+#include "methods/method_state.h"
 
 namespace bnn {
 namespace {
@@ -42,7 +45,7 @@ struct BaliLayer {
   double scale = 1.0;  // s_l
   Eigen::MatrixXd pxx, pxy, pyy;
   Eigen::VectorXd pgg;
-  Eigen::LLT<Eigen::MatrixXd> r_inv;  // Cholesky of R^-1
+  internal::RestorableLlt r_inv;  // Cholesky of R^-1
   Eigen::MatrixXd m, sigma, l_sigma, w;
   // Workspaces: pseudo-targets Y, and BALI-L's scaled inputs, R x and noise.
   Eigen::MatrixXd y, x, rx, xi;
@@ -184,7 +187,55 @@ class Bali final : public VariationalMethod {
     e.Add("one layer's update temporaries", MulBytes({transient, 8}));
     internal::AddExported("exported posterior (layer means and factors)",
                           MulBytes({exported, 8}), &e);
+    internal::AddCheckpoint("layer posteriors and statistics",
+                            MulBytes({state, 8}), &e);
     return e;
+  }
+
+  // Per layer the EMAs (X'X, X'Y, Y'Y, G^2), the posterior (the Cholesky
+  // factor of R^-1, M, Sigma and its factor) and the current weight sample;
+  // t and the product of (1 - beta_t) behind the bias correction of the
+  // EMAs (eq. 17). The beta decay's position (§5) is t against the
+  // total_steps SetSchedule gives again on resuming.
+  absl::Status SaveState(checkpoint::MethodState* state) const override {
+    internal::StateWriter w(name(), kStateVersion, state);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const BaliLayer& l = layers_[i];
+      const std::string p = absl::StrCat("layer", i, ".");
+      w.Array(p + "pxx", l.pxx);
+      w.Array(p + "pxy", l.pxy);
+      w.Array(p + "pyy", l.pyy);
+      w.Array(p + "pgg", l.pgg);
+      w.Llt(p + "r_inv", l.r_inv);
+      w.Array(p + "m", l.m);
+      w.Array(p + "sigma", l.sigma);
+      w.Array(p + "l_sigma", l.l_sigma);
+      w.Array(p + "w", l.w);
+    }
+    w.Int("t", t_);
+    w.Scalar("decay_product", decay_product_);
+    return absl::OkStatus();
+  }
+  absl::Status LoadState(const checkpoint::MethodState& state) override {
+    BNN_ASSIGN_OR_RETURN(
+        const internal::StateReader r,
+        internal::StateReader::Open(state, name(), kStateVersion));
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      BaliLayer& l = layers_[i];
+      const std::string p = absl::StrCat("layer", i, ".");
+      BNN_RETURN_IF_ERROR(r.Array(p + "pxx", &l.pxx));
+      BNN_RETURN_IF_ERROR(r.Array(p + "pxy", &l.pxy));
+      BNN_RETURN_IF_ERROR(r.Array(p + "pyy", &l.pyy));
+      BNN_RETURN_IF_ERROR(r.Array(p + "pgg", &l.pgg));
+      BNN_RETURN_IF_ERROR(r.Llt(p + "r_inv", l.dx, &l.r_inv));
+      BNN_RETURN_IF_ERROR(r.Array(p + "m", &l.m));
+      BNN_RETURN_IF_ERROR(r.Array(p + "sigma", &l.sigma));
+      BNN_RETURN_IF_ERROR(r.Array(p + "l_sigma", &l.l_sigma));
+      BNN_RETURN_IF_ERROR(r.Array(p + "w", &l.w));
+    }
+    BNN_RETURN_IF_ERROR(
+        r.Int("t", 0, std::numeric_limits<int64_t>::max(), &t_));
+    return r.Scalar("decay_product", &decay_product_);
   }
 
   std::unique_ptr<Posterior> ExportPosterior() const override {
@@ -202,6 +253,9 @@ class Bali final : public VariationalMethod {
   }
 
  private:
+  // Layout version of BALI's checkpoint state.
+  static constexpr uint32_t kStateVersion = 1;
+
   bool Local() const {
     return options_.reparameterization == Reparameterization::kLocal;
   }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +22,7 @@
 
 #include "methods/adam.h"
 #include "methods/method_memory.h"
+#include "methods/method_state.h"
 
 namespace bnn {
 namespace {
@@ -108,7 +110,32 @@ class Bbb final : public VariationalMethod {
     internal::AddExported("exported posterior (mean, variances)",
                           internal::VectorBytes(3, spec.NumParameters(), 8),
                           &e);
+    internal::AddCheckpoint("mean, rho and Adam moments",
+                            internal::VectorBytes(6, spec.NumParameters(), 8),
+                            &e);
     return e;
+  }
+
+  // mu and rho (sigma = softplus(rho): the exported variances are derived,
+  // not the state), Adam's moments of both and t, their shared step count.
+  absl::Status SaveState(checkpoint::MethodState* state) const override {
+    internal::StateWriter w(name(), kStateVersion, state);
+    w.Array("mean", mu_);
+    w.Array("rho", rho_);
+    adam_mu_.SaveState("mean", &w);
+    adam_rho_.SaveState("rho", &w);
+    w.Int("t", t_);
+    return absl::OkStatus();
+  }
+  absl::Status LoadState(const checkpoint::MethodState& state) override {
+    BNN_ASSIGN_OR_RETURN(
+        const internal::StateReader r,
+        internal::StateReader::Open(state, name(), kStateVersion));
+    BNN_RETURN_IF_ERROR(r.Array("mean", &mu_));
+    BNN_RETURN_IF_ERROR(r.Array("rho", &rho_));
+    BNN_RETURN_IF_ERROR(adam_mu_.LoadState("mean", r));
+    BNN_RETURN_IF_ERROR(adam_rho_.LoadState("rho", r));
+    return r.Int("t", 0, std::numeric_limits<int64_t>::max(), &t_);
   }
 
   std::unique_ptr<Posterior> ExportPosterior() const override {
@@ -120,6 +147,9 @@ class Bbb final : public VariationalMethod {
   }
 
  private:
+  // Layout version of BBB's checkpoint state.
+  static constexpr uint32_t kStateVersion = 1;
+
   BbbOptions options_;
   std::unique_ptr<Network<double>> network_;
   const Dataset* train_ = nullptr;  // not owned; outlives training

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,7 @@
 
 #include "methods/adam.h"
 #include "methods/method_memory.h"
+#include "methods/method_state.h"
 
 namespace bnn {
 namespace {
@@ -104,7 +106,33 @@ class Dropout final : public VariationalMethod {
     internal::AddExported("exported posterior (weights)",
                           internal::VectorBytes(1, spec.NumParameters(), 8),
                           &e);
+    internal::AddCheckpoint("weights and Adam moments",
+                            internal::VectorBytes(4, spec.NumParameters(), 8),
+                            &e);
     return e;
+  }
+
+  // The weights (the dropout posterior in the snapshot's encoding), Adam's
+  // moments and t.
+  absl::Status SaveState(checkpoint::MethodState* state) const override {
+    internal::StateWriter w(name(), kStateVersion, state);
+    w.Posterior(*ExportPosterior());
+    adam_.SaveState("weights", &w);
+    w.Int("t", t_);
+    return absl::OkStatus();
+  }
+  absl::Status LoadState(const checkpoint::MethodState& state) override {
+    BNN_ASSIGN_OR_RETURN(
+        const internal::StateReader r,
+        internal::StateReader::Open(state, name(), kStateVersion));
+    BNN_ASSIGN_OR_RETURN(const std::unique_ptr<Posterior> posterior,
+                         r.Posterior(network_->spec()));
+    if (posterior->family() != "dropout") {
+      return r.Error("the posterior is not a dropout posterior");
+    }
+    theta_ = posterior->mean();  // the weights
+    BNN_RETURN_IF_ERROR(adam_.LoadState("weights", r));
+    return r.Int("t", 0, std::numeric_limits<int64_t>::max(), &t_);
   }
 
   std::unique_ptr<Posterior> ExportPosterior() const override {
@@ -118,6 +146,9 @@ class Dropout final : public VariationalMethod {
   }
 
  private:
+  // Layout version of the MC dropout / MAP checkpoint state.
+  static constexpr uint32_t kStateVersion = 1;
+
   bool Dropped(int layer) const {
     return options_.dropout > 0 && (layer > 0 || options_.drop_inputs);
   }

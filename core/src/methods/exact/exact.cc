@@ -20,6 +20,7 @@
 #include "bnn/status.h"
 
 #include "methods/method_memory.h"
+#include "methods/method_state.h"
 
 namespace bnn {
 namespace {
@@ -103,6 +104,9 @@ class Exact final : public VariationalMethod {
     e.Add(absl::StrCat("L-BFGS state and history (", 2 * options_.lbfgs_memory,
                        " + 6 vectors of ", params, ")"),
           MulBytes({2 * options_.lbfgs_memory + 6, params, 8}));
+    internal::AddCheckpoint(
+        "L-BFGS state and history",
+        MulBytes({2 * options_.lbfgs_memory + 3, params, 8}), &e);
     if (full_) {
       // L, X L (N x D) and the gradient G L; exporting forms L^-1, P and the
       // posterior's precision and Cholesky factor.
@@ -118,6 +122,42 @@ class Exact final : public VariationalMethod {
       internal::AddExported("exported posterior", MulBytes({2, dim, 8}), &e);
     }
     return e;
+  }
+
+  // The L-BFGS state (the variational parameters, the objective and its
+  // gradient there, the correction pairs) and the expected NLL of the last
+  // objective evaluation, which Step() reports.
+  absl::Status SaveState(checkpoint::MethodState* state) const override {
+    internal::StateWriter w(name(), kStateVersion, state);
+    const Lbfgs::State s = solver_->GetState();
+    w.Array("x", s.x);
+    w.Array("gradient", s.g);
+    w.Scalar("objective", s.f);
+    w.Int("started", s.started);
+    w.Int("converged", s.converged);
+    w.Columns("s", s.x.size(), s.s);
+    w.Columns("y", s.x.size(), s.y);
+    w.Scalar("expected_nll", expected_nll_);
+    return absl::OkStatus();
+  }
+  absl::Status LoadState(const checkpoint::MethodState& state) override {
+    BNN_ASSIGN_OR_RETURN(
+        const internal::StateReader r,
+        internal::StateReader::Open(state, name(), kStateVersion));
+    const int64_t n = Size(x_.cols());
+    Lbfgs::State s;
+    s.x.resize(n);
+    BNN_RETURN_IF_ERROR(r.Array("x", &s.x));
+    BNN_RETURN_IF_ERROR(r.Bool("started", &s.started));
+    BNN_RETURN_IF_ERROR(r.Bool("converged", &s.converged));
+    BNN_RETURN_IF_ERROR(
+        r.ArrayWithRows("gradient", s.started ? n : 0, 1, &s.g));
+    BNN_RETURN_IF_ERROR(r.Scalar("objective", &s.f));
+    BNN_RETURN_IF_ERROR(r.Columns("s", n, options_.lbfgs_memory, &s.s));
+    BNN_RETURN_IF_ERROR(r.Columns("y", n, options_.lbfgs_memory, &s.y));
+    BNN_RETURN_IF_ERROR(r.Scalar("expected_nll", &expected_nll_));
+    absl::Status set = solver_->SetState(std::move(s));
+    return set.ok() ? set : r.Error(set.message());
   }
 
   std::unique_ptr<Posterior> ExportPosterior() const override {
@@ -142,6 +182,9 @@ class Exact final : public VariationalMethod {
   }
 
  private:
+  // Layout version of the exact methods' checkpoint state.
+  static constexpr uint32_t kStateVersion = 1;
+
   // Packed lower triangle (row-major by rows of L): entry (i, j), j <= i.
   static int64_t TriIndex(int64_t i, int64_t j) { return i * (i + 1) / 2 + j; }
   int64_t Size(int64_t dim) const {

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +17,7 @@
 #include "bnn/status.h"
 
 #include "methods/method_memory.h"
+#include "methods/method_state.h"
 
 namespace bnn {
 namespace {
@@ -28,6 +31,21 @@ class DualAveraging {
 
   double step() const { return std::exp(log_step_); }
   double final_step() const { return std::exp(log_avg_); }
+
+  // The adaptation's running state (mu and the target are the options').
+  void SaveState(const std::string& prefix, internal::StateWriter* w) const {
+    w->Scalar(prefix + "log_step", log_step_);
+    w->Scalar(prefix + "log_avg", log_avg_);
+    w->Scalar(prefix + "h", h_);
+    w->Int(prefix + "m", m_);
+  }
+  absl::Status LoadState(const std::string& prefix,
+                         const internal::StateReader& r) {
+    BNN_RETURN_IF_ERROR(r.Scalar(prefix + "log_step", &log_step_));
+    BNN_RETURN_IF_ERROR(r.Scalar(prefix + "log_avg", &log_avg_));
+    BNN_RETURN_IF_ERROR(r.Scalar(prefix + "h", &h_));
+    return r.Int(prefix + "m", 0, std::numeric_limits<int64_t>::max(), &m_);
+  }
 
   void Update(double accept) {
     ++m_;
@@ -155,7 +173,61 @@ class Hmc final : public VariationalMethod {
           internal::VectorBytes(kept, dim, 8));
     internal::AddExported("exported sample set",
                           internal::VectorBytes(kept + 1, dim, 8), &e);
+    // The kept samples and the chains' states and gradients (the sample set
+    // exported to save the samples is within the 4 x state).
+    internal::AddCheckpoint("kept samples and chain states",
+                            internal::VectorBytes(kept + 2 * chains, dim, 8),
+                            &e);
     return e;
+  }
+
+  // Per chain the state, its potential and gradient, the step size and its
+  // dual-averaging state; the kept samples (the sample-set posterior in the
+  // snapshot's encoding, once there are any) and t. (The loss a step
+  // reports is that of its own last proposal.)
+  absl::Status SaveState(checkpoint::MethodState* state) const override {
+    internal::StateWriter w(name(), kStateVersion, state);
+    w.Array("theta", theta_);
+    w.Array("grad", grad_);
+    w.Array("energy", energy_);
+    w.Array("step_size", step_);
+    for (size_t c = 0; c < adapt_.size(); ++c) {
+      adapt_[c].SaveState(absl::StrCat("chain", c, ".adapt."), &w);
+    }
+    w.Int("kept", static_cast<int64_t>(kept_.size()));
+    if (!kept_.empty()) w.Posterior(*ExportPosterior());
+    w.Int("t", t_);
+    return absl::OkStatus();
+  }
+  absl::Status LoadState(const checkpoint::MethodState& state) override {
+    BNN_ASSIGN_OR_RETURN(
+        const internal::StateReader r,
+        internal::StateReader::Open(state, name(), kStateVersion));
+    BNN_RETURN_IF_ERROR(r.Array("theta", &theta_));
+    BNN_RETURN_IF_ERROR(r.Array("grad", &grad_));
+    BNN_RETURN_IF_ERROR(r.Array("energy", &energy_));
+    BNN_RETURN_IF_ERROR(r.Array("step_size", step_.size(), &step_));
+    for (size_t c = 0; c < adapt_.size(); ++c) {
+      BNN_RETURN_IF_ERROR(
+          adapt_[c].LoadState(absl::StrCat("chain", c, ".adapt."), r));
+    }
+    int64_t kept = 0;
+    BNN_RETURN_IF_ERROR(r.Int(
+        "kept", 0, int64_t{options_.max_samples} * options_.chains, &kept));
+    kept_.clear();
+    if (kept > 0) {
+      BNN_ASSIGN_OR_RETURN(const std::unique_ptr<Posterior> posterior,
+                           r.Posterior(network_->spec()));
+      const auto* set = dynamic_cast<const SampleSetPosterior*>(&*posterior);
+      if (set == nullptr || set->samples().cols() != kept) {
+        return r.Error(
+            absl::StrCat("the posterior is not a set of ", kept, " samples"));
+      }
+      for (Eigen::Index k = 0; k < kept; ++k) {
+        kept_.push_back(set->samples().col(k));
+      }
+    }
+    return r.Int("t", 0, std::numeric_limits<int64_t>::max(), &t_);
   }
 
   std::unique_ptr<Posterior> ExportPosterior() const override {
@@ -173,6 +245,9 @@ class Hmc final : public VariationalMethod {
   }
 
  private:
+  // Layout version of HMC's checkpoint state.
+  static constexpr uint32_t kStateVersion = 1;
+
   // U(w) = -log p(D | w) - log p(w) (up to a constant) and its gradient for
   // every column of `theta` (one forward/backward for all chains).
   void Potential(const Eigen::MatrixXd& theta, Eigen::VectorXd* energy,

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -28,6 +29,7 @@
 #include "bnn/status.h"
 
 #include "methods/method_memory.h"
+#include "methods/method_state.h"
 #include "methods/nng/kfac.h"
 
 namespace bnn {
@@ -50,6 +52,16 @@ class LearnedNoise {
         rate_(o.noise_rate) {}
 
   double precision() const { return learn_ ? shape_ / rate_ : fixed_; }
+
+  // q(tau)'s shape and rate (their initial values when not learned).
+  void SaveState(internal::StateWriter* w) const {
+    w->Scalar("noise_shape", shape_);
+    w->Scalar("noise_rate", rate_);
+  }
+  absl::Status LoadState(const internal::StateReader& r) {
+    BNN_RETURN_IF_ERROR(r.Scalar("noise_shape", &shape_));
+    return r.Scalar("noise_rate", &rate_);
+  }
 
   // mean_sq_residual: minibatch (and sample) mean of (y - yhat)^2.
   void Update(double mean_sq_residual, int64_t n) {
@@ -94,7 +106,36 @@ class NngBase : public VariationalMethod {
         spec,
         std::min<int64_t>(options_.batch_size, num_rows) * options_.mc_samples,
         &e);
+    internal::AddCheckpoint(
+        "mean, momentum and Fisher statistics",
+        AddBytes(internal::VectorBytes(2, spec.NumParameters(), 8),
+                 FamilyStateBytes(spec)),
+        &e);
     return e;
+  }
+
+  // The mean, momentum, t, the noise's q(tau), then the family's Fisher
+  // statistics (SaveFamily). The schedule's position is t against the
+  // total_steps SetSchedule gives again on resuming.
+  absl::Status SaveState(checkpoint::MethodState* state) const override {
+    internal::StateWriter w(name(), kStateVersion, state);
+    w.Array("mean", mu_);
+    w.Array("momentum", momentum_);
+    w.Int("t", t_);
+    noise_.SaveState(&w);
+    SaveFamily(&w);
+    return absl::OkStatus();
+  }
+  absl::Status LoadState(const checkpoint::MethodState& state) override {
+    BNN_ASSIGN_OR_RETURN(
+        const internal::StateReader r,
+        internal::StateReader::Open(state, name(), kStateVersion));
+    BNN_RETURN_IF_ERROR(r.Array("mean", &mu_));
+    BNN_RETURN_IF_ERROR(r.Array("momentum", &momentum_));
+    BNN_RETURN_IF_ERROR(
+        r.Int("t", 0, std::numeric_limits<int64_t>::max(), &t_));
+    BNN_RETURN_IF_ERROR(noise_.LoadState(r));
+    return LoadFamily(r);
   }
 
   absl::Status Initialize(const ModelSpec& spec, const Dataset& train,
@@ -191,6 +232,13 @@ class NngBase : public VariationalMethod {
   // set as kept_bytes), for `rows` = M * S rows per step.
   virtual void AddFamilyMemory(const ModelSpec& spec, int64_t rows,
                                MemoryEstimate* e) const = 0;
+  // Layout version of the checkpoint state of the three NNG methods.
+  static constexpr uint32_t kStateVersion = 1;
+  // The family's Fisher statistics and whatever factorisations of them are
+  // refreshed on a schedule, in and out of a checkpoint, and their bytes.
+  virtual void SaveFamily(internal::StateWriter* w) const = 0;
+  virtual absl::Status LoadFamily(const internal::StateReader& r) = 0;
+  virtual int64_t FamilyStateBytes(const ModelSpec& spec) const = 0;
   virtual absl::Status InitializeFisher() = 0;
   virtual void SampleWeights(int s, Rng& rng, Eigen::MatrixXd* out) = 0;
   virtual void UpdateFisher(const PerExampleGrads<double>& g) = 0;
@@ -257,6 +305,15 @@ class NoisyAdam final : public NngBase {
   absl::Status InitializeFisher() override {
     f_ = gamma_in_.unaryExpr([this](double g) { return InitialFisher(g); });
     return absl::OkStatus();
+  }
+  void SaveFamily(internal::StateWriter* w) const override {
+    w->Array("fisher_diagonal", f_);
+  }
+  absl::Status LoadFamily(const internal::StateReader& r) override {
+    return r.Array("fisher_diagonal", &f_);
+  }
+  int64_t FamilyStateBytes(const ModelSpec& spec) const override {
+    return internal::VectorBytes(1, spec.NumParameters(), sizeof(double));
   }
   void SampleWeights(int s, Rng& rng, Eigen::MatrixXd* out) override {
     const Eigen::VectorXd sd = (scale_ / (f_ + gamma_in_).array()).sqrt();
@@ -330,6 +387,44 @@ class NoisyKfac final : public NngBase {
   absl::Status RefreshFactors() override {
     return internal::RefreshKfacFactors(&factors_);
   }
+  // Per layer A and S, and their eigendecompositions and pi as of the last
+  // refresh (every T_inv = inverse_interval steps, Zhang et al. 2018,
+  // Alg. 2: not those of the current A and S).
+  void SaveFamily(internal::StateWriter* w) const override {
+    for (size_t l = 0; l < factors_.size(); ++l) {
+      const internal::KfacFactors& f = factors_[l];
+      const std::string p = absl::StrCat("layer", l, ".");
+      w->Array(p + "a", f.a);
+      w->Array(p + "s", f.s);
+      w->Array(p + "qa", f.qa);
+      w->Array(p + "qs", f.qs);
+      w->Array(p + "da", f.da);
+      w->Array(p + "ds", f.ds);
+      w->Scalar(p + "pi", f.pi);
+    }
+  }
+  absl::Status LoadFamily(const internal::StateReader& r) override {
+    for (size_t l = 0; l < factors_.size(); ++l) {
+      internal::KfacFactors& f = factors_[l];
+      const std::string p = absl::StrCat("layer", l, ".");
+      BNN_RETURN_IF_ERROR(r.Array(p + "a", &f.a));
+      BNN_RETURN_IF_ERROR(r.Array(p + "s", &f.s));
+      BNN_RETURN_IF_ERROR(r.Array(p + "qa", &f.qa));
+      BNN_RETURN_IF_ERROR(r.Array(p + "qs", &f.qs));
+      BNN_RETURN_IF_ERROR(r.Array(p + "da", &f.da));
+      BNN_RETURN_IF_ERROR(r.Array(p + "ds", &f.ds));
+      BNN_RETURN_IF_ERROR(r.Scalar(p + "pi", &f.pi));
+    }
+    return absl::OkStatus();
+  }
+  int64_t FamilyStateBytes(const ModelSpec& spec) const override {
+    int64_t values = 0;
+    for (const LayerShape& shape : spec.Layers()) {
+      const int64_t a = shape.in + 1, s = shape.out;
+      values += 2 * (a * a + s * s) + a + s;
+    }
+    return MulBytes({values, sizeof(double)});
+  }
   void SampleWeights(int s, Rng& rng, Eigen::MatrixXd* out) override {
     internal::SampleKfac(network_->layers(), factors_, mu_, scale_,
                          gamma_in_[0], s, rng, out);
@@ -394,6 +489,23 @@ class NngFull final : public NngBase {
         gamma_in_.unaryExpr([this](double g) { return InitialFisher(g); });
     return RefreshFactors();
   }
+  // The Fisher, and the two Cholesky factors as of the last refresh (every
+  // T_inv = inverse_interval steps: not those of the current Fisher).
+  void SaveFamily(internal::StateWriter* w) const override {
+    w->Array("fisher", fisher_);
+    w->Llt("sample_llt", sample_llt_);
+    w->Llt("update_llt", update_llt_);
+  }
+  absl::Status LoadFamily(const internal::StateReader& r) override {
+    const int64_t dim = mu_.size();
+    BNN_RETURN_IF_ERROR(r.Array("fisher", &fisher_));
+    BNN_RETURN_IF_ERROR(r.Llt("sample_llt", dim, &sample_llt_));
+    return r.Llt("update_llt", dim, &update_llt_);
+  }
+  int64_t FamilyStateBytes(const ModelSpec& spec) const override {
+    const int64_t dim = spec.NumParameters();
+    return MulBytes({3, dim, dim, sizeof(double)});
+  }
   absl::Status RefreshFactors() override {
     Eigen::MatrixXd sampling = fisher_;
     sampling.diagonal() += gamma_in_;
@@ -438,7 +550,7 @@ class NngFull final : public NngBase {
   }
 
   Eigen::MatrixXd fisher_;
-  Eigen::LLT<Eigen::MatrixXd> sample_llt_, update_llt_;
+  internal::RestorableLlt sample_llt_, update_llt_;
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 //                                        fast_inverse (App. C.3)
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include <Eigen/Eigenvalues>
@@ -23,6 +24,7 @@
 #include "bnn/status.h"
 
 #include "methods/method_memory.h"
+#include "methods/method_state.h"
 #include "methods/slang/slang_impl.h"
 
 namespace bnn {
@@ -284,6 +286,46 @@ std::unique_ptr<Posterior> Slang<T>::ExportPosterior() const {
   return std::move(posterior).value();
 }
 
+// Layout version of SLANG's checkpoint state.
+constexpr uint32_t kSlangStateVersion = 1;
+
+template <typename T>
+absl::Status Slang<T>::SaveState(checkpoint::MethodState* state) const {
+  StateWriter w(name(), kSlangStateVersion, state);
+  w.Posterior(*ExportPosterior());
+  w.Array("prior", prior_);
+  w.Array("prior_mean", prior_mean_);
+  w.Array("prior_u", prior_u_);
+  w.Array("momentum", momentum_);
+  w.Int("t", t_);
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status Slang<T>::LoadState(const checkpoint::MethodState& state) {
+  BNN_ASSIGN_OR_RETURN(const StateReader r,
+                       StateReader::Open(state, name(), kSlangStateVersion));
+  BNN_ASSIGN_OR_RETURN(const std::unique_ptr<Posterior> posterior,
+                       r.Posterior(network_->spec()));
+  const auto* lr = dynamic_cast<const LowRankGaussianPosterior*>(&*posterior);
+  if (lr == nullptr || lr->u().cols() > options_.rank) {
+    return r.Error(absl::StrCat("the posterior is not low_rank with at most ",
+                                options_.rank, " columns"));
+  }
+  // Exact for float: the values were floats widened to double.
+  mu_ = lr->mean().template cast<T>();
+  u_ = lr->u().template cast<T>();
+  d_ = lr->d().template cast<T>();
+  const int64_t dim = mu_.size();
+  BNN_RETURN_IF_ERROR(r.Array("prior", &prior_));
+  BNN_RETURN_IF_ERROR(r.Array("prior_mean", &prior_mean_));
+  BNN_RETURN_IF_ERROR(r.ArrayWithRows("prior_u", dim, dim, &prior_u_));
+  BNN_RETURN_IF_ERROR(r.Array("momentum", &momentum_));
+  BNN_RETURN_IF_ERROR(r.Int("t", 0, std::numeric_limits<int64_t>::max(), &t_));
+  // The same factorisation the step that produced (U, d) computed.
+  return factor_.Factor(u_, d_);
+}
+
 template <typename T>
 MemoryEstimate Slang<T>::EstimateMemory(const ModelSpec& spec, int64_t num_rows,
                                         int64_t) const {
@@ -321,6 +363,11 @@ MemoryEstimate Slang<T>::EstimateMemory(const ModelSpec& spec, int64_t num_rows,
   // ExportPosterior: mu, U, d and their factorisation in double.
   AddExported("exported posterior (double)",
               VectorBytes(2 * rank + 4, dim, sizeof(double)), &e);
+  // The posterior in double (mu, U, d) and the prior and momentum.
+  AddCheckpoint("mean, U, d, prior and momentum",
+                AddBytes(VectorBytes(rank + 2, dim, sizeof(double)),
+                         VectorBytes(3, dim, b)),
+                &e);
   return e;
 }
 

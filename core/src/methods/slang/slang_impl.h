@@ -48,6 +48,11 @@ class Slang final : public VariationalMethod {
   absl::StatusOr<StepStats> StepWithSamples(const std::vector<int64_t>& batch,
                                             const MatrixX<T>& theta, Rng& rng);
   std::unique_ptr<Posterior> ExportPosterior() const override;
+  // The posterior (mu, U, d) in the snapshot's low-rank encoding, the prior
+  // (lambda, and mu_0 and U_0 of a warm start's), the momentum and t; the
+  // factorisation of U U^T + diag(d) is recomputed on loading.
+  absl::Status SaveState(checkpoint::MethodState* state) const override;
+  absl::Status LoadState(const checkpoint::MethodState& state) override;
   MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
                                 int64_t total_steps) const override;
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,7 @@
 #include "bnn/status.h"
 
 #include "methods/method_memory.h"
+#include "methods/method_state.h"
 
 namespace bnn {
 namespace {
@@ -213,7 +215,59 @@ class Vogn final : public VariationalMethod {
       exported = AddBytes(MulBytes({2, square}), MulBytes({dim, 8}));
     }
     internal::AddExported("exported posterior", exported, &e);
+    // Mean, momentum and prior vectors, and P or its diagonal. (Saving a
+    // full P exports the posterior, P and its Cholesky factor, beside the
+    // message: within the 4 x state.)
+    internal::AddCheckpoint("mean, precision, momentum and prior",
+                            full() ? AddBytes(internal::VectorBytes(4, dim, 8),
+                                              MulBytes({dim, dim, 8}))
+                                   : internal::VectorBytes(5, dim, 8),
+                            &e);
     return e;
+  }
+
+  // The posterior (full: mean and precision in the snapshot's encoding;
+  // mean-field: the mean and the diagonal precision, whose exported
+  // variances are its inverse), the momentum, t and the prior (a warm
+  // start's mean and dense precision). The Cholesky factor is recomputed
+  // from P by every step before use.
+  absl::Status SaveState(checkpoint::MethodState* state) const override {
+    internal::StateWriter w(name(), kStateVersion, state);
+    if (full()) {
+      w.Posterior(*ExportPosterior());
+    } else {
+      w.Array("mean", mu_);
+      w.Array("precision_diagonal", diag_);
+    }
+    w.Array("momentum", momentum_);
+    w.Array("prior_diagonal", prior_diag_);
+    w.Array("prior_mean", prior_mean_);
+    w.Array("prior_full", prior_full_);
+    w.Int("t", t_);
+    return absl::OkStatus();
+  }
+  absl::Status LoadState(const checkpoint::MethodState& state) override {
+    BNN_ASSIGN_OR_RETURN(
+        const internal::StateReader r,
+        internal::StateReader::Open(state, name(), kStateVersion));
+    if (full()) {
+      BNN_ASSIGN_OR_RETURN(const std::unique_ptr<Posterior> posterior,
+                           r.Posterior(network_->spec()));
+      const auto* p = dynamic_cast<const FullGaussianPosterior*>(&*posterior);
+      if (p == nullptr) return r.Error("the posterior is not a full Gaussian");
+      mu_ = p->mean();
+      precision_ = p->precision();
+    } else {
+      BNN_RETURN_IF_ERROR(r.Array("mean", &mu_));
+      BNN_RETURN_IF_ERROR(r.Array("precision_diagonal", &diag_));
+    }
+    BNN_RETURN_IF_ERROR(r.Array("momentum", &momentum_));
+    BNN_RETURN_IF_ERROR(r.Array("prior_diagonal", &prior_diag_));
+    BNN_RETURN_IF_ERROR(r.Array("prior_mean", &prior_mean_));
+    // Empty, or D x D after a warm start with a full prior (WarmStart()
+    // gave it that shape again).
+    BNN_RETURN_IF_ERROR(r.Array("prior_full", &prior_full_));
+    return r.Int("t", 0, std::numeric_limits<int64_t>::max(), &t_);
   }
 
   std::unique_ptr<Posterior> ExportPosterior() const override {
@@ -228,6 +282,9 @@ class Vogn final : public VariationalMethod {
   }
 
  private:
+  // Layout version of the VOGN / VON checkpoint state.
+  static constexpr uint32_t kStateVersion = 1;
+
   bool full() const { return structure_ == CovarianceStructure::kFull; }
 
   // c * sum_i of the per-example curvature, dense.
