@@ -1,13 +1,21 @@
 #include "server/metrics/http_endpoint.h"
 
+#include <arpa/inet.h>
 #include <civetweb.h>
 #include <cstring>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
 #include <absl/strings/match.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
+#include <absl/synchronization/notification.h>
+#include <absl/time/time.h>
 #include <spdlog/spdlog.h>
 
 #include "bnn/status.h"
@@ -70,6 +78,33 @@ int ReplyHealth(mg_connection* connection, const char* path,
   if (health.ok) return Reply(connection, 200, kTextType, "ok\n");
   return Reply(connection, 503, kTextType,
                absl::StrCat(SafeText(health.reason, 512), "\n"));
+}
+
+// An IPv4 address that reaches a listener bound to `host`:`port` (loopback
+// for the wildcard address); nullopt if `host` does not resolve.
+std::optional<sockaddr_in> WakeAddress(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) {
+    return std::nullopt;
+  }
+  sockaddr_in address = *reinterpret_cast<const sockaddr_in*>(found->ai_addr);
+  freeaddrinfo(found);
+  if (address.sin_addr.s_addr == htonl(INADDR_ANY)) {
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  }
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  return address;
+}
+
+// Connects to `address` and hangs up at once.
+void Poke(const sockaddr_in& address) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
+  close(fd);
 }
 
 }  // namespace
@@ -142,6 +177,7 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     return absl::InternalError("the metrics listener reports no port");
   }
   endpoint->address_ = JoinHostPort(host, bound.port);
+  endpoint->wake_address_ = WakeAddress(host, bound.port);
   mg_set_request_handler(endpoint->context_, "/metrics", ServeMetrics,
                          endpoint.get());
   mg_set_request_handler(endpoint->context_, "/healthz", ServeLive,
@@ -152,7 +188,21 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
 }
 
 HttpEndpoint::~HttpEndpoint() {
-  if (context_ != nullptr) mg_stop(context_);
+  if (context_ == nullptr) return;
+  // civetweb's accept loop sees the stop request only when its poll() of
+  // the listening socket returns, which without a connection takes up to
+  // 2 s (its SOCKET_TIMEOUT_QUANTUM); connections wake it at once.
+  absl::Notification stopped;
+  std::thread stopper([this, &stopped] {
+    mg_stop(context_);
+    stopped.Notify();
+  });
+  if (wake_address_.has_value()) {
+    while (!stopped.WaitForNotificationWithTimeout(absl::Milliseconds(20))) {
+      Poke(*wake_address_);
+    }
+  }
+  stopper.join();
 }
 
 int HttpEndpoint::ServeMetrics(mg_connection* connection, void* data) {

@@ -12,6 +12,8 @@
 
 #include <functional>
 #include <memory>
+#include <netinet/in.h>
+#include <optional>
 #include <string>
 
 #include <absl/status/status.h>
@@ -62,7 +64,8 @@ class HttpEndpoint {
   // endpoint, as must what the health checks use.
   static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(
       Options options, const MetricsRegistry* registry);
-  // Stops serving and joins the threads (waiting for requests in progress).
+  // Stops serving and joins the threads (waiting for requests in progress,
+  // which the request timeouts bound).
   ~HttpEndpoint();
 
   HttpEndpoint(const HttpEndpoint&) = delete;
@@ -83,6 +86,8 @@ class HttpEndpoint {
   const Options options_;
   const MetricsRegistry* const registry_;
   std::string address_;
+  // Where the destructor connects to wake civetweb's accept loop.
+  std::optional<sockaddr_in> wake_address_;
   mg_context* context_ = nullptr;
 };
 

@@ -80,8 +80,9 @@ class MetricsRegistry {
   MetricsRegistry();
 
   // Families defined with prometheus::BuildCounter() etc. register here.
-  // Names must be unique (prometheus-cpp throws on a name defined twice
-  // with another type; families are defined in code).
+  // Names must be unique (the registry throws on a name defined twice;
+  // families are defined in code), and help texts must hold no backslash
+  // or newline (prometheus-cpp 1.0.1 writes them unescaped).
   prometheus::Registry& families() { return *families_; }
   ProbeCollector& probes() { return *probes_; }
 

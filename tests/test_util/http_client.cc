@@ -91,8 +91,9 @@ absl::StatusOr<HttpResponse> HttpGet(absl::string_view host_port,
     if (left <= absl::ZeroDuration() ||
         poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1) <=
             0) {
-      status = absl::DeadlineExceededError(absl::StrCat(
-          "no complete response from ", host_port, " within ", timeout));
+      status = absl::DeadlineExceededError(
+          absl::StrCat("no complete response from ", host_port, " within ",
+                       absl::FormatDuration(timeout)));
       break;
     }
     char buffer[16384];
