@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <absl/flags/flag.h>

@@ -257,10 +257,13 @@ void JobRunner::Run(const std::string& job_id) {
       return true;
     });
     metrics_->JobFinished(job_id, job.ok() ? StateName(job->state()) : "");
-    if (job.ok()) {
-      Log(job->state() == store::JobRecord::FAILED ? spdlog::level::warn
-                                                   : spdlog::level::info,
-          "job finished",
+    if (job.ok() && job->error().empty()) {
+      Log(spdlog::level::info, "job finished",
+          {{"job_id", job_id},
+           {"state", StateName(job->state())},
+           {"method", job->method()}});
+    } else if (job.ok()) {
+      Log(spdlog::level::warn, "job finished",
           {{"job_id", job_id},
            {"state", StateName(job->state())},
            {"method", job->method()},
