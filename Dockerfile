@@ -52,7 +52,8 @@ USER bnn:bnn
 WORKDIR /var/lib/bnn
 # The store: datasets, jobs and snapshots survive container restarts.
 VOLUME /var/lib/bnn
-# gRPC, Prometheus metrics (/metrics).
+# gRPC; the metrics port (/metrics for Prometheus, /healthz and /readyz for
+# orchestrators; plain HTTP: with --tls-cert, move it to loopback).
 EXPOSE 50051 9464
 
 # The gRPC health service needs no token. With --tls-cert, replace this

@@ -11,13 +11,17 @@ BUILD_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libeigen3-dev libabsl-dev libspdlog-dev libfmt-dev zlib1g-dev
-  libcpp-httplib-dev
+  # Metrics (prometheus-cpp's core: families, text format) and the HTTP
+  # endpoint of /metrics, /healthz and /readyz (civetweb, which the package
+  # brings as libcivetweb-dev).
+  prometheus-cpp-dev
   # Bearer tokens (SHA-256, CSPRNG) and TLS certificate checks; the tests
   # make their certificates with the openssl tool.
   libssl-dev openssl
   libgtest-dev libgmock-dev libbenchmark-dev
   # bnnctl: --json output (nlohmann-json) and its command line (CLI11); the
-  # tests parse that output with the same JSON parser. Both are header-only.
+  # tests parse that output with the same JSON parser, and bnn-server writes
+  # --log-format=json lines with it. Both are header-only.
   nlohmann-json3-dev libcli11-dev
   # Integration tests and the demo: data generation, metrics scraping.
   python3 curl prometheus
@@ -33,8 +37,8 @@ BUILD_PACKAGES=(
 RUNTIME_PACKAGES=(
   libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libspdlog1.10
   libfmt9 zlib1g libgomp1 ca-certificates
-  # Debian ships cpp-httplib (the /metrics endpoint) as a shared library.
-  libcpp-httplib0.11
+  # /metrics, /healthz, /readyz: prometheus-cpp's core and civetweb.
+  libprometheus-cpp-core1.0 libcivetweb1
   libssl3
 )
 

@@ -9,15 +9,20 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <absl/flags/flag.h>
 #include <absl/flags/parse.h>
 #include <absl/flags/usage.h>
+#include <absl/flags/usage_config.h>
 #include <absl/status/status.h>
+#include <absl/strings/match.h>
+#include <absl/strings/str_cat.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "bnn/build_info.h"
 #include "bnn/status.h"
 #include "bnn/version.h"
 
@@ -34,7 +39,9 @@ ABSL_FLAG(std::string, listen, kDefaults.listen,
 ABSL_FLAG(std::string, data_dir, kDefaults.data_dir,
           "Directory of the embedded store (required; created if missing).");
 ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
-          "Address of the Prometheus /metrics endpoint; empty disables it.");
+          "HTTP address (IPv4 or host name, plain HTTP) of /metrics "
+          "(Prometheus), /healthz and /readyz; empty disables it. Must be "
+          "loopback with --tls-cert.");
 ABSL_FLAG(int, max_concurrent_jobs, kDefaults.max_concurrent_jobs,
           "Training jobs run at once.");
 ABSL_FLAG(int, max_predict_samples, kDefaults.limits.max_predict_samples,
@@ -83,7 +90,7 @@ ABSL_FLAG(double, shutdown_grace, kDefaults.shutdown_grace_seconds,
 ABSL_FLAG(int64_t, max_snapshot_bytes, kDefaults.limits.max_snapshot_bytes,
           "Largest snapshot ImportSnapshot accepts (at most 2 GiB).");
 ABSL_FLAG(std::string, tls_cert, kDefaults.tls.cert_file,
-          "PEM certificate chain: serve gRPC and /metrics over TLS.");
+          "PEM certificate chain: serve gRPC over TLS.");
 ABSL_FLAG(std::string, tls_key, kDefaults.tls.key_file,
           "PEM private key of --tls-cert.");
 ABSL_FLAG(std::string, tls_client_ca, kDefaults.tls.client_ca_file,
@@ -95,6 +102,12 @@ ABSL_FLAG(std::string, token_file, kDefaults.token_file,
 ABSL_FLAG(bool, allow_unauthenticated, kDefaults.allow_unauthenticated,
           "Listen on a non-loopback address without --token-file or "
           "--tls-client-ca.");
+ABSL_FLAG(std::string, log_format, kDefaults.log_format,
+          "Log lines on stderr: text, or json (one object per line with ts, "
+          "level, msg and the event's fields).");
+ABSL_FLAG(std::string, log_level, kDefaults.log_level,
+          "Least severe level logged: trace, debug, info, warn, error or "
+          "critical. Every RPC is logged at info.");
 
 namespace bnn::server {
 namespace {
@@ -141,24 +154,25 @@ Server::Options OptionsFromFlags() {
   options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
   options.token_file = absl::GetFlag(FLAGS_token_file);
   options.allow_unauthenticated = absl::GetFlag(FLAGS_allow_unauthenticated);
+  options.log_format = absl::GetFlag(FLAGS_log_format);
+  options.log_level = absl::GetFlag(FLAGS_log_level);
   return options;
 }
 
 // Serves until SIGINT or SIGTERM, reloading the token file on SIGHUP. The
 // signals must be blocked in every thread (the caller blocks them before any
 // thread exists).
-absl::Status Serve(const sigset_t& signals) {
+absl::Status Serve(Server::Options options, const sigset_t& signals) {
   BNN_ASSIGN_OR_RETURN(std::unique_ptr<Server> server,
-                       Server::Create(OptionsFromFlags()));
+                       Server::Create(std::move(options)));
   BNN_RETURN_IF_ERROR(server->Start());
   if (const std::string metrics = server->metrics_address(); !metrics.empty()) {
-    std::cout << "bnn-server metrics on "
-              << (server->options().tls.enabled() ? "https://" : "http://")
-              << metrics << "/metrics" << std::endl;
+    std::cout << "bnn-server metrics on http://" << metrics << "/metrics"
+              << std::endl;
   }
   // Tests and scripts parse this line for the bound port.
   std::cout << "bnn-server listening on " << server->address() << std::endl;
-  spdlog::info("bnn-server {} serving; data in {}", kLibraryVersion,
+  spdlog::info("{} serving; data in {}", VersionLine("bnn-server"),
                server->options().data_dir);
 
   int signal_number = 0;
@@ -212,11 +226,31 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "bnn-server --data-dir DIR [--listen HOST:PORT] [flags]; flag names "
       "take dashes or underscores");
+  absl::FlagsUsageConfig usage;
+  // --help and --helpshort list the flags of this file (absl would look for
+  // a file named after the program), with paths that do not depend on the
+  // build directory; --helpfull adds absl's own.
+  usage.contains_help_flags = [](absl::string_view path) {
+    return absl::EndsWith(path, "server/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  usage.normalize_filename = [](absl::string_view path) {
+    const size_t server = path.rfind("server/main.cc");
+    return std::string(server == absl::string_view::npos ? path
+                                                         : path.substr(server));
+  };
+  usage.version_string = [] {
+    return absl::StrCat(bnn::VersionLine("bnn-server"), "\n");
+  };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(static_cast<int>(arg_pointers.size()),
                          arg_pointers.data());
 
+  // Errors in the log flags themselves go to a plain stderr logger.
   spdlog::set_default_logger(spdlog::stderr_color_mt("bnn-server"));
-  const absl::Status status = bnn::server::Serve(signals);
+  const bnn::server::Server::Options options = bnn::server::OptionsFromFlags();
+  absl::Status status = bnn::server::Server::SetUpProcessLogging(options);
+  if (status.ok()) status = bnn::server::Serve(options, signals);
   if (!status.ok()) {
     spdlog::critical("{}", status.ToString());
     return 1;

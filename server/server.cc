@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -21,6 +23,8 @@
 #include "bnn/status.h"
 
 #include "server/common/address.h"
+#include "server/common/log.h"
+#include "server/common/request_log.h"
 
 namespace bnn::server {
 namespace {
@@ -55,7 +59,34 @@ absl::Status CheckPositive(absl::string_view flag, double seconds) {
   return absl::OkStatus();
 }
 
+// Bytes of the regular files under `dir` (0 if it cannot be read; files
+// that vanish during the walk are skipped).
+int64_t DirectoryBytes(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  int64_t bytes = 0;
+  fs::recursive_directory_iterator it(
+      dir, fs::directory_options::skip_permission_denied, error);
+  for (; !error && it != fs::recursive_directory_iterator();
+       it.increment(error)) {
+    std::error_code size_error;
+    if (!it->is_regular_file(size_error) || size_error) continue;
+    const uintmax_t size = it->file_size(size_error);
+    if (!size_error) bytes += static_cast<int64_t>(size);
+  }
+  return bytes;
+}
+
 }  // namespace
+
+absl::Status Server::SetUpProcessLogging(const Options& options) {
+  BNN_ASSIGN_OR_RETURN(const LogFormat format,
+                       ParseLogFormat(options.log_format));
+  BNN_ASSIGN_OR_RETURN(const spdlog::level::level_enum level,
+                       ParseLogLevel(options.log_level));
+  ConfigureLogging(format, level);
+  return absl::OkStatus();
+}
 
 absl::Status Server::Options::Validate() const {
   if (data_dir.empty()) {
@@ -64,6 +95,15 @@ absl::Status Server::Options::Validate() const {
   std::string host;
   int port = 0;
   BNN_RETURN_IF_ERROR(SplitHostPort(listen, &host, &port));
+  if (!metrics_listen.empty()) {
+    if (const absl::Status status = HttpEndpoint::CheckListen(metrics_listen);
+        !status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--metrics-listen ", status.message()));
+    }
+  }
+  BNN_RETURN_IF_ERROR(ParseLogFormat(log_format).status());
+  BNN_RETURN_IF_ERROR(ParseLogLevel(log_level).status());
   BNN_RETURN_IF_ERROR(
       CheckAtLeast("max-upload-rows", limits.max_upload_rows, 1));
   // A dataset version is one protobuf record, below 2 GiB; its file takes
@@ -99,6 +139,22 @@ absl::Status Server::Options::Validate() const {
   BNN_RETURN_IF_ERROR(CheckInRange(
       "max-snapshot-bytes", limits.max_snapshot_bytes, 1, int64_t{2} << 30));
   BNN_RETURN_IF_ERROR(tls.Validate());
+  if (tls.enabled() && !metrics_listen.empty()) {
+    std::string metrics_host;
+    int metrics_port = 0;
+    BNN_RETURN_IF_ERROR(
+        SplitHostPort(metrics_listen, &metrics_host, &metrics_port));
+    if (!IsLoopbackHost(metrics_host)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--metrics-listen ", metrics_listen,
+          " is not a loopback address, and --tls-cert is given: the metrics "
+          "endpoint serves plain HTTP only (Debian 12's civetweb cannot serve "
+          "TLS with OpenSSL 3), so /metrics, /healthz and /readyz would "
+          "cross the network unencrypted. Put it on a loopback address (and "
+          "scrape through a TLS proxy), or disable it with "
+          "--metrics-listen=''"));
+    }
+  }
   // Safe by default: a server reachable from other machines asks every
   // client for a credential unless told explicitly not to.
   if (!IsLoopbackHost(host) && token_file.empty() &&
@@ -193,12 +249,28 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
       service_options, server->datasets_.get(), server->snapshots_.get(),
       server->predictors_.get(), server->runner_.get(), registry,
       &server->metrics_, server->memory_budget_.get(), server->auth_.get());
+
+  // Read at each scrape; cleared by the destructor before the parts go.
+  BnnServiceImpl* service = server->service_.get();
+  server->metrics_.SetComputeQueueSource(
+      [service] { return service->ComputeQueued(); });
+  PredictorCache* predictors = server->predictors_.get();
+  server->metrics_.SetPredictorCacheSource([predictors] {
+    const PredictorCache::Stats stats = predictors->GetStats();
+    ServerMetrics::PredictorCacheStats out;
+    out.predictors = stats.predictors;
+    out.sample_bytes = stats.sample_bytes;
+    out.hits = stats.hits;
+    out.misses = stats.misses;
+    return out;
+  });
   return server;
 }
 
 Server::~Server() {
   Shutdown().IgnoreError();
   if (grpc_shutdown_.joinable()) grpc_shutdown_.join();
+  metrics_.ClearSources();
 }
 
 bool Server::serving() const {
@@ -206,13 +278,27 @@ bool Server::serving() const {
   return serving_;
 }
 
-void Server::SetServing(bool serving) {
+HttpEndpoint::Health Server::Readiness() const {
+  absl::MutexLock lock(&health_mu_);
+  if (serving_) return {};
+  return {false, absl::StrCat("not ready: ", not_ready_reason_)};
+}
+
+void Server::SetServing(bool serving, std::string reason) {
   if (draining_ || grpc_server_ == nullptr) return;
   grpc::HealthCheckServiceInterface* health =
       grpc_server_->GetHealthCheckService();
   health->SetServingStatus("", serving);
   health->SetServingStatus(v1::BnnService::service_full_name(), serving);
   serving_ = serving;
+  not_ready_reason_ = std::move(reason);
+}
+
+void Server::RefreshStoreBytes() {
+  for (const char* store : {"datasets", "snapshots", "jobs"}) {
+    metrics_.store_bytes(store).Set(static_cast<double>(
+        DirectoryBytes(absl::StrCat(options_.data_dir, "/", store))));
+  }
 }
 
 absl::Status Server::Start() {
@@ -232,6 +318,7 @@ absl::Status Server::Start() {
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
   interceptors.push_back(calls_.NewInterceptorFactory());
+  interceptors.push_back(NewRequestLogInterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   {
     // gRPC reports "" SERVING from BuildAndStart on: NOT_SERVING at once,
@@ -243,25 +330,32 @@ absl::Status Server::Start() {
       return absl::UnavailableError(
           absl::StrCat("cannot listen on ", options_.listen));
     }
-    SetServing(false);
+    SetServing(false, "starting: the metrics endpoint is not started yet");
   }
   if (!options_.metrics_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<HttpExporter>> started =
-        HttpExporter::Start(options_.metrics_listen, &metrics_.registry(),
-                            {options_.tls.cert_file, options_.tls.key_file,
-                             options_.tls.client_ca_file});
+    HttpEndpoint::Options endpoint;
+    endpoint.listen = options_.metrics_listen;
+    endpoint.ready = [this] { return Readiness(); };
+    absl::StatusOr<std::unique_ptr<HttpEndpoint>> started =
+        HttpEndpoint::Start(std::move(endpoint), &metrics_.registry());
     if (!started.ok()) {
       grpc_server_->Shutdown();
       grpc_server_.reset();
       return started.status();
     }
-    exporter_ = *std::move(started);
+    metrics_endpoint_ = *std::move(started);
   }
+  RefreshStoreBytes();
   {
     absl::MutexLock lock(&health_mu_);
-    SetServing(true);
+    SetServing(true, "");
   }
   watchdog_ = std::thread([this] { WatchCompute(); });
+  store_sizer_ = std::thread([this] {
+    while (!stop_watchdog_.WaitForNotificationWithTimeout(kStoreBytesPeriod)) {
+      RefreshStoreBytes();
+    }
+  });
   return absl::OkStatus();
 }
 
@@ -283,7 +377,11 @@ void Server::WatchCompute() {
       spdlog::info("a compute worker is free again: health SERVING");
     }
     absl::MutexLock lock(&health_mu_);
-    SetServing(!stuck);
+    SetServing(!stuck,
+               stuck ? absl::StrCat("every compute worker has been busy for "
+                                    "more than --max-request-seconds + ",
+                                    absl::FormatDuration(kWatchdogMargin))
+                     : "");
   }
 }
 
@@ -304,11 +402,11 @@ absl::Status Server::Shutdown() {
     }
     serving_ = false;
     draining_ = true;
+    not_ready_reason_ = "draining: the server is shutting down";
   }
-  if (watchdog_.joinable()) {
-    stop_watchdog_.Notify();
-    watchdog_.join();
-  }
+  stop_watchdog_.Notify();
+  if (watchdog_.joinable()) watchdog_.join();
+  if (store_sizer_.joinable()) store_sizer_.join();
   // Training first: a job's next step would be lost work anyway.
   if (runner_ != nullptr) runner_->BeginShutdown();
   std::vector<std::string> unfinished;
@@ -332,7 +430,7 @@ absl::Status Server::Shutdown() {
   if (runner_ != nullptr && !runner_->AwaitStopped(exit_deadline)) {
     unfinished.push_back("training job(s) in a step");
   }
-  exporter_.reset();
+  metrics_endpoint_.reset();
   if (unfinished.empty()) {
     shutdown_status_ = absl::OkStatus();
     spdlog::info("stopped in {}",
@@ -355,7 +453,8 @@ absl::StatusOr<int> Server::ReloadTokens() {
 std::string Server::address() const { return JoinHostPort(host_, port_); }
 
 std::string Server::metrics_address() const {
-  return exporter_ == nullptr ? std::string() : exporter_->address();
+  return metrics_endpoint_ == nullptr ? std::string()
+                                      : metrics_endpoint_->address();
 }
 
 }  // namespace bnn::server

@@ -24,7 +24,7 @@
 #include "server/auth/tls.h"
 #include "server/common/call_counter.h"
 #include "server/jobs/job_runner.h"
-#include "server/metrics/http_exporter.h"
+#include "server/metrics/http_endpoint.h"
 #include "server/metrics/server_metrics.h"
 #include "server/store/data_dir_lock.h"
 #include "server/store/dataset_store.h"
@@ -45,8 +45,10 @@ class Server {
     // --data-dir: directory of the embedded store (datasets/, jobs/,
     // snapshots/), created if missing. Required.
     std::string data_dir;
-    // --metrics-listen: address of the Prometheus /metrics endpoint; port 0
-    // picks a free port; empty disables the endpoint.
+    // --metrics-listen: address of the HTTP endpoint serving /metrics
+    // (Prometheus), /healthz and /readyz: an IPv4 address or host name and
+    // a port (0 picks a free port); empty disables the endpoint. Plain HTTP
+    // (http_endpoint.h): with --tls-cert it must be a loopback address.
     std::string metrics_listen = "127.0.0.1:9464";
     // --max-concurrent-jobs: training jobs run at once; later ones wait in
     // FIFO order. >= 1.
@@ -112,6 +114,14 @@ class Server {
     // neither --token-file nor --tls-client-ca asks clients for a
     // credential. Without it such a server refuses to start.
     bool allow_unauthenticated = false;
+    // --log-format: "text" (human-readable lines) or "json" (one object per
+    // line with ts, level, msg and the event's fields). Used by
+    // SetUpProcessLogging.
+    std::string log_format = "text";
+    // --log-level: trace, debug, info, warn, error or critical: the least
+    // severe level logged. Every RPC is logged at info (health checks and
+    // reflection at debug).
+    std::string log_level = "info";
 
     // InvalidArgument naming the flag, its value and the violated bound.
     absl::Status Validate() const;
@@ -129,6 +139,15 @@ class Server {
   // reach its next interrupt check).
   static constexpr absl::Duration kWatchdogPeriod = absl::Milliseconds(250);
   static constexpr absl::Duration kWatchdogMargin = absl::Seconds(1);
+  // bnn_store_bytes is refreshed this often (and when Start() runs).
+  static constexpr absl::Duration kStoreBytesPeriod = absl::Seconds(10);
+
+  // Makes the process's default logger write to stderr in
+  // options.log_format from options.log_level on; InvalidArgument naming
+  // the flag if either is not valid. bnn-server's main calls it before
+  // Create(); servers started in-process log through whatever logger the
+  // process has.
+  static absl::Status SetUpProcessLogging(const Options& options);
 
   // Validates `options`, locks the data directory (FailedPrecondition
   // naming the holder's pid if another server uses it), sizes the memory
@@ -144,10 +163,13 @@ class Server {
   // listening then). Call at most once.
   //
   // Health (grpc.health.v1.Health) reports the server ("") and
-  // "bnn.v1.BnnService": nothing listens while Create() opens the stores,
-  // NOT_SERVING until Start() has finished, then SERVING, except while the
-  // watchdog finds every compute worker stuck (kWatchdogMargin) and from the
-  // start of Shutdown() on.
+  // "bnn.v1.BnnService": nothing listens while Create() opens the stores
+  // and recovers jobs, NOT_SERVING until Start() has finished, then
+  // SERVING, except while the watchdog finds every compute worker stuck
+  // (kWatchdogMargin) and from the start of Shutdown() on. GET /readyz on
+  // the metrics endpoint agrees (200 while SERVING, 503 naming the reason
+  // otherwise); GET /healthz answers 200 for as long as the endpoint runs
+  // (until the end of Shutdown()).
   absl::Status Start();
 
   // Stops the server within --shutdown-grace of the call: health turns
@@ -165,6 +187,8 @@ class Server {
 
   // Whether health reports SERVING.
   bool serving() const;
+  // What /readyz answers: serving(), or why not.
+  HttpEndpoint::Health Readiness() const;
 
   // Reads --token-file again (bnn-server does on SIGHUP) and returns the
   // number of tokens now accepted. On error the tokens in use stay in use
@@ -192,10 +216,14 @@ class Server {
  private:
   explicit Server(Options options) : options_(std::move(options)) {}
 
-  // Sets the health of "" and "bnn.v1.BnnService"; nothing once draining.
-  void SetServing(bool serving) ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
+  // Sets the health of "" and "bnn.v1.BnnService", and why it is not
+  // SERVING; nothing once draining.
+  void SetServing(bool serving, std::string reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
   // Body of the watchdog thread: every kWatchdogPeriod until stopped.
   void WatchCompute();
+  // Sets bnn_store_bytes from the files under the data directory.
+  void RefreshStoreBytes();
 
   const Options options_;
   std::string host_;  // of options_.listen, without brackets
@@ -218,13 +246,19 @@ class Server {
   // Counts in-flight RPCs for Shutdown(); outlives grpc_server_.
   CallCounter calls_;
   std::unique_ptr<grpc::Server> grpc_server_;
-  std::unique_ptr<HttpExporter> exporter_;
+  std::unique_ptr<HttpEndpoint> metrics_endpoint_;
 
   mutable absl::Mutex health_mu_;
   bool serving_ ABSL_GUARDED_BY(health_mu_) = false;
   bool draining_ ABSL_GUARDED_BY(health_mu_) = false;
+  // Why serving_ is false.
+  std::string not_ready_reason_ ABSL_GUARDED_BY(health_mu_) =
+      "starting: the gRPC server is not started yet";
   absl::Notification stop_watchdog_;
   std::thread watchdog_;
+  // Refreshes bnn_store_bytes every kStoreBytesPeriod; stopped with the
+  // watchdog.
+  std::thread store_sizer_;
 
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;

@@ -59,6 +59,8 @@
 #include <absl/time/time.h>
 #include <nlohmann/json.hpp>
 
+#include "bnn/build_info.h"
+
 #include "bench/load/abusers.h"
 #include "bench/load/load_util.h"
 #include "client/bnn_client.h"
@@ -802,7 +804,7 @@ int Run(int argc, char** argv) {
     }
     std::vector<std::string> command(argv, argv + argc);
     nlohmann::json out = {
-        {"commit", BuildCommit()},
+        {"commit", bnn::BuildCommit()},
         {"command", absl::StrJoin(command, " ")},
         {"machine", MachineDescription()},
         {"load_average", {{"before", load_before}, {"after", LoadAverage()}}},

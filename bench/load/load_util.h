@@ -66,10 +66,6 @@ class CallTally {
 // fair queueing keys clients by connection. Unlimited receive size.
 std::shared_ptr<grpc::Channel> OwnConnection(const std::string& target);
 
-// The git commit this program was built from ("-dirty" if the tree had
-// changes; "unknown" outside a checkout).
-const char* BuildCommit();
-
 // VmRSS of process `pid` in KiB, or -1 if it cannot be read.
 int64_t ReadRssKib(pid_t pid);
 

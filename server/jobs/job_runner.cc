@@ -15,8 +15,8 @@
 #include "bnn/status.h"
 #include "bnn/train/trainer.h"
 
+#include "server/common/log.h"
 #include "server/common/status_util.h"
-#include "server/common/user_text.h"
 #include "server/jobs/compute_threads.h"
 #include "server/jobs/job_plan.h"
 
@@ -26,6 +26,11 @@ namespace {
 using State = store::JobRecord::State;
 
 int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
+
+// "queued", "running", ...: the state as the metrics and logs name it.
+std::string StateName(State state) {
+  return absl::AsciiStrToLower(store::JobRecord::State_Name(state));
+}
 
 }  // namespace
 
@@ -49,7 +54,10 @@ absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(
   absl::MutexLock lock(&runner->mu_);
   for (const store::JobRecord& job : queued) {
     runner->Enqueue(job.job_id());
-    spdlog::info("job {} queued again after a restart", job.job_id());
+    Log(spdlog::level::info, "job queued again after a restart",
+        {{"job_id", job.job_id()},
+         {"state", "queued"},
+         {"method", job.method()}});
   }
   return runner;
 }
@@ -77,10 +85,12 @@ void JobRunner::AdoptSnapshots() {
       spdlog::error("job {}: cannot record its state: {}", job.job_id(),
                     updated.status().ToString());
     } else if (written) {
-      spdlog::info(
-          "job {}: the server stopped after writing its snapshot {}; the job "
+      Log(spdlog::level::info,
+          "the server stopped after writing the job's snapshot; the job "
           "succeeded with it",
-          job.job_id(), job.pending_snapshot_id());
+          {{"job_id", job.job_id()},
+           {"state", "succeeded"},
+           {"snapshot_id", job.pending_snapshot_id()}});
     }
   }
 }
@@ -125,7 +135,8 @@ bool JobRunner::AwaitStopped(absl::Time deadline) {
   }
   const int64_t now = NowUnixMs();
   for (const std::string& id : still_running) {
-    spdlog::warn("job {} is still in a training step; recorded FAILED", id);
+    Log(spdlog::level::warn, "job still in a training step; recorded failed",
+        {{"job_id", id}, {"state", "failed"}});
     jobs_
         ->Update(id,
                  [&](store::JobRecord* r) {
@@ -136,6 +147,7 @@ bool JobRunner::AwaitStopped(absl::Time deadline) {
                    return true;
                  })
         .IgnoreError();
+    metrics_->JobFinished(id, "failed");
   }
   return false;
 }
@@ -157,8 +169,11 @@ absl::StatusOr<store::JobRecord> JobRunner::Submit(store::JobRecord record) {
   if (stopping_) return absl::UnavailableError("the server is shutting down");
   BNN_ASSIGN_OR_RETURN(record, jobs_->Create(std::move(record)));
   Enqueue(record.job_id());
-  spdlog::info("job {} queued: method {} on dataset {}", record.job_id(),
-               record.method(), record.dataset_id());
+  Log(spdlog::level::info, "job queued",
+      {{"job_id", record.job_id()},
+       {"state", "queued"},
+       {"method", record.method()},
+       {"dataset_id", record.dataset_id()}});
   PublishJobCounts();
   return record;
 }
@@ -173,6 +188,13 @@ absl::StatusOr<store::JobRecord> JobRunner::Cancel(absl::string_view job_id) {
                          r->set_finished_unix_ms(now);
                          return true;
                        }));
+  if (job.state() == store::JobRecord::CANCELLED &&
+      job.finished_unix_ms() == now) {
+    Log(spdlog::level::info, "job cancelled while queued",
+        {{"job_id", job.job_id()},
+         {"state", "cancelled"},
+         {"method", job.method()}});
+  }
   if (job.state() == store::JobRecord::RUNNING) {
     absl::MutexLock lock(&mu_);
     if (auto it = cancel_flags_.find(job_id); it != cancel_flags_.end()) {
@@ -209,7 +231,9 @@ void JobRunner::Run(const std::string& job_id) {
   bool stopping = false;
   if (job.ok() && job->state() == store::JobRecord::RUNNING) {
     PublishJobCounts();
-    spdlog::info("job {} running", job_id);
+    metrics_->JobStarted(job_id, job->method());
+    Log(spdlog::level::info, "job running",
+        {{"job_id", job_id}, {"state", "running"}, {"method", job->method()}});
     const absl::StatusOr<std::string> snapshot_id = Train(*job, *cancel);
     {
       absl::MutexLock lock(&mu_);
@@ -232,12 +256,18 @@ void JobRunner::Run(const std::string& job_id) {
       }
       return true;
     });
-    if (job.ok()) {
-      spdlog::info("job {} {}{}", job_id,
-                   store::JobRecord::State_Name(job->state()),
-                   job->error().empty()
-                       ? ""
-                       : ": " + SafeText(job->error(), kMaxStatusMessageBytes));
+    metrics_->JobFinished(job_id, job.ok() ? StateName(job->state()) : "");
+    if (job.ok() && job->error().empty()) {
+      Log(spdlog::level::info, "job finished",
+          {{"job_id", job_id},
+           {"state", StateName(job->state())},
+           {"method", job->method()}});
+    } else if (job.ok()) {
+      Log(spdlog::level::warn, "job finished",
+          {{"job_id", job_id},
+           {"state", StateName(job->state())},
+           {"method", job->method()},
+           {"error", job->error(), kMaxStatusMessageBytes}});
     }
   }
   if (!job.ok()) {
@@ -297,6 +327,7 @@ absl::StatusOr<std::string> JobRunner::Train(const store::JobRecord& job,
   callbacks.progress = [&](const TrainProgress& p) {
     steps.Increment(static_cast<double>(p.step - reported_steps));
     reported_steps = p.step;
+    metrics_->JobLoss(job.job_id(), p.loss);
     // Memory only: a disk write per step would dominate small models.
     jobs_
         ->Update(
@@ -342,9 +373,7 @@ void JobRunner::PublishJobCounts() {
         store::JobRecord::SUCCEEDED, store::JobRecord::FAILED,
         store::JobRecord::CANCELLED}) {
     const auto it = counts.find(state);
-    metrics_
-        ->training_jobs(
-            absl::AsciiStrToLower(store::JobRecord::State_Name(state)))
+    metrics_->training_jobs(StateName(state))
         .Set(it == counts.end() ? 0.0 : static_cast<double>(it->second));
   }
 }

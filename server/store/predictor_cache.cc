@@ -32,9 +32,11 @@ absl::StatusOr<std::shared_ptr<const Predictor>> PredictorCache::Get(
     for (Entry& entry : entries_) {
       if (entry.snapshot_id == snapshot_id) {
         entry.last_used = ++use_clock_;
+        ++hits_;
         return entry.predictor;
       }
     }
+    ++misses_;
   }
   absl::StatusOr<std::shared_ptr<const Predictor>> predictor =
       Load(snapshot_id);
@@ -64,6 +66,18 @@ absl::StatusOr<std::shared_ptr<const Snapshot>> PredictorCache::GetSnapshot(
   BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
                        Get(snapshot_id));
   return predictor->shared_snapshot();
+}
+
+PredictorCache::Stats PredictorCache::GetStats() {
+  Stats stats;
+  absl::MutexLock lock(&mu_);
+  stats.predictors = static_cast<int64_t>(entries_.size());
+  for (const Entry& entry : entries_) {
+    stats.sample_bytes += entry.predictor->cache_stats().bytes;
+  }
+  stats.hits = hits_;
+  stats.misses = misses_;
+  return stats;
 }
 
 void PredictorCache::Evict(absl::string_view snapshot_id) {

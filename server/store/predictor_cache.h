@@ -71,6 +71,18 @@ class PredictorCache {
   // cache are not counted.
   CacheCounts TakeCacheCounts();
 
+  struct Stats {
+    // Predictors held, and the bytes their sample caches hold.
+    int64_t predictors = 0;
+    int64_t sample_bytes = 0;
+    // Get() calls that found the predictor cached, and that loaded it
+    // (including loads that failed), since creation.
+    int64_t hits = 0;
+    int64_t misses = 0;
+  };
+  // For the metrics; takes the lock briefly.
+  Stats GetStats();
+
  private:
   struct Entry {
     std::string snapshot_id;
@@ -102,6 +114,8 @@ class PredictorCache {
   uint64_t use_clock_ ABSL_GUARDED_BY(mu_) = 0;
   // Lookups of removed predictors not yet returned by TakeCacheCounts().
   CacheCounts removed_counts_ ABSL_GUARDED_BY(mu_);
+  int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace bnn::server

@@ -3,7 +3,8 @@
 // abandoned calls do not delay others, one client's flood does not starve
 // another, a long call gives its turn to another client's between chunks,
 // health reports per service and turns NOT_SERVING when the compute
-// workers are wedged or the server drains, and SIGTERM exits within
+// workers are wedged or the server drains (and /readyz on the metrics port
+// agrees, while /healthz stays 200), and SIGTERM exits within
 // --shutdown-grace whatever is running, without waiting for idle clients,
 // keeping queued jobs queued.
 //
@@ -29,6 +30,7 @@
 
 #include "tests/server/server_binary.h"
 #include "tests/server/server_test_util.h"
+#include "tests/test_util/http_client.h"
 
 namespace bnn::server {
 namespace {
@@ -64,6 +66,18 @@ struct Timed {
   grpc::Status status;
   absl::Duration took;
 };
+
+// GET http://METRICS_URL's host:port/PATH: the status code and body, or -1
+// and the error.
+std::pair<int, std::string> Probe(const std::string& metrics_url,
+                                  const std::string& path) {
+  const std::string host_port =
+      metrics_url.substr(7, metrics_url.find("/metrics") - 7);
+  const absl::StatusOr<bnn::testing::HttpResponse> response =
+      bnn::testing::HttpGet(host_port, path, absl::Seconds(5));
+  if (!response.ok()) return {-1, response.status().ToString()};
+  return {response->status, response->body};
+}
 
 Timed TimedPredict(v1::BnnService::Stub* stub,
                    const v1::PredictRequest& request,
@@ -326,7 +340,10 @@ TEST_F(LifecycleTest, WatchdogReportsWedgedComputeWorkers) {
   // chunk of rows (256 rows x 64 samples, ~2.4e10 multiply-adds) run longer
   // than that without reaching an interrupt check (2.3 s on one core of the
   // 2-core test machine).
-  Start({"--threads=1", "--compute-workers=1", "--max-request-seconds=0.05"});
+  Start({"--threads=1", "--compute-workers=1", "--max-request-seconds=0.05",
+         "--metrics-listen=127.0.0.1:0"});
+  const std::string metrics_url = server_->metrics_url();
+  EXPECT_EQ(Probe(metrics_url, "/readyz").first, 200);
   std::atomic<bool> done{false};
   Timed slow;
   std::thread predict([&] {
@@ -342,6 +359,15 @@ TEST_F(LifecycleTest, WatchdogReportsWedgedComputeWorkers) {
     if (service.value_or(-1) == kNotServing) {
       saw_not_serving = true;
       EXPECT_EQ(HealthCheck(channel_, "").value_or(-1), kNotServing);
+      // The metrics port agrees: not ready, but alive.
+      const auto [ready, reason] = Probe(metrics_url, "/readyz");
+      if (ready == 503) {
+        EXPECT_THAT(reason, HasSubstr("every compute worker has been busy"));
+      } else {
+        // Free again between the two checks.
+        EXPECT_EQ(ready, 200) << reason;
+      }
+      EXPECT_EQ(Probe(metrics_url, "/healthz").first, 200);
     }
     absl::SleepFor(absl::Milliseconds(50));
   }
@@ -357,11 +383,18 @@ TEST_F(LifecycleTest, WatchdogReportsWedgedComputeWorkers) {
   absl::SleepFor(absl::Milliseconds(600));
   EXPECT_EQ(HealthCheck(channel_, "bnn.v1.BnnService").value_or(-1), kServing);
   EXPECT_EQ(HealthCheck(channel_, "").value_or(-1), kServing);
+  EXPECT_EQ(Probe(metrics_url, "/readyz"),
+            std::make_pair(200, std::string("ok\n")));
   EXPECT_EQ(Stop(SIGTERM), 0);
 }
 
 TEST_F(LifecycleTest, HealthTurnsNotServingBeforeTheServerDrains) {
-  Start({"--threads=1", "--shutdown-grace=3"});
+  Start({"--threads=1", "--shutdown-grace=3", "--metrics-listen=127.0.0.1:0"});
+  const std::string metrics_url = server_->metrics_url();
+  EXPECT_EQ(Probe(metrics_url, "/readyz"),
+            std::make_pair(200, std::string("ok\n")));
+  EXPECT_EQ(Probe(metrics_url, "/healthz"),
+            std::make_pair(200, std::string("ok\n")));
   // A minutes-long Predict keeps the server draining for most of the grace.
   Timed slow;
   std::thread predict([&] {
@@ -407,6 +440,11 @@ TEST_F(LifecycleTest, HealthTurnsNotServingBeforeTheServerDrains) {
   server_->process().Signal(SIGTERM);
   EXPECT_EQ(read_status(), kNotServing);
   const absl::Duration to_not_serving = absl::Now() - stopping;
+  // The metrics port agrees while the server drains: not ready, but alive.
+  const std::pair<int, std::string> ready = Probe(metrics_url, "/readyz");
+  EXPECT_EQ(ready.first, 503) << ready.second;
+  EXPECT_THAT(ready.second, HasSubstr("draining"));
+  EXPECT_EQ(Probe(metrics_url, "/healthz").first, 200);
   // Reported while the server still drains the Predict.
   const absl::StatusOr<int> early =
       server_->process().Wait(absl::ZeroDuration());

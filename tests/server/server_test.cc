@@ -3,7 +3,6 @@
 // directory. The RPCs themselves are tested through ServiceTest.
 #include "server/server.h"
 
-#include <httplib.h>
 #include <memory>
 #include <string>
 #include <utility>
@@ -17,6 +16,7 @@
 
 #include "server/common/address.h"
 #include "tests/server/server_test_util.h"
+#include "tests/test_util/http_client.h"
 
 namespace bnn::server {
 namespace {
@@ -83,6 +83,16 @@ TEST_F(ServerTest, ValidateNamesTheFlagAndItsBound) {
        "--max-request-seconds = 0 must be in (0, 31536000] seconds"},
       {[](Server::Options* o) { o->shutdown_grace_seconds = -1; },
        "--shutdown-grace = -1 must be in (0, 31536000] seconds"},
+      {[](Server::Options* o) { o->log_format = "xml"; },
+       "--log-format = 'xml' must be one of: text, json"},
+      {[](Server::Options* o) { o->log_level = "loud"; },
+       "--log-level = 'loud' must be one of: trace, debug, info, warn, "
+       "error, critical"},
+      {[](Server::Options* o) { o->metrics_listen = "[::1]:0"; },
+       "--metrics-listen [::1]:0: the metrics endpoint takes an IPv4 "
+       "address or a host name"},
+      {[](Server::Options* o) { o->metrics_listen = "9464"; },
+       "--metrics-listen '9464' is not host:port"},
   };
   EXPECT_TRUE(Options().Validate().ok());
   for (const auto& [change, message] : cases) {
@@ -113,15 +123,23 @@ TEST_F(ServerTest, ServesGrpcAndMetricsOnTheBoundPorts) {
   ASSERT_TRUE(
       SplitHostPort(server->metrics_address(), &host, &metrics_port).ok());
   EXPECT_GT(metrics_port, 0);
-  httplib::Client http(host, metrics_port);
-  const httplib::Result scraped = http.Get("/metrics");
-  ASSERT_TRUE(scraped) << httplib::to_string(scraped.error());
-  EXPECT_THAT(scraped->body,
-              HasSubstr("bnn_rpc_requests_total{rpc=\"ListMethods\",code="
-                        "\"OK\"} 1"));
+  const absl::StatusOr<bnn::testing::HttpResponse> scraped =
+      bnn::testing::HttpGet(server->metrics_address(), "/metrics");
+  ASSERT_TRUE(scraped.ok()) << scraped.status();
+  EXPECT_THAT(scraped->body, HasSubstr("bnn_rpc_requests_total{code=\"OK\",rpc="
+                                       "\"ListMethods\"} 1"));
+  // Readiness agrees with health.
+  const absl::StatusOr<bnn::testing::HttpResponse> ready =
+      bnn::testing::HttpGet(server->metrics_address(), "/readyz");
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  EXPECT_EQ(ready->status, 200);
+  EXPECT_EQ(ready->body, "ok\n");
+  EXPECT_TRUE(server->Readiness().ok);
   EXPECT_TRUE(server->serving());
   EXPECT_TRUE(server->Shutdown().ok());
   EXPECT_FALSE(server->serving());
+  EXPECT_FALSE(server->Readiness().ok);
+  EXPECT_THAT(server->Readiness().reason, HasSubstr("draining"));
   EXPECT_TRUE(server->Shutdown().ok());  // idempotent
 }
 

@@ -254,7 +254,7 @@ grpc::Status ServiceTest::Import(const std::string& bytes, size_t chunk_bytes,
 void ServiceTest::WaitForFinishedRpcs(const std::string& rpc,
                                       const std::string& code, int count) {
   const std::string series =
-      absl::StrCat("bnn_rpc_requests_total{rpc=\"", rpc, "\",code=\"", code,
+      absl::StrCat("bnn_rpc_requests_total{code=\"", code, "\",rpc=\"", rpc,
                    "\"} ", count, "\n");
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (metrics_->registry().Serialize().find(series) == std::string::npos) {

@@ -178,8 +178,11 @@ grpc::ServerUnaryReactor* BnnServiceImpl::FinishOnPool(
                                                 rpc, start, time_limit,
                                                 work =
                                                     std::move(work)]() mutable {
+    const absl::Time turn = absl::Now();
+    if (pool == &compute_pool_)
+      metrics_->RecordComputeQueueWait(rpc, turn - start);
     const Interrupt interrupt =
-        CallInterrupt(pool, context, rpc, absl::Now(), time_limit);
+        CallInterrupt(pool, context, rpc, turn, time_limit);
     absl::Status status = interrupt.Check();
     if (status.ok()) {
       status = std::move(work)(interrupt);
@@ -354,6 +357,7 @@ absl::Status BnnServiceImpl::DoCancelJob(const v1::CancelJobRequest& request,
 absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
                                        const Interrupt& interrupt,
                                        v1::PredictResponse* response) {
+  const absl::Time start = absl::Now();
   BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
   // Before the lookup: loading a snapshot decodes its posterior with GEMMs
   // whose blocking, and so whose last bits, depend on the thread count, and
@@ -382,6 +386,9 @@ absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
   ToPredictResponse(prediction, options, request.snapshot_id(), snapshot,
                     response);
   metrics_->predict_rows().Increment(static_cast<double>(request.rows_size()));
+  // The model label is "unnamed" until snapshots have names.
+  metrics_->RecordInference("Predict", snapshot.method, /*model_name=*/"",
+                            absl::Now() - start, prediction.num_samples);
   PublishCacheCounts();
   return absl::OkStatus();
 }
@@ -389,6 +396,7 @@ absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
 absl::Status BnnServiceImpl::DoAcquire(const v1::AcquireRequest& request,
                                        const Interrupt& interrupt,
                                        v1::AcquireResponse* response) {
+  const absl::Time start = absl::Now();
   BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
   // Before the lookup, as in DoPredict.
   UseComputeThreads(options_.compute_threads);
@@ -418,6 +426,9 @@ absl::Status BnnServiceImpl::DoAcquire(const v1::AcquireRequest& request,
   response->set_seed(options.seed);
   metrics_->acquire_rows_scored().Increment(
       static_cast<double>(acquisition.pool_rows));
+  metrics_->RecordInference("Acquire", predictor->snapshot().method,
+                            /*model_name=*/"", absl::Now() - start,
+                            options.num_samples);
   PublishCacheCounts();
   return absl::OkStatus();
 }

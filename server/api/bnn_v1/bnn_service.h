@@ -157,6 +157,9 @@ class BnnServiceImpl final : public BnnServiceBase {
   // Zero while a compute worker is free; otherwise for how long every one
   // has been busy (ThreadPool::AllBusyFor), for the health watchdog.
   absl::Duration ComputeBusyFor() const { return compute_pool_.AllBusyFor(); }
+  // Predict and Acquire calls waiting for their first turn on a compute
+  // worker, for the metrics.
+  int64_t ComputeQueued() const { return compute_pool_.queued(); }
 
  private:
   // Client-streaming reactors share the read loop of StreamReader

@@ -74,11 +74,11 @@ class JobRunnerTest : public ::testing::Test {
   // The runner publishes bnn_training_jobs just after a state change.
   void ExpectJobsGauge(const std::string& state, double value) {
     const absl::Time deadline = absl::Now() + absl::Seconds(5);
-    while (metrics_.training_jobs(state).value() != value &&
+    while (metrics_.training_jobs(state).Value() != value &&
            absl::Now() < deadline) {
       absl::SleepFor(absl::Milliseconds(1));
     }
-    EXPECT_EQ(metrics_.training_jobs(state).value(), value) << state;
+    EXPECT_EQ(metrics_.training_jobs(state).Value(), value) << state;
   }
 
   TempDir dir_;
@@ -112,8 +112,8 @@ TEST_F(JobRunnerTest, TrainsAndStoresTheSnapshot) {
   EXPECT_EQ((*predictor)->snapshot().training.seed, 3u);
   EXPECT_EQ((*predictor)->snapshot().model.activations,
             std::vector<Activation>{Activation::kTanh});
-  EXPECT_EQ(metrics_.training_steps("slang").value(), 6);
-  EXPECT_EQ(metrics_.snapshots().value(), 1);
+  EXPECT_EQ(metrics_.training_steps("slang").Value(), 6);
+  EXPECT_EQ(metrics_.snapshots().Value(), 1);
   ExpectJobsGauge("succeeded", 1);
   ExpectJobsGauge("running", 0);
 }

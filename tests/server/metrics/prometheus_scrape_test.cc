@@ -1,7 +1,6 @@
 // A real Prometheus scrapes a real bnn-server: the exposition, the HTTP
 // endpoint and the flags work together as deployed.
 #include <fstream>
-#include <httplib.h>
 #include <memory>
 #include <string>
 
@@ -14,6 +13,7 @@
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
 #include "tests/server/server_test_util.h"
+#include "tests/test_util/http_client.h"
 
 namespace bnn::server {
 namespace {
@@ -30,13 +30,14 @@ using ::testing::HasSubstr;
 std::string QueryUntil(int port, const std::string& query,
                        const std::vector<std::string>& expected,
                        absl::Time deadline) {
-  httplib::Client client("127.0.0.1", port);
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  const std::string path =
+      bnn::testing::PathWithQuery("/api/v1/query", {{"query", query}});
   std::string body;
   while (absl::Now() < deadline) {
-    const httplib::Params params = {{"query", query}};
-    const httplib::Result result =
-        client.Get("/api/v1/query", params, httplib::Headers());
-    if (result && result->status == 200) {
+    const absl::StatusOr<bnn::testing::HttpResponse> result =
+        bnn::testing::HttpGet(address, path, absl::Seconds(5));
+    if (result.ok() && result->status == 200) {
       body = result->body;
       bool all = true;
       for (const std::string& s : expected) {
@@ -97,6 +98,15 @@ TEST(PrometheusScrapeTest, PrometheusScrapesBnnServer) {
   const std::string build =
       QueryUntil(prometheus_port, "bnn_build_info", {"\"version\":"}, deadline);
   EXPECT_THAT(build, HasSubstr("\"version\":\"0.1.0\""));
+  // The process collector's metrics and the store sizes are scraped too.
+  const std::string rss =
+      QueryUntil(prometheus_port, "process_resident_memory_bytes",
+                 {"\"value\":["}, deadline);
+  EXPECT_THAT(rss, HasSubstr("\"job\":\"bnn\""));
+  const std::string store =
+      QueryUntil(prometheus_port, "bnn_store_bytes{store=\"datasets\"}",
+                 {"\"value\":["}, deadline);
+  EXPECT_THAT(store, HasSubstr("\"store\":\"datasets\""));
 }
 
 }  // namespace

@@ -100,8 +100,8 @@ TEST_F(BnnServiceTest, RegressionEndToEnd) {
   v1::PredictResponse second;
   ASSERT_TRUE(Predict(request, &second).ok());
   EXPECT_EQ(second.SerializeAsString(), first.SerializeAsString());
-  EXPECT_EQ(metrics_->predict_rows().value(), 6);
-  EXPECT_EQ(metrics_->datasets().value(), 1);
+  EXPECT_EQ(metrics_->predict_rows().Value(), 6);
+  EXPECT_EQ(metrics_->datasets().Value(), 1);
 }
 
 TEST_F(BnnServiceTest, ClassificationLabelsAreEncoded) {
@@ -166,8 +166,8 @@ TEST_F(BnnServiceTest, UnknownIdsAreNotFoundAndMissingOnesInvalid) {
       stub_->GetJob(&c6, v1::GetJobRequest(), &job),
       GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, "job_id is required"));
   EXPECT_THAT(metrics_->registry().Serialize(),
-              HasSubstr("bnn_rpc_requests_total{rpc=\"GetDataset\",code=\"NOT_"
-                        "FOUND\"} 1\n"));
+              HasSubstr("bnn_rpc_requests_total{code=\"NOT_FOUND\",rpc="
+                        "\"GetDataset\"} 1\n"));
 }
 
 TEST_F(BnnServiceTest, BadTrainingRequestsFailTheRpc) {
@@ -380,12 +380,12 @@ TEST_F(BnnServiceTest, PredictorCacheIsSharedAcrossRequests) {
       TrainedSnapshot(CubicDataset(20), v1::TASK_REGRESSION);
   v1::PredictResponse response;
   ASSERT_TRUE(Predict(PredictAt(snapshot_id, {{1.0}}), &response).ok());
-  EXPECT_EQ(metrics_->predictor_cache_misses().value(), 1);
-  EXPECT_EQ(metrics_->predictor_cache_hits().value(), 0);
+  EXPECT_EQ(metrics_->predictor_cache_misses().Value(), 1);
+  EXPECT_EQ(metrics_->predictor_cache_hits().Value(), 0);
   // Another request with the same samples and seed reuses the draw.
   ASSERT_TRUE(Predict(PredictAt(snapshot_id, {{2.0}}), &response).ok());
-  EXPECT_EQ(metrics_->predictor_cache_hits().value(), 1);
-  EXPECT_EQ(metrics_->predictor_cache_misses().value(), 1);
+  EXPECT_EQ(metrics_->predictor_cache_hits().Value(), 1);
+  EXPECT_EQ(metrics_->predictor_cache_misses().Value(), 1);
 }
 
 // A regression snapshot and a 40-row pool dataset of the same schema.
@@ -442,11 +442,11 @@ TEST_F(AcquireTest, StoredPoolEqualsRowsInTheRequest) {
   v1::AcquireResponse top;
   ASSERT_TRUE(Acquire(FromDataset(), &top).ok());
   EXPECT_TRUE(std::is_sorted(top.scores().rbegin(), top.scores().rend()));
-  EXPECT_EQ(metrics_->acquire_rows_scored().value(), 5 * 40);
+  EXPECT_EQ(metrics_->acquire_rows_scored().Value(), 5 * 40);
   EXPECT_THAT(
       metrics_->registry().Serialize(),
-      HasSubstr("bnn_rpc_requests_total{rpc=\"Acquire\",code=\"OK\"} 5"));
-  EXPECT_GT(metrics_->predictor_cache_hits().value(), 0);
+      HasSubstr("bnn_rpc_requests_total{code=\"OK\",rpc=\"Acquire\"} 5"));
+  EXPECT_GT(metrics_->predictor_cache_hits().Value(), 0);
 }
 
 TEST_F(AcquireTest, PoolVersionAndRandomSeed) {
@@ -526,7 +526,7 @@ TEST_F(AcquireTest, BadAcquireRequests) {
         v1::AcquireResponse response;
         return Acquire(request, &response);
       });
-  EXPECT_EQ(metrics_->acquire_rows_scored().value(), 0);
+  EXPECT_EQ(metrics_->acquire_rows_scored().Value(), 0);
 }
 
 TEST_F(BnnServiceTest, SnapshotsAreListedDescribedAndDeleted) {
@@ -573,7 +573,7 @@ TEST_F(BnnServiceTest, SnapshotsAreListedDescribedAndDeleted) {
 
   ASSERT_TRUE(DeleteSnapshot(first).ok());
   EXPECT_THAT(list(""), ElementsAre(other));
-  EXPECT_EQ(metrics_->snapshots().value(), 1);
+  EXPECT_EQ(metrics_->snapshots().Value(), 1);
   v1::PredictResponse predicted;
   EXPECT_THAT(Predict(PredictAt(first, {{1.0}}), &predicted),
               GrpcStatusIs(grpc::StatusCode::NOT_FOUND,
@@ -590,10 +590,10 @@ TEST_F(BnnServiceTest, SnapshotsAreListedDescribedAndDeleted) {
                            "snapshot_id is required"));
   const std::string metrics = metrics_->registry().Serialize();
   for (const char* series :
-       {"bnn_rpc_requests_total{rpc=\"DeleteSnapshot\",code=\"OK\"} 1",
-        "bnn_rpc_requests_total{rpc=\"DeleteSnapshot\",code=\"NOT_FOUND\"} 1",
-        "bnn_rpc_requests_total{rpc=\"GetSnapshot\",code=\"OK\"} 1",
-        "bnn_rpc_requests_total{rpc=\"ListSnapshots\",code=\"OK\"} 3",
+       {"bnn_rpc_requests_total{code=\"OK\",rpc=\"DeleteSnapshot\"} 1",
+        "bnn_rpc_requests_total{code=\"NOT_FOUND\",rpc=\"DeleteSnapshot\"} 1",
+        "bnn_rpc_requests_total{code=\"OK\",rpc=\"GetSnapshot\"} 1",
+        "bnn_rpc_requests_total{code=\"OK\",rpc=\"ListSnapshots\"} 3",
         "bnn_rpc_latency_seconds_count{rpc=\"DeleteSnapshot\"} 3"}) {
     EXPECT_THAT(metrics, HasSubstr(series));
   }

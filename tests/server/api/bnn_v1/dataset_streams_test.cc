@@ -131,7 +131,7 @@ TEST_F(DatasetStreamsTest, AppendRowsCreatesVersions) {
   EXPECT_EQ(list.datasets(0).version(), 3);
   EXPECT_THAT(
       metrics_->registry().Serialize(),
-      HasSubstr("bnn_rpc_requests_total{rpc=\"AppendRows\",code=\"OK\"} 2"));
+      HasSubstr("bnn_rpc_requests_total{code=\"OK\",rpc=\"AppendRows\"} 2"));
 }
 
 TEST_F(DatasetStreamsTest, AppendedLabelsMustBeKnownClasses) {

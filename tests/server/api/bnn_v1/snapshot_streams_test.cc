@@ -85,13 +85,15 @@ TEST_F(SnapshotStreamsTest, ExportThenImportPredictsIdentically) {
   ASSERT_TRUE(GetSnapshot(snapshot_id, &original).ok());
   original.set_snapshot_id(imported.snapshot_id());
   EXPECT_THAT(imported, EqualsProto(original));
-  EXPECT_EQ(metrics_->snapshots_imported().value(), 1);
-  EXPECT_THAT(metrics_->registry().Serialize(),
-              AllOf(HasSubstr("bnn_rpc_requests_total{rpc=\"ImportSnapshot\","
-                              "code=\"OK\"} 1"),
-                    HasSubstr("bnn_rpc_requests_total{rpc=\"ExportSnapshot\","
-                              "code=\"OK\"} 1")));
-  EXPECT_EQ(metrics_->snapshots().value(), 3);
+  EXPECT_EQ(metrics_->snapshots_imported().Value(), 1);
+  EXPECT_THAT(
+      metrics_->registry().Serialize(),
+      AllOf(
+          HasSubstr(
+              "bnn_rpc_requests_total{code=\"OK\",rpc=\"ImportSnapshot\"} 1"),
+          HasSubstr(
+              "bnn_rpc_requests_total{code=\"OK\",rpc=\"ExportSnapshot\"} 1")));
+  EXPECT_EQ(metrics_->snapshots().Value(), 3);
 
   v1::PredictResponse from_original = PredictFrom(snapshot_id);
   v1::PredictResponse from_copy = PredictFrom(imported.snapshot_id());
@@ -146,7 +148,7 @@ TEST_F(SnapshotStreamsTest, BadImportsStoreNothing) {
   v1::SnapshotInfo info;
   EXPECT_FALSE(Import(std::string(2 << 20, 'x'), 2 << 20, &info).ok());
   EXPECT_EQ(NumSnapshots(), 1);
-  EXPECT_EQ(metrics_->snapshots_imported().value(), 0);
+  EXPECT_EQ(metrics_->snapshots_imported().Value(), 0);
 }
 
 TEST_F(SnapshotStreamsTest, ExportErrors) {
