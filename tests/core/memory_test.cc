@@ -99,9 +99,14 @@ TEST_P(TrainingMemoryTest, EstimateIsWithinAFactorOfThePeak) {
   request.hidden_sizes = c.hidden;
   request.params = c.params;
   request.params.emplace("seed", "1");
-  DatasetShape shape{c.task, c.rows, c.features,
-                     c.task == Task::kRegression ? 0 : 2};
-  if (c.task != Task::kRegression) shape.class_values = {0.0, 1.0};
+  DatasetShape shape;
+  shape.task = c.task;
+  shape.num_rows = c.rows;
+  shape.num_features = c.features;
+  if (c.task != Task::kRegression) {
+    shape.num_classes = 2;
+    shape.class_values = {0.0, 1.0};
+  }
   const absl::StatusOr<TrainingPlan> plan =
       ResolveTrainingPlan(request, shape, nullptr, MethodRegistry::Builtin());
   ASSERT_TRUE(plan.ok()) << plan.status();

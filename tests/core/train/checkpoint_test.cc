@@ -423,7 +423,9 @@ TEST(CheckpointTest, CorruptionAndTruncationAreDataLoss) {
     s = DecodeCheckpoint(f.bytes.substr(0, size)).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << size;
     EXPECT_THAT(Msg(s), HasSubstr("checkpoint")) << size;
-    if (size >= 8) EXPECT_THAT(Msg(s), HasSubstr("truncated")) << size;
+    if (size >= 8) {
+      EXPECT_THAT(Msg(s), HasSubstr("truncated")) << size;
+    }
   }
   // Another kind of record.
   s = DecodeCheckpoint("BNNSNAP1" + f.bytes.substr(8)).status();
