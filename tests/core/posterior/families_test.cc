@@ -173,6 +173,27 @@ TEST_P(GaussianFamilyTest, ProtoRoundTripIsExact) {
   EXPECT_EQ(sa, sb);
 }
 
+// The contract that lets a predictor draw many samples in blocks
+// (Posterior::DrawsColumnsInOrder): 7 samples at once are 3 then 4 drawn
+// from the same generator.
+void ExpectBlocksEqualOneDraw(const Posterior& posterior) {
+  ASSERT_TRUE(posterior.DrawsColumnsInOrder());
+  Rng whole_rng(11), block_rng(11);
+  Eigen::MatrixXd whole, first, second;
+  posterior.Sample(7, whole_rng, &whole);
+  posterior.Sample(3, block_rng, &first);
+  posterior.Sample(4, block_rng, &second);
+  ASSERT_EQ(whole.cols(), 7);
+  EXPECT_LT((whole.leftCols(3) - first).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_LT((whole.rightCols(4) - second).cwiseAbs().maxCoeff(), 1e-12);
+}
+
+TEST_P(GaussianFamilyTest, SamplesDrawnInBlocksEqualOneDraw) {
+  Rng rng(5);
+  const Family f = GetParam()(TinyModel(), rng);
+  ExpectBlocksEqualOneDraw(*f.posterior);
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, GaussianFamilyTest,
                          ::testing::Values(&MakeLowRank, &MakeDiagonal,
                                            &MakeFull, &MakeKronecker));
@@ -245,6 +266,14 @@ TEST(SampleSetPosteriorTest, AllSamplesInOrderWhenSIsTheStoredCount) {
   auto back = PosteriorFromProto(proto, TinyModel());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(static_cast<SampleSetPosterior&>(**back).samples(), stored);
+}
+
+TEST(DropoutPosteriorTest, SamplesDrawnInBlocksEqualOneDraw) {
+  Rng rng(8);
+  auto p = DropoutPosterior::Create(TinyModel(), Gaussian(13, 1, rng), 0.25,
+                                    {true, true});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ExpectBlocksEqualOneDraw(**p);
 }
 
 TEST(DropoutPosteriorTest, MasksWholeInputColumnsAndKeepsTheMean) {

@@ -25,10 +25,12 @@
 namespace bnn {
 namespace {
 
-std::shared_ptr<Snapshot> MakeSnapshot(Task task, int classes) {
+std::shared_ptr<Snapshot> MakeSnapshot(Task task, int classes,
+                                       int hidden_width = 4) {
   auto s = std::make_shared<Snapshot>();
   s->task = task;
-  s->model = ModelSpec::ForTask(task, 2, classes, {4}, Activation::kTanh);
+  s->model =
+      ModelSpec::ForTask(task, 2, classes, {hidden_width}, Activation::kTanh);
   const int64_t dim = s->model.NumParameters();
   Rng rng(99);
   Eigen::VectorXd mean(dim), d(dim);
@@ -530,6 +532,35 @@ TEST(PredictorTest, InterruptStopsBetweenChunks) {
               absl::string_view::npos)
         << p.status();
   }
+}
+
+// Many weight samples of a large posterior are drawn in blocks with an
+// interrupt check between them (drawing was the longest uninterrupted unit
+// of a Predict, docs/results/load.md): D = 4001 and 64 samples are 8 blocks
+// of 8 columns.
+TEST(PredictorTest, InterruptStopsBetweenBlocksOfWeightSamples) {
+  auto predictor = Predictor::Create(
+      MakeSnapshot(Task::kRegression, 0, /*hidden_width=*/1000), {});
+  ASSERT_TRUE(predictor.ok());
+  int checks = 0;
+  PredictOptions options;
+  options.num_samples = 64;
+  options.interrupt = Interrupt([&checks] {
+    return ++checks > 1 ? absl::CancelledError("call cancelled")
+                        : absl::OkStatus();
+  });
+  const auto p = (*predictor)->Predict(kRows, 3, options);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_NE(p.status().message().find(
+                "stopped after drawing 16 of 64 weight samples"),
+            absl::string_view::npos)
+      << p.status();
+  // Uninterrupted, the same request is served (that blocks equal one draw
+  // is the families' contract, tests/core/posterior/families_test.cc).
+  options.interrupt = Interrupt();
+  const auto full = (*predictor)->Predict(kRows, 3, options);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(full->mean.size(), 3u);
 }
 
 // Issue 10, finding 2: an allocation failure inside Predict fails that

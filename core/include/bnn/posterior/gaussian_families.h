@@ -24,6 +24,7 @@ class DiagonalGaussianPosterior final : public Posterior {
   int64_t dim() const override { return mean_.size(); }
   const Eigen::VectorXd& mean() const override { return mean_; }
   void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
+  bool DrawsColumnsInOrder() const override { return true; }
   Eigen::VectorXd MarginalVariances() const override { return variance_; }
   absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(
@@ -55,6 +56,7 @@ class FullGaussianPosterior final : public Posterior {
   const Eigen::VectorXd& mean() const override { return mean_; }
   const Eigen::MatrixXd& precision() const { return precision_; }
   void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
+  bool DrawsColumnsInOrder() const override { return true; }
   Eigen::VectorXd MarginalVariances() const override;
   absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(
@@ -93,6 +95,7 @@ class KroneckerPosterior final : public Posterior {
   const Eigen::VectorXd& mean() const override { return mean_; }
   const std::vector<Layer>& layers() const { return layers_; }
   void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
+  bool DrawsColumnsInOrder() const override { return true; }
   Eigen::VectorXd MarginalVariances() const override;
   absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(

@@ -20,6 +20,7 @@ class LowRankGaussianPosterior final : public Posterior {
   int64_t dim() const override { return mean_.size(); }
   const Eigen::VectorXd& mean() const override { return mean_; }
   void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
+  bool DrawsColumnsInOrder() const override { return true; }
   Eigen::VectorXd MarginalVariances() const override;
   absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(

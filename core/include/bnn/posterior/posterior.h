@@ -32,6 +32,14 @@ class Posterior {
   // Deterministic given the state of `rng`.
   virtual void Sample(int num_samples, Rng& rng,
                       Eigen::MatrixXd* out) const = 0;
+  // True if column s of Sample(S) depends only on the generator's draws
+  // for column s, made in column order: then Sample(a) followed by
+  // Sample(b) from the same generator gives the columns of Sample(a + b),
+  // up to the rounding of blocked products. Callers may then draw many
+  // samples in blocks and check for interruption in between
+  // (bnn/predict/predictor.h). False for families that use the generator
+  // for all columns at once (a sample set's shuffle).
+  virtual bool DrawsColumnsInOrder() const = 0;
   virtual Eigen::VectorXd MarginalVariances() const = 0;
   // The dense D x D covariance, for small models (D <= kMaxDenseDim):
   // symmetric KLs and dense diagnostics. Unimplemented for families without

@@ -26,6 +26,7 @@ class SampleSetPosterior final : public Posterior {
   const Eigen::MatrixXd& samples() const { return samples_; }
   const Eigen::VectorXd& mean() const override { return mean_; }
   void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
+  bool DrawsColumnsInOrder() const override { return false; }
   Eigen::VectorXd MarginalVariances() const override;
   absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(
@@ -57,6 +58,7 @@ class DropoutPosterior final : public Posterior {
   // The expected weights (inverted dropout keeps E[W] = weights).
   const Eigen::VectorXd& mean() const override { return weights_; }
   void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
+  bool DrawsColumnsInOrder() const override { return true; }
   Eigen::VectorXd MarginalVariances() const override;
   absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(
