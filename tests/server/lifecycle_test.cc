@@ -31,6 +31,7 @@
 #include "tests/server/server_binary.h"
 #include "tests/server/server_test_util.h"
 #include "tests/test_util/http_client.h"
+#include "tests/test_util/test_util.h"
 
 namespace bnn::server {
 namespace {
@@ -241,6 +242,7 @@ TEST_F(LifecycleTest, MaxRequestSecondsStopsAPredictBetweenChunks) {
 }
 
 TEST_F(LifecycleTest, AbandonedPredictsDoNotDelayAnUnrelatedOne) {
+  BNN_SKIP_IF_SANITIZED("timing bound for an optimised build");
   // Two workers, each taken by a minutes-long Predict whose client gives up
   // after 2 s (the case: the unrelated Predict waited 23 s).
   Start({"--threads=1", "--compute-workers=2"});
@@ -269,6 +271,7 @@ TEST_F(LifecycleTest, AbandonedPredictsDoNotDelayAnUnrelatedOne) {
 }
 
 TEST_F(LifecycleTest, OneClientsFloodDoesNotStarveAnother) {
+  BNN_SKIP_IF_SANITIZED("timing bound for an optimised build");
   // One worker; client A queues 8 Predicts of 3 chunks each, then client B
   // asks for one row. FIFO would put B behind all of A's; turns put it
   // behind the one running.
@@ -335,6 +338,7 @@ TEST_F(LifecycleTest, ALongPredictGivesItsTurnToAnotherClient) {
 }
 
 TEST_F(LifecycleTest, WatchdogReportsWedgedComputeWorkers) {
+  BNN_SKIP_IF_SANITIZED("timing bound for an optimised build");
   // One worker and a 0.05 s cap: the watchdog's threshold is 1.05 s. Drawing
   // 64 weight samples of the deep net (94M normal variates) and its first
   // chunk of rows (256 rows x 64 samples, ~2.4e10 multiply-adds) run longer

@@ -321,12 +321,15 @@ TEST(ThreadPoolTest, ShortTasksWaitForAboutOneUnitOfLongOnes) {
   std::atomic<bool> stop{false};
   auto pool = std::make_unique<ThreadPool>(
       ThreadPool::Options{1, 4, absl::Milliseconds(1)});
+  // The tasks hold the pool by a plain pointer: pool.reset() below nulls the
+  // unique_ptr before the destructor finishes the running tasks.
+  ThreadPool* const pool_ptr = pool.get();
   std::function<void(std::string)> run_long = [&](std::string key) {
     if (stop) return;
-    pool->Schedule(key, [&, key] {
+    pool_ptr->Schedule(key, [&, key] {
       for (int i = 0; i < 300; ++i) {
         absl::SleepFor(absl::Milliseconds(1));
-        pool->Yield();
+        pool_ptr->Yield();
       }
       run_long(key);
     });
