@@ -231,6 +231,8 @@ const std::string& DatasetStore::NameOf(const Versions& versions) {
 absl::StatusOr<std::string> DatasetStore::ResolveLocked(
     absl::string_view dataset_id) const {
   if (datasets_.count(dataset_id) > 0) return std::string(dataset_id);
+  // Unreadable datasets have no name.
+  if (dataset_id.empty()) return UnknownDataset(dataset_id);
   std::vector<std::string> named;
   for (const auto& [id, versions] : datasets_) {
     if (NameOf(versions) == dataset_id) named.push_back(id);

@@ -515,6 +515,12 @@ TEST_F(ModelsTest, DatasetNamesAreUniqueAndServeAsIds) {
   ASSERT_TRUE(Call(&S::GetSnapshot, get_snapshot, &snapshot).ok());
   EXPECT_EQ(snapshot.dataset_id(), dataset_id_);
   EXPECT_EQ(snapshot.dataset_version(), 2);
+  // ListSnapshots filters by a name too.
+  v1::ListSnapshotsRequest list;
+  list.set_dataset_id("cubic");
+  v1::ListSnapshotsResponse listed;
+  ASSERT_TRUE(Call(&S::ListSnapshots, list, &listed).ok());
+  EXPECT_EQ(listed.snapshots_size(), 3);
 }
 
 TEST_F(ModelsTest, DeletingAUsedDatasetNeedsForce) {

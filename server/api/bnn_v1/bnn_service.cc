@@ -562,9 +562,14 @@ void BnnServiceImpl::PublishCacheCounts() {
 absl::Status BnnServiceImpl::DoListSnapshots(
     const v1::ListSnapshotsRequest& request,
     v1::ListSnapshotsResponse* response) {
+  // A name of a stored dataset filters by its id; anything else by itself
+  // (the snapshots of a deleted dataset still name its id).
+  const std::string dataset_id =
+      request.dataset_id().empty() ? ""
+                                   : datasets_->ResolveId(request.dataset_id())
+                                         .value_or(request.dataset_id());
   for (const store::SnapshotMeta& meta : snapshots_->List()) {
-    if (request.dataset_id().empty() ||
-        meta.dataset_id() == request.dataset_id()) {
+    if (dataset_id.empty() || meta.dataset_id() == dataset_id) {
       ToSnapshotInfo(meta, response->add_snapshots());
     }
   }
