@@ -392,9 +392,11 @@ absl::StatusOr<v1::SnapshotInfo> BnnClient::GetSnapshot(
   return Unary(&v1::BnnService::Stub::GetSnapshot, request);
 }
 
-absl::Status BnnClient::DeleteSnapshot(absl::string_view snapshot_id) {
+absl::Status BnnClient::DeleteSnapshot(absl::string_view snapshot_id,
+                                       bool force) {
   v1::DeleteSnapshotRequest request;
   request.set_snapshot_id(std::string(snapshot_id));
+  request.set_force(force);
   return Unary(&v1::BnnService::Stub::DeleteSnapshot, request).status();
 }
 
@@ -403,13 +405,25 @@ absl::Status BnnClient::ExportSnapshot(
     const std::function<absl::Status(absl::string_view)>& sink) {
   v1::ExportSnapshotRequest request;
   request.set_snapshot_id(std::string(snapshot_id));
+  return ExportSnapshot(request, sink);
+}
+
+absl::Status BnnClient::ExportSnapshot(
+    const v1::ExportSnapshotRequest& request,
+    const std::function<absl::Status(absl::string_view)>& sink,
+    v1::SnapshotChunk* first) {
   grpc::ClientContext context;
   PrepareContext(&context);
   std::unique_ptr<grpc::ClientReader<v1::SnapshotChunk>> reader =
       stub_->ExportSnapshot(&context, request);
   v1::SnapshotChunk chunk;
   absl::Status sink_status;
-  while (sink_status.ok() && reader->Read(&chunk)) {
+  for (bool is_first = true; sink_status.ok() && reader->Read(&chunk);
+       is_first = false) {
+    if (is_first && first != nullptr) {
+      *first = chunk;
+      first->clear_data();
+    }
     sink_status = sink(chunk.data());
   }
   if (!sink_status.ok()) {
@@ -438,6 +452,14 @@ absl::StatusOr<std::string> BnnClient::ExportSnapshotToString(
 
 absl::StatusOr<int64_t> BnnClient::ExportSnapshotToFile(
     absl::string_view snapshot_id, const std::string& path) {
+  v1::ExportSnapshotRequest request;
+  request.set_snapshot_id(std::string(snapshot_id));
+  return ExportSnapshotToFile(request, path);
+}
+
+absl::StatusOr<int64_t> BnnClient::ExportSnapshotToFile(
+    const v1::ExportSnapshotRequest& request, const std::string& path,
+    v1::SnapshotChunk* first) {
   const std::string partial = path + ".partial";
   int64_t written = 0;
   absl::Status status;
@@ -447,12 +469,16 @@ absl::StatusOr<int64_t> BnnClient::ExportSnapshotToFile(
       return absl::PermissionDeniedError(
           absl::StrCat("cannot write ", partial));
     }
-    status = ExportSnapshot(snapshot_id, [&](absl::string_view data) {
-      out.write(data.data(), static_cast<std::streamsize>(data.size()));
-      written += static_cast<int64_t>(data.size());
-      return out ? absl::OkStatus()
-                 : absl::DataLossError(absl::StrCat("cannot write ", partial));
-    });
+    status = ExportSnapshot(
+        request,
+        [&](absl::string_view data) {
+          out.write(data.data(), static_cast<std::streamsize>(data.size()));
+          written += static_cast<int64_t>(data.size());
+          return out ? absl::OkStatus()
+                     : absl::DataLossError(
+                           absl::StrCat("cannot write ", partial));
+        },
+        first);
     out.close();
     if (status.ok() && !out) {
       status = absl::DataLossError(absl::StrCat("cannot write ", partial));
@@ -534,6 +560,72 @@ absl::StatusOr<std::vector<v1::MethodInfo>> BnnClient::ListMethods() {
   return std::vector<v1::MethodInfo>(
       std::make_move_iterator(response->mutable_methods()->begin()),
       std::make_move_iterator(response->mutable_methods()->end()));
+}
+
+absl::StatusOr<v1::ModelVersion> BnnClient::PublishModel(
+    absl::string_view name, absl::string_view snapshot_id,
+    const std::vector<std::string>& aliases) {
+  v1::PublishModelRequest request;
+  request.set_name(std::string(name));
+  request.set_snapshot_id(std::string(snapshot_id));
+  for (const std::string& alias : aliases) request.add_aliases(alias);
+  return Unary(&v1::BnnService::Stub::PublishModel, request);
+}
+
+absl::StatusOr<std::vector<v1::ModelInfo>> BnnClient::ListModels() {
+  std::vector<v1::ModelInfo> models;
+  v1::ListModelsRequest request;
+  do {
+    absl::StatusOr<v1::ListModelsResponse> page =
+        Unary(&v1::BnnService::Stub::ListModels, request);
+    if (!page.ok()) return page.status();
+    for (v1::ModelInfo& model : *page->mutable_models()) {
+      models.push_back(std::move(model));
+    }
+    request.set_page_token(page->next_page_token());
+  } while (!request.page_token().empty());
+  return models;
+}
+
+absl::StatusOr<v1::ModelInfo> BnnClient::GetModel(absl::string_view name) {
+  v1::GetModelRequest request;
+  request.set_name(std::string(name));
+  return Unary(&v1::BnnService::Stub::GetModel, request);
+}
+
+absl::StatusOr<v1::ModelInfo> BnnClient::SetAlias(absl::string_view name,
+                                                  absl::string_view alias,
+                                                  int64_t version) {
+  v1::SetAliasRequest request;
+  request.set_name(std::string(name));
+  request.set_alias(std::string(alias));
+  request.set_version(version);
+  return Unary(&v1::BnnService::Stub::SetAlias, request);
+}
+
+absl::StatusOr<v1::ModelInfo> BnnClient::DeleteAlias(absl::string_view name,
+                                                     absl::string_view alias) {
+  v1::DeleteAliasRequest request;
+  request.set_name(std::string(name));
+  request.set_alias(std::string(alias));
+  return Unary(&v1::BnnService::Stub::DeleteAlias, request);
+}
+
+absl::Status BnnClient::DeleteModel(absl::string_view name) {
+  v1::DeleteModelRequest request;
+  request.set_name(std::string(name));
+  return Unary(&v1::BnnService::Stub::DeleteModel, request).status();
+}
+
+absl::StatusOr<std::string> BnnClient::DeleteDataset(
+    absl::string_view dataset_id, bool force) {
+  v1::DeleteDatasetRequest request;
+  request.set_dataset_id(std::string(dataset_id));
+  request.set_force(force);
+  absl::StatusOr<v1::DeleteDatasetResponse> response =
+      Unary(&v1::BnnService::Stub::DeleteDataset, request);
+  if (!response.ok()) return response.status();
+  return response->dataset_id();
 }
 
 absl::StatusOr<std::string> BnnClient::CheckHealth(absl::string_view service) {

@@ -150,7 +150,10 @@ class BnnClient {
   absl::StatusOr<std::vector<v1::SnapshotInfo>> ListSnapshots(
       absl::string_view dataset_id = "");
   absl::StatusOr<v1::SnapshotInfo> GetSnapshot(absl::string_view snapshot_id);
-  absl::Status DeleteSnapshot(absl::string_view snapshot_id);
+  // FailedPrecondition naming the model versions that point at the
+  // snapshot, unless `force` (which removes those versions too).
+  absl::Status DeleteSnapshot(absl::string_view snapshot_id,
+                              bool force = false);
 
   // Streams the snapshot file; `sink` sees every chunk in order and may stop
   // the transfer by returning an error (which is returned). One deadline,
@@ -165,6 +168,17 @@ class BnnClient {
   // leaves a truncated file at `path`. Returns the number of bytes written.
   absl::StatusOr<int64_t> ExportSnapshotToFile(absl::string_view snapshot_id,
                                                const std::string& path);
+  // The same for a request naming a snapshot or a model reference
+  // (request.model(): "NAME", "NAME@ALIAS" or "NAME:VERSION"). `first`, if
+  // set, receives the first chunk's description of what was sent
+  // (snapshot_id, model_name, model_version; its data cleared).
+  absl::Status ExportSnapshot(
+      const v1::ExportSnapshotRequest& request,
+      const std::function<absl::Status(absl::string_view)>& sink,
+      v1::SnapshotChunk* first = nullptr);
+  absl::StatusOr<int64_t> ExportSnapshotToFile(
+      const v1::ExportSnapshotRequest& request, const std::string& path,
+      v1::SnapshotChunk* first = nullptr);
 
   // Sends a snapshot file in chunks of options().chunk_bytes; the server
   // checks it before storing it under a new id. The file is read as it is
@@ -174,6 +188,29 @@ class BnnClient {
       const std::string& path);
 
   absl::StatusOr<std::vector<v1::MethodInfo>> ListMethods();
+
+  // Named models (docs/api.md#named-models). Publishes `snapshot_id` as the
+  // next version of model `name` and points `aliases` at it.
+  absl::StatusOr<v1::ModelVersion> PublishModel(
+      absl::string_view name, absl::string_view snapshot_id,
+      const std::vector<std::string>& aliases = {});
+  // Every model (without its versions), following the pages of ListModels.
+  absl::StatusOr<std::vector<v1::ModelInfo>> ListModels();
+  // A model with every version.
+  absl::StatusOr<v1::ModelInfo> GetModel(absl::string_view name);
+  // Points `alias` at `version`; returns the model.
+  absl::StatusOr<v1::ModelInfo> SetAlias(absl::string_view name,
+                                         absl::string_view alias,
+                                         int64_t version);
+  absl::StatusOr<v1::ModelInfo> DeleteAlias(absl::string_view name,
+                                            absl::string_view alias);
+  absl::Status DeleteModel(absl::string_view name);
+
+  // Deletes a dataset (by id or name) and returns its id. FailedPrecondition
+  // naming the snapshots and queued or running jobs that use it, unless
+  // `force`.
+  absl::StatusOr<std::string> DeleteDataset(absl::string_view dataset_id,
+                                            bool force = false);
 
   // The grpc.health.v1 status of `service` ("" = the server as a whole):
   // "SERVING", "NOT_SERVING", "UNKNOWN" or "SERVICE_UNKNOWN". The health

@@ -167,7 +167,11 @@ class Runner {
         ReadFeatureCsv(command.csv_path, command.target);
     if (!inputs.ok()) return inputs.status();
     v1::PredictRequest request;
-    request.set_snapshot_id(command.snapshot_id);
+    if (command.model.empty()) {
+      request.set_snapshot_id(command.snapshot_id);
+    } else {
+      request.set_model(command.model);
+    }
     request.set_num_samples(command.num_samples);
     if (command.seed.has_value()) request.set_seed(*command.seed);
     request.set_linearized(command.linearized);
@@ -196,7 +200,11 @@ class Runner {
 
   absl::Status operator()(const AcquireCommand& command) {
     v1::AcquireRequest request;
-    request.set_snapshot_id(command.snapshot_id);
+    if (command.model.empty()) {
+      request.set_snapshot_id(command.snapshot_id);
+    } else {
+      request.set_model(command.model);
+    }
     // Kept for the output, which shows the features of chosen CSV rows.
     std::optional<FeatureTable> pool;
     if (command.csv_path.empty()) {
@@ -273,7 +281,8 @@ class Runner {
   }
 
   absl::Status operator()(const DeleteSnapshotCommand& command) {
-    if (absl::Status status = client_->DeleteSnapshot(command.snapshot_id);
+    if (absl::Status status =
+            client_->DeleteSnapshot(command.snapshot_id, command.force);
         !status.ok()) {
       return status;
     }
@@ -286,16 +295,90 @@ class Runner {
   }
 
   absl::Status operator()(const ExportCommand& command) {
-    absl::StatusOr<int64_t> bytes =
-        client_->ExportSnapshotToFile(command.snapshot_id, command.out_path);
-    if (!bytes.ok()) return bytes.status();
-    if (global_.json) {
-      PrintJson({{"snapshot_id", command.snapshot_id},
-                 {"path", command.out_path},
-                 {"size_bytes", *bytes}});
+    v1::ExportSnapshotRequest request;
+    if (command.model.empty()) {
+      request.set_snapshot_id(command.snapshot_id);
     } else {
-      std::cout << "wrote snapshot " << command.snapshot_id << " to "
-                << command.out_path << " (" << *bytes << " bytes)\n";
+      request.set_model(command.model);
+    }
+    v1::SnapshotChunk sent;
+    absl::StatusOr<int64_t> bytes =
+        client_->ExportSnapshotToFile(request, command.out_path, &sent);
+    if (!bytes.ok()) return bytes.status();
+    const std::string snapshot_id =
+        sent.snapshot_id().empty() ? command.snapshot_id : sent.snapshot_id();
+    if (global_.json) {
+      Json out = {{"snapshot_id", snapshot_id}};
+      if (!sent.model_name().empty()) {
+        out["model_name"] = sent.model_name();
+        out["model_version"] = sent.model_version();
+      }
+      out["path"] = command.out_path;
+      out["size_bytes"] = *bytes;
+      PrintJson(out);
+    } else {
+      std::cout << "wrote snapshot " << snapshot_id;
+      if (!sent.model_name().empty()) {
+        std::cout << " (model " << sent.model_name() << " version "
+                  << sent.model_version() << ")";
+      }
+      std::cout << " to " << command.out_path << " (" << *bytes << " bytes)\n";
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const ModelsCommand& command) {
+    if (!command.name.empty()) {
+      absl::StatusOr<v1::ModelInfo> model = client_->GetModel(command.name);
+      if (!model.ok()) return model.status();
+      Print(*model, ModelJson, FormatModel);
+      return absl::OkStatus();
+    }
+    absl::StatusOr<std::vector<v1::ModelInfo>> models = client_->ListModels();
+    if (!models.ok()) return models.status();
+    PrintList("models", *models, ModelJson, FormatModelList);
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const PublishCommand& command) {
+    absl::StatusOr<v1::ModelVersion> version = client_->PublishModel(
+        command.model, command.snapshot_id, command.aliases);
+    if (!version.ok()) return version.status();
+    Print(*version, ModelVersionJson, FormatModelVersion);
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const AliasCommand& command) {
+    absl::StatusOr<v1::ModelInfo> model =
+        command.remove
+            ? client_->DeleteAlias(command.model, command.alias)
+            : client_->SetAlias(command.model, command.alias, command.version);
+    if (!model.ok()) return model.status();
+    Print(*model, ModelJson, FormatModel);
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const DeleteModelCommand& command) {
+    if (absl::Status status = client_->DeleteModel(command.model);
+        !status.ok()) {
+      return status;
+    }
+    if (global_.json) {
+      PrintJson({{"name", command.model}, {"deleted", true}});
+    } else {
+      std::cout << "deleted model " << command.model << "\n";
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const DeleteDatasetCommand& command) {
+    absl::StatusOr<std::string> deleted =
+        client_->DeleteDataset(command.dataset_id, command.force);
+    if (!deleted.ok()) return deleted.status();
+    if (global_.json) {
+      PrintJson({{"dataset_id", *deleted}, {"deleted", true}});
+    } else {
+      std::cout << "deleted dataset " << *deleted << "\n";
     }
     return absl::OkStatus();
   }

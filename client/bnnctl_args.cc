@@ -14,6 +14,7 @@
 
 #include "bnn/methods/options.h"
 #include "bnn/predict/acquisition.h"
+#include "bnn/status.h"
 
 #include "server/auth/scope.h"
 #include "server/auth/token_file.h"
@@ -213,6 +214,11 @@ struct Commands {
   CLI::App* health;
   CLI::App* token;
   CLI::App* token_create;
+  CLI::App* models;
+  CLI::App* publish;
+  CLI::App* alias;
+  CLI::App* delete_model;
+  CLI::App* delete_dataset;
   CLI::App* help;
 
   UploadCommand upload_args;
@@ -230,8 +236,17 @@ struct Commands {
   ExportCommand export_args;
   ImportCommand import_args;
   TokenCreateCommand token_create_args;
+  ModelsCommand models_args;
+  PublishCommand publish_args;
+  AliasCommand alias_args;
+  DeleteModelCommand delete_model_args;
+  DeleteDatasetCommand delete_dataset_args;
   std::string help_topic;
 };
+
+constexpr char kModelRefHelp[] =
+    "Model reference instead of --snapshot: NAME (its latest version), "
+    "NAME@ALIAS or NAME:VERSION";
 
 constexpr char kCsvHelp[] =
     "CSV file with a header line ('-': standard input); fields may be quoted "
@@ -356,7 +371,10 @@ void AddCommands(CLI::App* app, Commands* c) {
       "Predictive mean and std (regression) or class probabilities, entropy "
       "and mutual information for every row of a CSV file");
   PredictCommand& predict = c->predict_args;
-  AddRequired(c->predict, "--snapshot", &predict.snapshot_id, "ID", "Snapshot");
+  AddParsed(c->predict, "--snapshot", ParseNonEmpty, &predict.snapshot_id, "ID",
+            "Snapshot");
+  AddParsed(c->predict, "--model", ParseNonEmpty, &predict.model, "REF",
+            kModelRefHelp);
   AddRequired(c->predict, "--csv", &predict.csv_path, "FILE", kCsvHelp);
   AddParsed(c->predict, "--samples", ParsePositiveInt, &predict.num_samples,
             "S", "Monte Carlo samples (required without --linearized)");
@@ -375,7 +393,10 @@ void AddCommands(CLI::App* app, Commands* c) {
       "The K pool rows to label next, best first; P > 0 draws them at random "
       "with probability proportional to score^P (diverse batches)");
   AcquireCommand& acquire = c->acquire_args;
-  AddRequired(c->acquire, "--snapshot", &acquire.snapshot_id, "ID", "Snapshot");
+  AddParsed(c->acquire, "--snapshot", ParseNonEmpty, &acquire.snapshot_id, "ID",
+            "Snapshot");
+  AddParsed(c->acquire, "--model", ParseNonEmpty, &acquire.model, "REF",
+            kModelRefHelp);
   AddParsed(c->acquire, "--dataset", ParseNonEmpty, &acquire.dataset_id, "ID",
             "Pool: a stored dataset");
   AddParsed(c->acquire, "--version", ParseVersion, &acquire.dataset_version,
@@ -403,15 +424,21 @@ void AddCommands(CLI::App* app, Commands* c) {
   AddRequired(c->snapshot, "SNAPSHOT_ID", &c->snapshot_args.snapshot_id, "ID",
               "Snapshot");
 
-  c->delete_snapshot =
-      app->add_subcommand("delete-snapshot", "Delete a snapshot");
+  c->delete_snapshot = app->add_subcommand(
+      "delete-snapshot",
+      "Delete a snapshot; refused while model versions point at it, unless "
+      "--force (which removes those versions)");
   AddRequired(c->delete_snapshot, "SNAPSHOT_ID",
               &c->delete_snapshot_args.snapshot_id, "ID", "Snapshot");
+  AddFlag(c->delete_snapshot, "--force", &c->delete_snapshot_args.force,
+          "Also if model versions point at it");
 
   c->export_snapshot = app->add_subcommand(
       "export", "Download a snapshot file (written only once complete)");
-  AddRequired(c->export_snapshot, "--snapshot", &c->export_args.snapshot_id,
-              "ID", "Snapshot");
+  AddParsed(c->export_snapshot, "--snapshot", ParseNonEmpty,
+            &c->export_args.snapshot_id, "ID", "Snapshot");
+  AddParsed(c->export_snapshot, "--model", ParseNonEmpty, &c->export_args.model,
+            "REF", kModelRefHelp);
   AddRequired(c->export_snapshot, "--out", &c->export_args.out_path, "FILE",
               "Where to write it");
 
@@ -420,6 +447,48 @@ void AddCommands(CLI::App* app, Commands* c) {
       "Upload a snapshot file; prints the stored snapshot and its new id");
   AddRequired(c->import_snapshot, "--in", &c->import_args.in_path, "FILE",
               "Snapshot file");
+
+  c->models = app->add_subcommand(
+      "models", "List the named models, or show one with its versions");
+  c->models->add_option("NAME", c->models_args.name, "A model");
+
+  c->publish = app->add_subcommand(
+      "publish",
+      "Publish a snapshot as the next version of a model (latest moves to "
+      "it; --alias moves other aliases too)");
+  AddRequired(c->publish, "SNAPSHOT_ID", &c->publish_args.snapshot_id, "ID",
+              "Snapshot");
+  AddRequired(c->publish, "--model", &c->publish_args.model, "NAME",
+              "Model name (created by its first publish)");
+  c->publish
+      ->add_option("--alias", c->publish_args.aliases,
+                   "Alias to point at the new version (repeatable)")
+      ->allow_extra_args(false)
+      ->type_name("ALIAS");
+
+  c->alias = app->add_subcommand(
+      "alias",
+      "Point a model's alias at a version (atomically), or --delete it");
+  AddRequired(c->alias, "MODEL", &c->alias_args.model, "NAME", "Model");
+  AddRequired(c->alias, "ALIAS", &c->alias_args.alias, "ALIAS",
+              "Alias (not latest, which moves by itself)");
+  AddParsed(c->alias, "VERSION", ParseVersion, &c->alias_args.version, "V",
+            "Version (required without --delete)");
+  AddFlag(c->alias, "--delete", &c->alias_args.remove, "Delete the alias");
+
+  c->delete_model = app->add_subcommand(
+      "delete-model", "Delete a model and its aliases (its snapshots stay)");
+  AddRequired(c->delete_model, "MODEL", &c->delete_model_args.model, "NAME",
+              "Model");
+
+  c->delete_dataset = app->add_subcommand(
+      "delete-dataset",
+      "Delete a dataset; refused while snapshots or queued or running jobs "
+      "use it, unless --force");
+  AddRequired(c->delete_dataset, "DATASET", &c->delete_dataset_args.dataset_id,
+              "ID|NAME", "Dataset id or name");
+  AddFlag(c->delete_dataset, "--force", &c->delete_dataset_args.force,
+          "Also while snapshots or jobs use it");
 
   c->methods = app->add_subcommand(
       "methods", "List the inference methods and their parameters");
@@ -445,6 +514,17 @@ void AddCommands(CLI::App* app, Commands* c) {
 
   c->help = app->add_subcommand("help", "Show the help of bnnctl or COMMAND");
   c->help->add_option("COMMAND", c->help_topic, "A command");
+}
+
+// `command` names exactly one of a snapshot and a model reference.
+absl::Status CheckOneTarget(absl::string_view command,
+                            const std::string& snapshot_id,
+                            const std::string& model) {
+  if (snapshot_id.empty() == model.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", command, "' needs exactly one of --snapshot ID and --model REF"));
+  }
+  return absl::OkStatus();
 }
 
 // Checks that only `parse` cannot express (flags that need or exclude each
@@ -485,6 +565,8 @@ absl::StatusOr<Command> BuildCommand(const CLI::App& app, Commands& c) {
   if (c.cancel->parsed()) return c.cancel_args;
   if (c.predict->parsed()) {
     const PredictCommand& predict = c.predict_args;
+    BNN_RETURN_IF_ERROR(
+        CheckOneTarget("predict", predict.snapshot_id, predict.model));
     // The linearised predictive is computed in closed form, so only Monte
     // Carlo predictions need a sample count, or have samples to show.
     if (predict.linearized && predict.per_sample) {
@@ -500,6 +582,8 @@ absl::StatusOr<Command> BuildCommand(const CLI::App& app, Commands& c) {
   }
   if (c.acquire->parsed()) {
     const AcquireCommand& acquire = c.acquire_args;
+    BNN_RETURN_IF_ERROR(
+        CheckOneTarget("acquire", acquire.snapshot_id, acquire.model));
     if (acquire.dataset_id.empty() == acquire.csv_path.empty()) {
       return absl::InvalidArgumentError(
           "'acquire' needs exactly one pool: --dataset ID or --csv FILE");
@@ -513,7 +597,24 @@ absl::StatusOr<Command> BuildCommand(const CLI::App& app, Commands& c) {
   if (c.snapshots->parsed()) return c.snapshots_args;
   if (c.snapshot->parsed()) return c.snapshot_args;
   if (c.delete_snapshot->parsed()) return c.delete_snapshot_args;
-  if (c.export_snapshot->parsed()) return c.export_args;
+  if (c.export_snapshot->parsed()) {
+    BNN_RETURN_IF_ERROR(CheckOneTarget("export", c.export_args.snapshot_id,
+                                       c.export_args.model));
+    return c.export_args;
+  }
+  if (c.models->parsed()) return c.models_args;
+  if (c.publish->parsed()) return c.publish_args;
+  if (c.alias->parsed()) {
+    const bool has_version = c.alias->count("VERSION") > 0;
+    if (c.alias_args.remove == has_version) {
+      return absl::InvalidArgumentError(
+          "'alias' needs a VERSION to point the alias at, or --delete (not "
+          "both)");
+    }
+    return c.alias_args;
+  }
+  if (c.delete_model->parsed()) return c.delete_model_args;
+  if (c.delete_dataset->parsed()) return c.delete_dataset_args;
   if (c.import_snapshot->parsed()) return c.import_args;
   if (c.methods->parsed()) return MethodsCommand{};
   if (c.health->parsed()) return HealthCommand{};

@@ -81,10 +81,15 @@ struct CancelCommand {
   std::string job_id;
 };
 
-// predict --snapshot ID --csv FILE (--samples S | --linearized) [--seed S]
-//         [--target COL] [--quantiles 0.05,0.5,0.95] [--per-sample]
+// predict (--snapshot ID | --model REF) --csv FILE (--samples S |
+//         --linearized) [--seed S] [--target COL]
+//         [--quantiles 0.05,0.5,0.95] [--per-sample]
+// (REF: a model reference NAME, NAME@ALIAS or NAME:VERSION, as for acquire
+// and export)
 struct PredictCommand {
+  // Exactly one of the two.
   std::string snapshot_id;
+  std::string model;
   std::string csv_path;
   // 0 (only with --linearized, which draws no samples): the server default.
   int num_samples = 0;
@@ -98,11 +103,14 @@ struct PredictCommand {
   bool per_sample = false;
 };
 
-// acquire --snapshot ID (--dataset ID [--version V] | --csv FILE) --k K
+// acquire (--snapshot ID | --model REF) (--dataset ID [--version V] |
+//         --csv FILE) --k K
 //         --heuristic max_variance|entropy|bald|margin|random [--samples S]
 //         [--seed S] [--diversity-power P]
 struct AcquireCommand {
+  // Exactly one of the two.
   std::string snapshot_id;
+  std::string model;
   // The pool: exactly one of a stored dataset (optionally one version) and a
   // CSV file whose every column is a feature.
   std::string dataset_id;
@@ -142,15 +150,51 @@ struct SnapshotCommand {
   std::string snapshot_id;
 };
 
-// delete-snapshot ID
+// delete-snapshot ID [--force]
 struct DeleteSnapshotCommand {
   std::string snapshot_id;
+  // Also when model versions point at it (they are removed).
+  bool force = false;
 };
 
-// export --snapshot ID --out FILE
+// export (--snapshot ID | --model REF) --out FILE
 struct ExportCommand {
+  // Exactly one of the two.
   std::string snapshot_id;
+  std::string model;
   std::string out_path;
+};
+
+// models [NAME]: every model, or one with its versions.
+struct ModelsCommand {
+  std::string name;  // empty: list them all
+};
+
+// publish SNAPSHOT --model NAME [--alias ALIAS ...]
+struct PublishCommand {
+  std::string snapshot_id;
+  std::string model;
+  std::vector<std::string> aliases;
+};
+
+// alias NAME ALIAS VERSION, or alias NAME ALIAS --delete
+struct AliasCommand {
+  std::string model;
+  std::string alias;
+  int64_t version = 0;  // unset with --delete
+  bool remove = false;
+};
+
+// delete-model NAME
+struct DeleteModelCommand {
+  std::string model;
+};
+
+// delete-dataset ID|NAME [--force]
+struct DeleteDatasetCommand {
+  std::string dataset_id;
+  // Also while snapshots or queued or running jobs use it.
+  bool force = false;
 };
 
 // import --in FILE
@@ -176,7 +220,8 @@ using Command =
                  DatasetsCommand, DatasetCommand, AppendCommand,
                  SnapshotsCommand, SnapshotCommand, DeleteSnapshotCommand,
                  ExportCommand, ImportCommand, HealthCommand,
-                 TokenCreateCommand>;
+                 TokenCreateCommand, ModelsCommand, PublishCommand,
+                 AliasCommand, DeleteModelCommand, DeleteDatasetCommand>;
 
 struct Invocation {
   GlobalFlags global;

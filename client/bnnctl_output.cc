@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string>
 #include <utility>
 
 #include <absl/strings/ascii.h>
@@ -332,15 +334,20 @@ Json PredictionsJson(const FeatureTable& inputs,
     }
     predictions.push_back(std::move(row));
   }
-  return {{"snapshot_id", response.snapshot_id()},
-          {"num_samples", response.num_samples()},
-          {"seed", response.seed()},
-          {"linearized", request.linearized()},
-          {"task", classification ? "classification" : "regression"},
-          {"feature_names", Array(FeatureNames(inputs))},
-          {"class_values", Array(response.class_values())},
-          {"quantile_levels", Array(request.quantiles())},
-          {"predictions", std::move(predictions)}};
+  Json out = {{"snapshot_id", response.snapshot_id()}};
+  if (!response.model_name().empty()) {
+    out["model_name"] = response.model_name();
+    out["model_version"] = response.model_version();
+  }
+  out["num_samples"] = response.num_samples();
+  out["seed"] = response.seed();
+  out["linearized"] = request.linearized();
+  out["task"] = classification ? "classification" : "regression";
+  out["feature_names"] = Array(FeatureNames(inputs));
+  out["class_values"] = Array(response.class_values());
+  out["quantile_levels"] = Array(request.quantiles());
+  out["predictions"] = std::move(predictions);
+  return out;
 }
 
 Json AcquisitionJson(const v1::AcquireRequest& request,
@@ -357,11 +364,45 @@ Json AcquisitionJson(const v1::AcquireRequest& request,
     }
     acquired.push_back(std::move(entry));
   }
-  return {{"snapshot_id", request.snapshot_id()},
-          {"heuristic", request.heuristic()},
-          {"pool_rows", response.pool_rows()},
-          {"seed", response.seed()},
-          {"acquired", std::move(acquired)}};
+  Json out = {{"snapshot_id", response.snapshot_id().empty()
+                                  ? request.snapshot_id()
+                                  : response.snapshot_id()}};
+  if (!response.model_name().empty()) {
+    out["model_name"] = response.model_name();
+    out["model_version"] = response.model_version();
+  }
+  out["heuristic"] = request.heuristic();
+  out["pool_rows"] = response.pool_rows();
+  out["seed"] = response.seed();
+  out["acquired"] = std::move(acquired);
+  return out;
+}
+
+Json ModelVersionJson(const v1::ModelVersion& version) {
+  return {{"model_name", version.model_name()},
+          {"version", version.version()},
+          {"snapshot_id", version.snapshot_id()},
+          {"created_unix_ms", version.created_unix_ms()},
+          {"aliases", Array(version.aliases())}};
+}
+
+Json ModelJson(const v1::ModelInfo& model) {
+  // Sorted by alias, whatever the map's order.
+  const std::map<std::string, int64_t> sorted(model.aliases().begin(),
+                                              model.aliases().end());
+  Json aliases = Json::object();
+  for (const auto& [alias, version] : sorted) aliases[alias] = version;
+  Json versions = Json::array();
+  for (const v1::ModelVersion& version : model.versions()) {
+    versions.push_back(ModelVersionJson(version));
+  }
+  return {{"name", model.name()},
+          {"num_versions", model.num_versions()},
+          {"latest_version", model.latest_version()},
+          {"aliases", std::move(aliases)},
+          {"created_unix_ms", model.created_unix_ms()},
+          {"updated_unix_ms", model.updated_unix_ms()},
+          {"versions", std::move(versions)}};
 }
 
 std::string FormatDataset(const v1::DatasetInfo& dataset) {
@@ -528,12 +569,71 @@ std::string FormatPredictions(const FeatureTable& inputs,
     rows.push_back(std::move(row));
   }
   std::string out = Table(header, rows, /*right_aligned_from=*/0);
+  if (!response.model_name().empty()) {
+    absl::StrAppend(&out, "answered by snapshot ", response.snapshot_id(),
+                    " (model ", response.model_name(), " version ",
+                    response.model_version(), ")\n");
+  }
   if (request.per_sample()) {
     absl::StrAppend(&out, "\nper-sample outputs (", response.num_samples(),
                     " samples per row):\n",
                     FormatSampleOutputs(response, classification));
   }
   return out;
+}
+
+namespace {
+
+// "latest=2, stable=1", sorted by alias; "-" without aliases.
+std::string AliasesText(const v1::ModelInfo& model) {
+  const std::map<std::string, int64_t> sorted(model.aliases().begin(),
+                                              model.aliases().end());
+  std::vector<std::string> parts;
+  for (const auto& [alias, version] : sorted) {
+    parts.push_back(absl::StrCat(alias, "=", version));
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+std::string FormatModel(const v1::ModelInfo& model) {
+  std::string out = KeyValues({
+      {"model", model.name()},
+      {"versions", absl::StrCat(model.num_versions())},
+      {"aliases", AliasesText(model)},
+      {"created", Time(model.created_unix_ms())},
+      {"updated", Time(model.updated_unix_ms())},
+  });
+  if (model.versions().empty()) return out;
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::ModelVersion& v : model.versions()) {
+    rows.push_back({absl::StrCat(v.version()), v.snapshot_id(),
+                    v.aliases().empty() ? "-" : absl::StrJoin(v.aliases(), ","),
+                    Time(v.created_unix_ms())});
+  }
+  absl::StrAppend(&out, "\n",
+                  Table({"VERSION", "SNAPSHOT", "ALIASES", "CREATED"}, rows,
+                        /*right_aligned_from=*/4));
+  return out;
+}
+
+std::string FormatModelList(const std::vector<v1::ModelInfo>& models) {
+  if (models.empty()) return "no models\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::ModelInfo& m : models) {
+    rows.push_back({m.name(), absl::StrCat(m.num_versions()), AliasesText(m),
+                    Time(m.updated_unix_ms())});
+  }
+  return Table({"NAME", "VERSIONS", "ALIASES", "UPDATED"}, rows,
+               /*right_aligned_from=*/4);
+}
+
+std::string FormatModelVersion(const v1::ModelVersion& version) {
+  return absl::StrCat("published snapshot ", version.snapshot_id(),
+                      " as model ", version.model_name(), " version ",
+                      version.version(), " (aliases ",
+                      absl::StrJoin(version.aliases(), ", "), ")\n");
 }
 
 std::string FormatAcquisition(const v1::AcquireResponse& response,
@@ -556,9 +656,15 @@ std::string FormatAcquisition(const v1::AcquireResponse& response,
     }
     rows.push_back(std::move(row));
   }
-  return absl::StrCat(Table(header, rows, /*right_aligned_from=*/0),
-                      "pool rows ", response.pool_rows(), ", seed ",
-                      response.seed(), "\n");
+  std::string out =
+      absl::StrCat(Table(header, rows, /*right_aligned_from=*/0), "pool rows ",
+                   response.pool_rows(), ", seed ", response.seed(), "\n");
+  if (!response.model_name().empty()) {
+    absl::StrAppend(&out, "scored by snapshot ", response.snapshot_id(),
+                    " (model ", response.model_name(), " version ",
+                    response.model_version(), ")\n");
+  }
+  return out;
 }
 
 }  // namespace bnn::client

@@ -51,6 +51,14 @@ Json PredictionsJson(const FeatureTable& inputs,
 Json AcquisitionJson(const v1::AcquireRequest& request,
                      const v1::AcquireResponse& response,
                      const FeatureTable* pool);
+// PredictionsJson and AcquisitionJson add "model_name" and "model_version"
+// after "snapshot_id" when the request named a model reference.
+// {"model_name", "version", "snapshot_id", "created_unix_ms", "aliases": []}.
+Json ModelVersionJson(const v1::ModelVersion& version);
+// {"name", "num_versions", "latest_version", "aliases": {alias: version},
+// "created_unix_ms", "updated_unix_ms", "versions": [version, ...]}
+// ("versions" empty in lists).
+Json ModelJson(const v1::ModelInfo& model);
 
 std::string FormatDataset(const v1::DatasetInfo& dataset);
 std::string FormatDatasetList(const std::vector<v1::DatasetInfo>& datasets);
@@ -66,6 +74,9 @@ std::string FormatSnapshotList(const std::vector<v1::SnapshotInfo>& snapshots);
 std::string FormatPredictions(const FeatureTable& inputs,
                               const v1::PredictRequest& request,
                               const v1::PredictResponse& response);
+std::string FormatModel(const v1::ModelInfo& model);
+std::string FormatModelList(const std::vector<v1::ModelInfo>& models);
+std::string FormatModelVersion(const v1::ModelVersion& version);
 // `rank index score` (and the features of a CSV pool), then the pool size
 // and seed.
 std::string FormatAcquisition(const v1::AcquireResponse& response,

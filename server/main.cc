@@ -53,6 +53,13 @@ ABSL_FLAG(int64_t, max_upload_rows, kDefaults.limits.max_upload_rows,
 ABSL_FLAG(int64_t, max_upload_bytes, kDefaults.limits.max_upload_bytes,
           "Most message bytes one UploadDataset or AppendRows stream may "
           "carry (at most 2 GiB - 1 MiB).");
+ABSL_FLAG(int, max_models, kDefaults.max_models,
+          "Named models the server holds; publishing a new name beyond it is "
+          "refused.");
+ABSL_FLAG(int, max_model_versions, kDefaults.max_model_versions,
+          "Versions one model holds; a publish beyond it is refused.");
+ABSL_FLAG(int, max_model_aliases, kDefaults.max_model_aliases,
+          "Aliases of one model besides latest; more are refused.");
 ABSL_FLAG(int, max_client_streams, kDefaults.max_client_streams,
           "UploadDataset, AppendRows and ImportSnapshot streams open at once; "
           "further ones are refused.");
@@ -144,6 +151,9 @@ Server::Options OptionsFromFlags() {
   options.limits.max_upload_rows = absl::GetFlag(FLAGS_max_upload_rows);
   options.limits.max_upload_bytes = absl::GetFlag(FLAGS_max_upload_bytes);
   options.max_client_streams = absl::GetFlag(FLAGS_max_client_streams);
+  options.max_models = absl::GetFlag(FLAGS_max_models);
+  options.max_model_versions = absl::GetFlag(FLAGS_max_model_versions);
+  options.max_model_aliases = absl::GetFlag(FLAGS_max_model_aliases);
   options.stream_idle_seconds = absl::GetFlag(FLAGS_stream_idle_seconds);
   options.limits.max_predict_rows = absl::GetFlag(FLAGS_max_predict_rows);
   options.limits.max_predict_samples = absl::GetFlag(FLAGS_max_predict_samples);

@@ -112,6 +112,7 @@ absl::Status Server::Options::Validate() const {
                                    1, (int64_t{2} << 30) - (int64_t{1} << 20)));
   BNN_RETURN_IF_ERROR(
       CheckAtLeast("max-client-streams", max_client_streams, 1));
+  BNN_RETURN_IF_ERROR(ModelStoreOptions().Validate());
   if (!(stream_idle_seconds > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--stream-idle-seconds = ", stream_idle_seconds, " must be > 0"));
@@ -170,6 +171,14 @@ absl::Status Server::Options::Validate() const {
   return absl::OkStatus();
 }
 
+ModelStore::Options Server::Options::ModelStoreOptions() const {
+  ModelStore::Options models;
+  models.max_models = max_models;
+  models.max_versions = max_model_versions;
+  models.max_aliases = max_model_aliases;
+  return models;
+}
+
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   BNN_RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<Server> server(new Server(std::move(options)));
@@ -211,6 +220,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
                        DatasetStore::Open(o.data_dir + "/datasets"));
   BNN_ASSIGN_OR_RETURN(server->snapshots_,
                        SnapshotStore::Open(o.data_dir + "/snapshots"));
+  BNN_ASSIGN_OR_RETURN(
+      server->models_,
+      ModelStore::Open(o.data_dir + "/models", o.ModelStoreOptions(),
+                       server->snapshots_.get()));
   PredictorCache::Options cache_options;
   cache_options.capacity = kPredictorCacheCapacity;
   cache_options.predictor.max_samples = o.limits.max_predict_samples;
@@ -248,7 +261,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   server->service_ = std::make_unique<BnnServiceImpl>(
       service_options, server->datasets_.get(), server->snapshots_.get(),
       server->predictors_.get(), server->runner_.get(), registry,
-      &server->metrics_, server->memory_budget_.get(), server->auth_.get());
+      &server->metrics_, server->memory_budget_.get(), server->auth_.get(),
+      server->models_.get(), server->jobs_.get());
 
   // Read at each scrape; cleared by the destructor before the parts go.
   BnnServiceImpl* service = server->service_.get();
@@ -295,7 +309,7 @@ void Server::SetServing(bool serving, std::string reason) {
 }
 
 void Server::RefreshStoreBytes() {
-  for (const char* store : {"datasets", "snapshots", "jobs"}) {
+  for (const char* store : {"datasets", "snapshots", "jobs", "models"}) {
     metrics_.store_bytes(store).Set(static_cast<double>(
         DirectoryBytes(absl::StrCat(options_.data_dir, "/", store))));
   }

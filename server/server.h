@@ -29,6 +29,7 @@
 #include "server/store/data_dir_lock.h"
 #include "server/store/dataset_store.h"
 #include "server/store/job_store.h"
+#include "server/store/model_store.h"
 #include "server/store/predictor_cache.h"
 #include "server/store/snapshot_store.h"
 
@@ -43,7 +44,7 @@ class Server {
     // a free port (see port()).
     std::string listen = "127.0.0.1:50051";
     // --data-dir: directory of the embedded store (datasets/, jobs/,
-    // snapshots/), created if missing. Required.
+    // models/, snapshots/), created if missing. Required.
     std::string data_dir;
     // --metrics-listen: address of the HTTP endpoint serving /metrics
     // (Prometheus), /healthz and /readyz: an IPv4 address or host name and
@@ -96,6 +97,14 @@ class Server {
     // because gRPC and protobuf sizes are ints and a dataset version is one
     // protobuf record).
     ServerLimits limits;
+    // --max-models, --max-model-versions, --max-model-aliases: the named
+    // models the store holds, the versions of one model and the user
+    // aliases of one model (`latest` not counted); a publish or alias
+    // beyond them is refused with RESOURCE_EXHAUSTED (ModelStore::Options).
+    // Each >= 1.
+    int max_models = 1000;
+    int max_model_versions = 1000;
+    int max_model_aliases = 32;
     // --max-client-streams: UploadDataset, AppendRows and ImportSnapshot
     // streams open at once; further ones are refused with
     // RESOURCE_EXHAUSTED. >= 1.
@@ -125,6 +134,8 @@ class Server {
 
     // InvalidArgument naming the flag, its value and the violated bound.
     absl::Status Validate() const;
+    // The model store's part of the options.
+    ModelStore::Options ModelStoreOptions() const;
   };
 
   // Predictors (decoded snapshots with their sample caches) kept in memory.
@@ -209,6 +220,7 @@ class Server {
   DatasetStore& datasets() { return *datasets_; }
   JobStore& jobs() { return *jobs_; }
   SnapshotStore& snapshots() { return *snapshots_; }
+  ModelStore& models() { return *models_; }
   PredictorCache& predictors() { return *predictors_; }
   MemoryBudget& memory_budget() { return *memory_budget_; }
   JobRunner& runner() { return *runner_; }
@@ -239,6 +251,7 @@ class Server {
   std::shared_ptr<grpc::ServerCredentials> credentials_;
   std::unique_ptr<DatasetStore> datasets_;
   std::unique_ptr<SnapshotStore> snapshots_;
+  std::unique_ptr<ModelStore> models_;
   std::unique_ptr<PredictorCache> predictors_;
   std::unique_ptr<JobStore> jobs_;
   std::unique_ptr<JobRunner> runner_;

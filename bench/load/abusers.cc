@@ -1,6 +1,7 @@
 #include "bench/load/abusers.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <random>
 #include <utility>
@@ -79,7 +80,10 @@ absl::Status RawPredict(grpc::GenericStub* stub, grpc::ClientContext* context,
 v1::UploadDatasetRequest UploadHeader(int num_features) {
   v1::UploadDatasetRequest message;
   v1::DatasetHeader* header = message.mutable_header();
-  header->set_name("load-test-abuser");
+  // Dataset names are unique on a server.
+  static std::atomic<int64_t> uploads{0};
+  header->set_name(absl::StrCat(
+      "load-test-abuser-", absl::ToUnixNanos(absl::Now()), "-", ++uploads));
   header->set_task(v1::TASK_REGRESSION);
   header->set_num_features(num_features);
   return message;

@@ -576,7 +576,8 @@ int Run(int argc, char** argv) {
   std::vector<double> x, y;
   MakeTrainingData(&x, &y);
   v1::DatasetHeader header;
-  header.set_name("load-test");
+  // Dataset names are unique on a server: one per run.
+  header.set_name(absl::StrCat("load-test-", absl::ToUnixNanos(absl::Now())));
   header.set_task(v1::TASK_REGRESSION);
   header.set_num_features(kFeatures);
   const absl::StatusOr<v1::DatasetInfo> dataset =

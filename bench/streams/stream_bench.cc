@@ -17,6 +17,7 @@
 
 #include <absl/flags/flag.h>
 #include <absl/flags/parse.h>
+#include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
 #include <absl/time/time.h>
 
@@ -56,7 +57,8 @@ int Run() {
   }
   const int features = absl::GetFlag(FLAGS_features);
   bnn::v1::DatasetHeader header;
-  header.set_name("bench");
+  // Dataset names are unique on a server: one per run.
+  header.set_name(absl::StrCat("bench-", absl::ToUnixNanos(absl::Now())));
   header.set_task(bnn::v1::TASK_REGRESSION);
   header.set_num_features(features);
   std::vector<double> x, y;

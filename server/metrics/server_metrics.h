@@ -50,8 +50,8 @@ class ServerMetrics {
   // --- Predict and Acquire ------------------------------------------------
   // The `model` label for a model name: the name, kUnnamedModel for "", and
   // kOtherModel for names beyond the first kMaxModelLabels seen (so a
-  // client cannot grow the label set without bound). The named-models work
-  // passes the name it resolved a request to; until then callers pass "".
+  // client cannot grow the label set without bound). Predict and Acquire
+  // pass the name their model reference resolved to, "" for a snapshot id.
   std::string ModelLabel(absl::string_view model_name);
   // One successful Predict or Acquire (`rpc`) on a snapshot of `method`:
   // bnn_inference_seconds{rpc,method,model} observes `compute` (from its
@@ -100,7 +100,7 @@ class ServerMetrics {
   Gauge& datasets() { return datasets_; }
   Gauge& snapshots() { return snapshots_; }
   // bnn_store_bytes{store}: bytes of files under the data directory's
-  // `store` folder ("datasets", "snapshots", "jobs").
+  // `store` folder ("datasets", "snapshots", "jobs", "models").
   Gauge& store_bytes(absl::string_view store);
 
   // --- Read when scraped --------------------------------------------------

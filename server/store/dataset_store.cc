@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <utility>
 
+#include <absl/cleanup/cleanup.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
 #include <absl/time/clock.h>
 #include <absl/time/time.h>
 #include <spdlog/spdlog.h>
@@ -15,7 +17,9 @@
 
 #include "server/store/dataset_file.h"
 #include "server/store/ids.h"
+#include "server/store/job_store.h"
 #include "server/store/record_dir.h"
+#include "server/store/snapshot_store.h"
 
 namespace bnn::server {
 namespace {
@@ -47,6 +51,9 @@ bool ParseStem(absl::string_view stem, std::string* id, int64_t* version) {
   return true;
 }
 
+// Ids of each kind that CheckDatasetUnused names at most.
+constexpr size_t kMaxNamed = 10;
+
 // Ids of the temporary files of versions being received.
 constexpr absl::string_view kIncomingPrefix = "incoming";
 
@@ -72,6 +79,45 @@ absl::Status CheckExpectedVersion(const store::DatasetMeta& latest,
         latest.version(), "; the append expected version ", *expected_version));
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckDatasetUnused(absl::string_view dataset_id,
+                                const SnapshotStore& snapshots,
+                                const JobStore& jobs) {
+  const auto named = [](const std::vector<std::string>& ids) {
+    std::string out = absl::StrJoin(
+        ids.begin(), ids.begin() + std::min(ids.size(), kMaxNamed), ", ");
+    if (ids.size() > kMaxNamed) {
+      absl::StrAppend(&out, " and ", ids.size() - kMaxNamed, " more");
+    }
+    return out;
+  };
+  std::vector<std::string> snapshot_ids;
+  for (const store::SnapshotMeta& meta : snapshots.List()) {
+    if (meta.dataset_id() == dataset_id) {
+      snapshot_ids.push_back(meta.snapshot_id());
+    }
+  }
+  std::vector<std::string> job_ids;
+  for (const store::JobRecord& job : jobs.List()) {
+    if (job.dataset_id() == dataset_id &&
+        (job.state() == store::JobRecord::QUEUED ||
+         job.state() == store::JobRecord::RUNNING)) {
+      job_ids.push_back(job.job_id());
+    }
+  }
+  if (snapshot_ids.empty() && job_ids.empty()) return absl::OkStatus();
+  std::vector<std::string> uses;
+  if (!snapshot_ids.empty()) {
+    uses.push_back(absl::StrCat("snapshots ", named(snapshot_ids)));
+  }
+  if (!job_ids.empty()) {
+    uses.push_back(absl::StrCat("queued or running jobs ", named(job_ids)));
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "dataset_id '", dataset_id, "' is used by ", absl::StrJoin(uses, " and "),
+      "; delete or cancel them first, or set force (snapshots stay usable; "
+      "queued jobs fail)"));
 }
 
 absl::StatusOr<std::unique_ptr<DatasetStore>> DatasetStore::Open(
@@ -174,12 +220,72 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Create(
                 /*encode_labels=*/IsClassification(schema.task));
 }
 
+const std::string& DatasetStore::NameOf(const Versions& versions) {
+  static const std::string* const kUnreadable = new std::string();
+  for (const auto& [version, entry] : versions) {
+    if (entry.status.ok()) return entry.meta.name();
+  }
+  return *kUnreadable;
+}
+
+absl::StatusOr<std::string> DatasetStore::ResolveLocked(
+    absl::string_view dataset_id) const {
+  if (datasets_.count(dataset_id) > 0) return std::string(dataset_id);
+  // Unreadable datasets have no name.
+  if (dataset_id.empty()) return UnknownDataset(dataset_id);
+  std::vector<std::string> named;
+  for (const auto& [id, versions] : datasets_) {
+    if (NameOf(versions) == dataset_id) named.push_back(id);
+  }
+  if (named.empty()) return UnknownDataset(dataset_id);
+  if (named.size() > 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dataset name '", dataset_id, "' is ambiguous: datasets ",
+        absl::StrJoin(named, ", "),
+        " have it (stored by an older server, before names were unique); "
+        "name one by its id"));
+  }
+  return named.front();
+}
+
+absl::StatusOr<std::string> DatasetStore::ResolveId(
+    absl::string_view dataset_id) const {
+  absl::MutexLock lock(&mu_);
+  return ResolveLocked(dataset_id);
+}
+
+absl::Status DatasetStore::CheckNameFree(absl::string_view name) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, versions] : datasets_) {
+    if (NameOf(versions) == name) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "a dataset named '", name, "' exists: ", id,
+          "; dataset names are unique (append to it, or delete it first)"));
+    }
+  }
+  if (reserved_names_.count(name) > 0) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "a dataset named '", name, "' is being stored by another upload"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<store::DatasetMeta> DatasetStore::Commit(
     std::unique_ptr<DatasetFileWriter> rows, const Dataset& schema,
     absl::string_view name, bool encode_labels) {
   if (rows->num_rows() == 0) {
     return absl::InvalidArgumentError("a dataset needs at least one row");
   }
+  // The name is held from the check until the dataset is indexed.
+  BNN_RETURN_IF_ERROR(CheckNameFree(name));
+  {
+    absl::MutexLock lock(&mu_);
+    if (!reserved_names_.emplace(name).second) return CheckNameFree(name);
+  }
+  absl::Cleanup release = [this, name] {
+    absl::MutexLock lock(&mu_);
+    reserved_names_.erase(reserved_names_.find(name));
+  };
   // One pass over the rows as written: class labels become class indices,
   // and the hash takes in the rows.
   DatasetHasher hasher(schema.task, schema.num_features);
@@ -247,7 +353,7 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Append(
   BNN_ASSIGN_OR_RETURN(std::unique_ptr<DatasetFileWriter> writer,
                        NewVersionWriter(rows.num_features));
   BNN_RETURN_IF_ERROR(writer->AddRows(rows.features, rows.targets));
-  return Append(dataset_id, std::move(writer), expected_version);
+  return Append(latest.dataset_id(), std::move(writer), expected_version);
 }
 
 absl::StatusOr<store::DatasetMeta> DatasetStore::Append(
@@ -255,6 +361,7 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Append(
     std::optional<int64_t> expected_version) {
   absl::MutexLock append_lock(&append_mu_);
   BNN_ASSIGN_OR_RETURN(const store::DatasetMeta latest, Get(dataset_id));
+  const std::string& id = latest.dataset_id();  // dataset_id may be a name
   BNN_RETURN_IF_ERROR(CheckExpectedVersion(latest, expected_version));
   if (rows->num_rows() == 0) {
     return absl::InvalidArgumentError("an append needs at least one row");
@@ -288,10 +395,9 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Append(
   meta.set_hash_state(hasher.State());
   SetRanges(state.ranges, &meta);
   meta.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
-  BNN_RETURN_IF_ERROR(rows->Commit(meta, PathOf(dataset_id, meta.version())));
+  BNN_RETURN_IF_ERROR(rows->Commit(meta, PathOf(id, meta.version())));
   absl::MutexLock lock(&mu_);
-  datasets_.find(dataset_id)->second[meta.version()] =
-      Entry{absl::OkStatus(), meta};
+  datasets_.find(id)->second[meta.version()] = Entry{absl::OkStatus(), meta};
   return meta;
 }
 
@@ -326,9 +432,8 @@ absl::StatusOr<DatasetStore::RowsState> DatasetStore::StateAfter(
 absl::StatusOr<store::DatasetMeta> DatasetStore::Get(
     absl::string_view dataset_id, std::optional<int64_t> version) const {
   absl::MutexLock lock(&mu_);
-  const auto dataset = datasets_.find(dataset_id);
-  if (dataset == datasets_.end()) return UnknownDataset(dataset_id);
-  const Versions& versions = dataset->second;
+  BNN_ASSIGN_OR_RETURN(const std::string id, ResolveLocked(dataset_id));
+  const Versions& versions = datasets_.find(id)->second;
   const auto entry =
       version.has_value() ? versions.find(*version) : std::prev(versions.end());
   if (entry == versions.end()) {
@@ -345,7 +450,7 @@ absl::StatusOr<Dataset> DatasetStore::Load(
   BNN_ASSIGN_OR_RETURN(const store::DatasetMeta meta, Get(dataset_id, version));
   Dataset data;
   for (int64_t v = 1; v <= meta.version(); ++v) {
-    const std::string path = PathOf(dataset_id, v);
+    const std::string path = PathOf(meta.dataset_id(), v);
     BNN_ASSIGN_OR_RETURN(DatasetFileContents file, ReadDatasetFile(path));
     if (file.meta.version() != v || file.meta.first_row() != data.num_rows()) {
       return absl::DataLossError(absl::StrCat(
@@ -373,7 +478,7 @@ absl::StatusOr<std::unique_ptr<PoolSource>> DatasetStore::OpenRows(
   BNN_ASSIGN_OR_RETURN(const store::DatasetMeta meta, Get(dataset_id, version));
   std::vector<std::string> paths;
   for (int64_t v = 1; v <= meta.version(); ++v) {
-    paths.push_back(PathOf(dataset_id, v));
+    paths.push_back(PathOf(meta.dataset_id(), v));
   }
   return OpenDatasetRows(paths, meta.num_features(), meta.num_rows());
 }
@@ -404,6 +509,30 @@ int64_t DatasetStore::size() const {
   return std::count_if(datasets_.begin(), datasets_.end(), [](const auto& kv) {
     return kv.second.rbegin()->second.status.ok();
   });
+}
+
+absl::StatusOr<std::string> DatasetStore::Delete(absl::string_view dataset_id) {
+  absl::MutexLock append_lock(&append_mu_);
+  std::string id;
+  std::vector<int64_t> versions;
+  {
+    // Forgotten first: later lookups are NotFound, not a half-deleted
+    // dataset.
+    absl::MutexLock lock(&mu_);
+    BNN_ASSIGN_OR_RETURN(id, ResolveLocked(dataset_id));
+    const auto it = datasets_.find(id);
+    for (const auto& [version, entry] : it->second) versions.push_back(version);
+    datasets_.erase(it);
+  }
+  // Version 1 first: a crash part-way leaves later versions without their
+  // base, which the next Open() reports as unreadable (and deletable), never
+  // a readable dataset with fewer versions.
+  for (const int64_t version : versions) {
+    BNN_RETURN_IF_ERROR(RemoveFile(PathOf(id, version)));
+  }
+  BNN_RETURN_IF_ERROR(SyncDirectory(dir_));
+  spdlog::info("dataset {} deleted ({} versions)", id, versions.size());
+  return id;
 }
 
 }  // namespace bnn::server

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,17 @@ namespace bnn::server {
 absl::Status CheckExpectedVersion(const store::DatasetMeta& latest,
                                   std::optional<int64_t> expected_version);
 
+class JobStore;
+class SnapshotStore;
+
+// FailedPrecondition naming what still depends on the dataset `dataset_id`
+// (an id): the snapshots trained on it, and its QUEUED or RUNNING jobs;
+// OK if nothing does. DeleteDataset checks it unless forced. Not atomic with
+// a deletion: a job submitted in between fails when it starts (NotFound).
+absl::Status CheckDatasetUnused(absl::string_view dataset_id,
+                                const SnapshotStore& snapshots,
+                                const JobStore& jobs);
+
 // Thread-safe.
 class DatasetStore {
  public:
@@ -55,11 +67,12 @@ class DatasetStore {
       int64_t num_features) const;
 
   // Stores the rows of `rows` as version 1 of a new dataset named `name`
-  // with the schema of `schema` (task, feature count and names, target name,
-  // classes; its rows are ignored) and returns its metadata. For
-  // classification, the targets written are raw labels, each one of
-  // schema.class_values; they are encoded as class indices here. Costs one
-  // read of the rows (label encoding, hash) besides the write.
+  // (AlreadyExists if another dataset has that name) with the schema of
+  // `schema` (task, feature count and names, target name, classes; its rows are
+  // ignored) and returns its metadata. For classification, the targets written
+  // are raw labels, each one of schema.class_values; they are encoded as class
+  // indices here. Costs one read of the rows (label encoding, hash) besides the
+  // write.
   absl::StatusOr<store::DatasetMeta> Create(
       std::unique_ptr<DatasetFileWriter> rows, const Dataset& schema,
       absl::string_view name);
@@ -83,6 +96,21 @@ class DatasetStore {
   absl::StatusOr<store::DatasetMeta> Append(
       absl::string_view dataset_id, const Dataset& rows,
       std::optional<int64_t> expected_version);
+
+  // AlreadyExists naming the dataset if a dataset (or an upload being
+  // stored) has the name `name`.
+  absl::Status CheckNameFree(absl::string_view name) const;
+
+  // Every method that takes a `dataset_id` also takes a dataset's name: an
+  // existing id is that dataset, anything else is looked up by name.
+  // Names are unique for datasets created by this store; a data directory
+  // of an older server may hold several datasets of one name, each still
+  // readable by id, whose name is then refused (FailedPrecondition naming
+  // the ids) as ambiguous.
+
+  // The id `dataset_id` (an id or a name) names, also for an unreadable
+  // dataset.
+  absl::StatusOr<std::string> ResolveId(absl::string_view dataset_id) const;
 
   // The metadata of `version`, or of the latest version. NotFound for an
   // unknown id or version, DataLoss for an unreadable version.
@@ -109,6 +137,12 @@ class DatasetStore {
   // Number of datasets whose latest version is readable.
   int64_t size() const;
 
+  // Deletes every version of the dataset (also unreadable ones) and
+  // returns its id; later lookups are NotFound. Readers that opened its
+  // files (an acquisition pool, a job loading its rows) finish normally.
+  // Serialised with appends.
+  absl::StatusOr<std::string> Delete(absl::string_view dataset_id);
+
  private:
   struct Entry {
     absl::Status status;  // why the version is unreadable, or OK
@@ -131,6 +165,12 @@ class DatasetStore {
   };
   absl::StatusOr<RowsState> StateAfter(const store::DatasetMeta& meta) const;
   std::string PathOf(absl::string_view dataset_id, int64_t version) const;
+  // The id `dataset_id` (an id or a name) names: NotFound, or
+  // FailedPrecondition for a name several datasets share.
+  absl::StatusOr<std::string> ResolveLocked(absl::string_view dataset_id) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The name of a dataset (of version 1), "" if unreadable.
+  static const std::string& NameOf(const Versions& versions);
   // Marks every version after an unreadable or missing one unreadable too.
   void CheckVersionChain(absl::string_view dataset_id,
                          Versions* versions) const;
@@ -142,6 +182,9 @@ class DatasetStore {
   absl::Mutex append_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   std::map<std::string, Versions, std::less<>> datasets_ ABSL_GUARDED_BY(mu_);
+  // Names of uploads being committed (Create), reserved so that two
+  // concurrent uploads cannot both take a name.
+  std::set<std::string, std::less<>> reserved_names_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace bnn::server

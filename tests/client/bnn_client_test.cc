@@ -45,11 +45,22 @@ class FakeService final : public v1::BnnService::Service {
   grpc::Status ExportSnapshot(
       grpc::ServerContext* context, const v1::ExportSnapshotRequest* request,
       grpc::ServerWriter<v1::SnapshotChunk>* writer) override {
-    if (request->snapshot_id() != "snap") return NotFound(*request);
+    // The model reference "m@stable" names "snap", version 3 of "m".
+    const bool by_model = request->model() == "m@stable";
+    if (request->snapshot_id() != "snap" && !by_model) {
+      return NotFound(*request);
+    }
     for (size_t at = 0; at < bytes.size(); at += chunk_size) {
       absl::SleepFor(chunk_delay);
       if (context->IsCancelled()) return grpc::Status::CANCELLED;
       v1::SnapshotChunk chunk;
+      if (at == 0) {
+        chunk.set_snapshot_id("snap");
+        if (by_model) {
+          chunk.set_model_name("m");
+          chunk.set_model_version(3);
+        }
+      }
       chunk.set_data(bytes.substr(at, chunk_size));
       if (!writer->Write(chunk)) break;
     }
@@ -120,7 +131,40 @@ class FakeService final : public v1::BnnService::Service {
   grpc::Status DeleteSnapshot(grpc::ServerContext*,
                               const v1::DeleteSnapshotRequest* request,
                               v1::DeleteSnapshotResponse*) override {
-    if (request->snapshot_id() != "snap") return NotFound(*request);
+    // "published" needs force, as a snapshot a model version points at.
+    if (request->snapshot_id() == "published" && !request->force()) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "published as model m version 1");
+    }
+    if (request->snapshot_id() != "snap" &&
+        request->snapshot_id() != "published") {
+      return NotFound(*request);
+    }
+    return grpc::Status::OK;
+  }
+
+  // Five models, "m0".."m4", two per page.
+  grpc::Status ListModels(grpc::ServerContext*,
+                          const v1::ListModelsRequest* request,
+                          v1::ListModelsResponse* response) override {
+    int next = 0;
+    if (!request->page_token().empty())
+      next = request->page_token()[1] - '0' + 1;
+    for (int i = next; i < 5 && i < next + 2; ++i) {
+      response->add_models()->set_name("m" + std::to_string(i));
+    }
+    if (next + 2 < 5)
+      response->set_next_page_token("m" + std::to_string(next + 1));
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DeleteDataset(grpc::ServerContext*,
+                             const v1::DeleteDatasetRequest* request,
+                             v1::DeleteDatasetResponse* response) override {
+    // Names resolve to ids.
+    response->set_dataset_id(request->dataset_id() == "cubic"
+                                 ? "ds-0000000000000001"
+                                 : request->dataset_id());
     return grpc::Status::OK;
   }
 
@@ -236,6 +280,41 @@ TEST_F(BnnClientTest, ImportSendsTheFileInChunksOfChunkBytes) {
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(service_.imported(), SnapshotBytes().substr(0, 2000));
   EXPECT_THAT(service_.import_chunk_sizes(), ElementsAre(1000, 1000));
+}
+
+TEST_F(BnnClientTest, ListModelsFollowsEveryPage) {
+  absl::StatusOr<std::vector<v1::ModelInfo>> models = Client()->ListModels();
+  ASSERT_TRUE(models.ok()) << models.status();
+  std::vector<std::string> names;
+  for (const v1::ModelInfo& model : *models) names.push_back(model.name());
+  EXPECT_THAT(names, ElementsAre("m0", "m1", "m2", "m3", "m4"));
+}
+
+TEST_F(BnnClientTest, ExportByModelReferenceSaysWhatWasSent) {
+  service_.bytes = SnapshotBytes();
+  service_.chunk_size = 1000;
+  const std::string path = dir_ + "/model.bin";
+  v1::ExportSnapshotRequest request;
+  request.set_model("m@stable");
+  v1::SnapshotChunk sent;
+  absl::StatusOr<int64_t> written =
+      Client()->ExportSnapshotToFile(request, path, &sent);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(*written, 2500);
+  EXPECT_EQ(sent.snapshot_id(), "snap");
+  EXPECT_EQ(sent.model_name(), "m");
+  EXPECT_EQ(sent.model_version(), 3);
+  EXPECT_TRUE(sent.data().empty());
+}
+
+TEST_F(BnnClientTest, DeletesSendForce) {
+  std::unique_ptr<BnnClient> client = Client();
+  EXPECT_EQ(client->DeleteSnapshot("published").code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(client->DeleteSnapshot("published", /*force=*/true).ok());
+  absl::StatusOr<std::string> deleted = client->DeleteDataset("cubic", true);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, "ds-0000000000000001");
 }
 
 TEST_F(BnnClientTest, ImportOfAMissingFileFailsLocally) {

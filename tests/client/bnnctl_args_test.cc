@@ -577,3 +577,113 @@ TEST_F(BnnctlArgsTest, HealthTakesNoArguments) {
 
 }  // namespace
 }  // namespace bnn::client
+
+namespace bnn::client {
+namespace {
+
+absl::StatusOr<Invocation> ParseModels(std::vector<std::string> args) {
+  return ParseBnnctlArgs(args);
+}
+
+std::string ModelsUsageError(std::vector<std::string> args) {
+  absl::StatusOr<Invocation> result = ParseBnnctlArgs(args);
+  EXPECT_FALSE(result.ok());
+  return result.ok() ? "" : std::string(result.status().message());
+}
+
+TEST(BnnctlModelArgsTest, ModelsPublishAliasAndDeleteModel) {
+  absl::StatusOr<Invocation> all = ParseModels({"models"});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(std::get<ModelsCommand>(all->command).name, "");
+  absl::StatusOr<Invocation> one = ParseModels({"models", "fraud"});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(std::get<ModelsCommand>(one->command).name, "fraud");
+
+  absl::StatusOr<Invocation> published =
+      ParseModels({"publish", "snap-1", "--model", "fraud", "--alias", "stable",
+                   "--alias=canary"});
+  ASSERT_TRUE(published.ok()) << published.status();
+  const auto& publish = std::get<PublishCommand>(published->command);
+  EXPECT_EQ(publish.snapshot_id, "snap-1");
+  EXPECT_EQ(publish.model, "fraud");
+  EXPECT_THAT(publish.aliases, ::testing::ElementsAre("stable", "canary"));
+  EXPECT_THAT(ModelsUsageError({"publish", "snap-1"}),
+              ::testing::HasSubstr("--model is required"));
+
+  absl::StatusOr<Invocation> set =
+      ParseModels({"alias", "fraud", "stable", "3"});
+  ASSERT_TRUE(set.ok()) << set.status();
+  const auto& alias = std::get<AliasCommand>(set->command);
+  EXPECT_EQ(alias.model, "fraud");
+  EXPECT_EQ(alias.alias, "stable");
+  EXPECT_EQ(alias.version, 3);
+  EXPECT_FALSE(alias.remove);
+  absl::StatusOr<Invocation> removed =
+      ParseModels({"alias", "fraud", "stable", "--delete"});
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_TRUE(std::get<AliasCommand>(removed->command).remove);
+  EXPECT_THAT(ModelsUsageError({"alias", "fraud", "stable"}),
+              ::testing::HasSubstr("needs a VERSION"));
+  EXPECT_THAT(ModelsUsageError({"alias", "fraud", "stable", "2", "--delete"}),
+              ::testing::HasSubstr("not both"));
+  EXPECT_THAT(ModelsUsageError({"alias", "fraud", "stable", "0"}),
+              ::testing::HasSubstr("'0' is not a version"));
+
+  absl::StatusOr<Invocation> deleted = ParseModels({"delete-model", "fraud"});
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(std::get<DeleteModelCommand>(deleted->command).model, "fraud");
+}
+
+TEST(BnnctlModelArgsTest, ModelReferencesWhereSnapshotsGo) {
+  absl::StatusOr<Invocation> predict =
+      ParseModels({"predict", "--model", "fraud@stable", "--csv", "x.csv",
+                   "--samples", "8"});
+  ASSERT_TRUE(predict.ok()) << predict.status();
+  EXPECT_EQ(std::get<PredictCommand>(predict->command).model, "fraud@stable");
+  EXPECT_EQ(std::get<PredictCommand>(predict->command).snapshot_id, "");
+  absl::StatusOr<Invocation> acquire =
+      ParseModels({"acquire", "--model", "fraud:2", "--dataset", "d", "--k",
+                   "1", "--heuristic", "random"});
+  ASSERT_TRUE(acquire.ok()) << acquire.status();
+  EXPECT_EQ(std::get<AcquireCommand>(acquire->command).model, "fraud:2");
+  absl::StatusOr<Invocation> exported =
+      ParseModels({"export", "--model", "fraud", "--out", "f.bin"});
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_EQ(std::get<ExportCommand>(exported->command).model, "fraud");
+
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"predict", "--csv", "x.csv", "--samples", "8"},
+        {"predict", "--snapshot", "s", "--model", "m", "--csv", "x.csv",
+         "--samples", "8"},
+        {"acquire", "--dataset", "d", "--k", "1", "--heuristic", "random"},
+        {"export", "--out", "f.bin"},
+        {"export", "--snapshot", "s", "--model", "m", "--out", "f.bin"}}) {
+    EXPECT_THAT(ModelsUsageError(args),
+                ::testing::HasSubstr(
+                    "needs exactly one of --snapshot ID and --model REF"))
+        << args[0];
+  }
+}
+
+TEST(BnnctlModelArgsTest, DeletesWithForce) {
+  absl::StatusOr<Invocation> snapshot =
+      ParseModels({"delete-snapshot", "snap-1", "--force"});
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_TRUE(std::get<DeleteSnapshotCommand>(snapshot->command).force);
+  absl::StatusOr<Invocation> unforced =
+      ParseModels({"delete-snapshot", "snap-1"});
+  ASSERT_TRUE(unforced.ok()) << unforced.status();
+  EXPECT_FALSE(std::get<DeleteSnapshotCommand>(unforced->command).force);
+
+  absl::StatusOr<Invocation> dataset =
+      ParseModels({"delete-dataset", "cubic", "--force"});
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  EXPECT_EQ(std::get<DeleteDatasetCommand>(dataset->command).dataset_id,
+            "cubic");
+  EXPECT_TRUE(std::get<DeleteDatasetCommand>(dataset->command).force);
+  EXPECT_THAT(ModelsUsageError({"delete-dataset"}),
+              ::testing::HasSubstr("DATASET is required"));
+}
+
+}  // namespace
+}  // namespace bnn::client

@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include <absl/strings/str_cat.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -427,6 +428,65 @@ TEST(BnnctlOutputTest, SnapshotTextAndList) {
   EXPECT_THAT(list, HasSubstr("snap-2  slang   ds-1     2        low_rank  "
                               "snap-1"));
   EXPECT_EQ(FormatSnapshotList({}), "no snapshots\n");
+}
+
+TEST(BnnctlOutputTest, ModelJsonAndText) {
+  v1::ModelInfo model;
+  model.set_name("fraud");
+  model.set_num_versions(2);
+  model.set_latest_version(2);
+  (*model.mutable_aliases())["stable"] = 1;
+  (*model.mutable_aliases())["latest"] = 2;
+  for (int64_t v : {1, 2}) {
+    v1::ModelVersion* version = model.add_versions();
+    version->set_model_name("fraud");
+    version->set_version(v);
+    version->set_snapshot_id(absl::StrCat("snap-", v));
+    version->add_aliases(v == 1 ? "stable" : "latest");
+  }
+  EXPECT_EQ(JsonText(ModelJson(model)),
+            "{\"name\":\"fraud\",\"num_versions\":2,\"latest_version\":2,"
+            "\"aliases\":{\"latest\":2,\"stable\":1},\"created_unix_ms\":0,"
+            "\"updated_unix_ms\":0,\"versions\":[{\"model_name\":\"fraud\","
+            "\"version\":1,\"snapshot_id\":\"snap-1\",\"created_unix_ms\":0,"
+            "\"aliases\":[\"stable\"]},{\"model_name\":\"fraud\",\"version\":2,"
+            "\"snapshot_id\":\"snap-2\",\"created_unix_ms\":0,\"aliases\":["
+            "\"latest\"]}]}");
+  const std::string text = FormatModel(model);
+  EXPECT_THAT(text, HasSubstr("aliases   latest=2, stable=1"));
+  EXPECT_THAT(text, HasSubstr("1        snap-1    stable"));
+  EXPECT_THAT(FormatModelList({model}),
+              HasSubstr("fraud  2         latest=2, stable=1"));
+  EXPECT_EQ(FormatModelList({}), "no models\n");
+  EXPECT_EQ(FormatModelVersion(model.versions(1)),
+            "published snapshot snap-2 as model fraud version 2 (aliases "
+            "latest)\n");
+}
+
+TEST(BnnctlOutputTest, ModelReferenceAnswersNameTheModel) {
+  v1::PredictRequest request;
+  request.set_model("fraud@stable");
+  v1::PredictResponse response;
+  response.set_snapshot_id("snap-1");
+  response.set_model_name("fraud");
+  response.set_model_version(1);
+  response.add_predictions()->set_mean(1.5);
+  FeatureTable inputs;
+  inputs.num_features = 1;
+  inputs.features = {0.5};
+  const nlohmann::json parsed = nlohmann::json::parse(
+      JsonText(PredictionsJson(inputs, request, response)));
+  EXPECT_EQ(parsed["snapshot_id"], "snap-1");
+  EXPECT_EQ(parsed["model_name"], "fraud");
+  EXPECT_EQ(parsed["model_version"], 1);
+  EXPECT_THAT(FormatPredictions(inputs, request, response),
+              HasSubstr("answered by snapshot snap-1 (model fraud version 1)"));
+  // By snapshot id: no model fields at all.
+  response.clear_model_name();
+  response.clear_model_version();
+  EXPECT_FALSE(nlohmann::json::parse(
+                   JsonText(PredictionsJson(inputs, request, response)))
+                   .contains("model_name"));
 }
 
 }  // namespace

@@ -202,6 +202,30 @@ PB
 request export_snapshot <<'PB'
 export_snapshot { snapshot_id: "snap-1" }
 PB
+request predict_model_alias <<'PB'
+predict { model: "fraud.v2@stable" num_samples: 4 seed: 2 rows { x: 0.5 x: 1 } }
+PB
+request acquire_model_version <<'PB'
+acquire { model: "m:3" dataset_id: "ds-1" k: 1 heuristic: "max_variance" num_samples: 4 seed: 1 }
+PB
+request export_model <<'PB'
+export_snapshot { model: "m" }
+PB
+request delete_snapshot_force <<'PB'
+delete_snapshot { snapshot_id: "snap-1" force: true }
+PB
+request publish_model <<'PB'
+publish_model { name: "fraud.v2" snapshot_id: "snap-1" aliases: "stable" aliases: "canary-1" }
+PB
+request set_alias <<'PB'
+set_alias { name: "m" alias: "stable" version: 2 }
+PB
+request list_models <<'PB'
+list_models { page_size: 10 page_token: "m" }
+PB
+request delete_dataset <<'PB'
+delete_dataset { dataset_id: "cubic" force: true }
+PB
 request import_snapshot <<'PB'
 import_snapshot { chunks { data: "BNNSNAP1" } chunks { data: "\001\000\000\000" } }
 PB

@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include <google/protobuf/stubs/logging.h>
 
@@ -50,6 +51,7 @@
 #include "server/api/bnn_v1/training_request.h"
 #include "server/jobs/job_plan.h"
 #include "server/store/dataset_file.h"
+#include "server/store/model_store.h"
 #include "server/store/snapshot_meta.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -348,9 +350,38 @@ void CheckPrediction(const v1::PredictRequest& request,
   BNN_CHECK(bytes <= limits.max_message_bytes);
 }
 
+// What Predict, Acquire and ExportSnapshot answer with, as
+// BnnServiceImpl::ResolveTarget checks it: a snapshot id, or a model
+// reference that parses (the fixture's store then resolves every model to
+// its snapshot). A reference that parses is exactly one of the three forms
+// and spells back to itself.
+template <typename Request>
+absl::Status CheckTarget(const Request& request) {
+  if (request.target_case() != Request::kModel) {
+    return server::RequireId("snapshot_id", request.snapshot_id());
+  }
+  if (request.model().empty()) {
+    return absl::InvalidArgumentError("model is required");
+  }
+  BNN_ASSIGN_OR_RETURN(const server::ModelRef ref,
+                       server::ParseModelRef("model", request.model()));
+  BNN_CHECK_OK(server::ValidateModelName("name", ref.name));
+  BNN_CHECK(ref.alias.empty() != (ref.version == 0));
+  if (ref.version > 0) {
+    BNN_CHECK(request.model() == absl::StrCat(ref.name, ":", ref.version));
+  } else if (ref.alias == server::kLatestAlias && request.model() == ref.name) {
+    // The plain name means NAME@latest.
+  } else {
+    BNN_CHECK(request.model() == absl::StrCat(ref.name, "@", ref.alias));
+    BNN_CHECK(ref.alias == server::kLatestAlias ||
+              server::ValidateUserAlias("alias", ref.alias).ok());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Predict(const v1::PredictRequest& request,
                      const StoreFixture& fixture, const ServerLimits& limits) {
-  BNN_RETURN_IF_ERROR(server::RequireId("snapshot_id", request.snapshot_id()));
+  BNN_RETURN_IF_ERROR(CheckTarget(request));
   BNN_ASSIGN_OR_RETURN(
       const PredictOptions options,
       server::BuildPredictOptions(request, *fixture.snapshot, limits));
@@ -365,7 +396,7 @@ absl::Status Predict(const v1::PredictRequest& request,
 
 absl::Status Acquire(const v1::AcquireRequest& request,
                      const StoreFixture& fixture, const ServerLimits& limits) {
-  BNN_RETURN_IF_ERROR(server::RequireId("snapshot_id", request.snapshot_id()));
+  BNN_RETURN_IF_ERROR(CheckTarget(request));
   const int64_t num_features = fixture.predictor->num_features();
   std::vector<double> request_rows;
   std::unique_ptr<PoolSource> pool;
@@ -431,6 +462,36 @@ absl::Status ImportSnapshot(const ImportStream& stream,
   }
   BNN_CHECK(bytes <= limits.max_snapshot_bytes);
   // The bytes are then the store's to decode: snapshot_fuzz.
+  return absl::OkStatus();
+}
+
+// --- Named models: the checks before the model store's lookups (the store
+// checks names and aliases again; model_store_test covers what follows).
+
+absl::Status PublishModel(const v1::PublishModelRequest& request) {
+  BNN_RETURN_IF_ERROR(server::ValidateModelName("name", request.name()));
+  BNN_RETURN_IF_ERROR(server::RequireId("snapshot_id", request.snapshot_id()));
+  for (int i = 0; i < request.aliases_size(); ++i) {
+    BNN_RETURN_IF_ERROR(server::ValidateUserAlias(
+        absl::StrCat("aliases[", i, "]"), request.aliases(i)));
+  }
+  // What passed is a file-name-safe name and aliases a reference can name.
+  BNN_CHECK(request.name().find('/') == std::string::npos);
+  BNN_CHECK(request.name()[0] != '.');
+  for (const std::string& alias : request.aliases()) {
+    BNN_CHECK_OK(
+        server::ParseModelRef("model", absl::StrCat(request.name(), "@", alias))
+            .status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SetAlias(const v1::SetAliasRequest& request) {
+  BNN_RETURN_IF_ERROR(server::ValidateModelName("name", request.name()));
+  BNN_RETURN_IF_ERROR(server::ValidateUserAlias("alias", request.alias()));
+  if (request.version() < 1) {
+    return absl::InvalidArgumentError("version must be >= 1");
+  }
   return absl::OkStatus();
 }
 
@@ -503,9 +564,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
                   kBadInput, "DeleteSnapshot");
       break;
     case RpcCall::kExportSnapshot:
-      CheckStatus(server::RequireId("snapshot_id",
-                                    call.export_snapshot().snapshot_id()),
-                  kBadInput, "ExportSnapshot");
+      CheckStatus(CheckTarget(call.export_snapshot()), kBadInput,
+                  "ExportSnapshot");
       break;
     case RpcCall::kImportSnapshot:
       CheckStatus(ImportSnapshot(call.import_snapshot(), limits), kBadInput,
@@ -514,6 +574,47 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     case RpcCall::kAppendRows:
       CheckStatus(AppendRows(call.append_rows(), fixture, limits), kBadInput,
                   "AppendRows");
+      break;
+    case RpcCall::kPublishModel:
+      CheckStatus(PublishModel(call.publish_model()), kBadInput,
+                  "PublishModel");
+      break;
+    case RpcCall::kSetAlias:
+      CheckStatus(SetAlias(call.set_alias()), kBadInput, "SetAlias");
+      break;
+    case RpcCall::kDeleteAlias: {
+      absl::Status status =
+          server::ValidateModelName("name", call.delete_alias().name());
+      if (status.ok()) {
+        status =
+            server::ValidateUserAlias("alias", call.delete_alias().alias());
+      }
+      CheckStatus(status, kBadInput, "DeleteAlias");
+      break;
+    }
+    case RpcCall::kGetModel:
+      CheckStatus(server::ValidateModelName("name", call.get_model().name()),
+                  kBadInput, "GetModel");
+      break;
+    case RpcCall::kDeleteModel:
+      CheckStatus(server::ValidateModelName("name", call.delete_model().name()),
+                  kBadInput, "DeleteModel");
+      break;
+    case RpcCall::kListModels: {
+      const v1::ListModelsRequest& list = call.list_models();
+      CheckStatus(
+          list.page_size() < 0 || list.page_size() > server::kMaxModelsPageSize
+              ? absl::InvalidArgumentError("page_size out of range")
+          : list.page_token().empty()
+              ? absl::OkStatus()
+              : server::ValidateModelName("page_token", list.page_token()),
+          kBadInput, "ListModels");
+      break;
+    }
+    case RpcCall::kDeleteDataset:
+      CheckStatus(
+          server::RequireId("dataset_id", call.delete_dataset().dataset_id()),
+          kBadInput, "DeleteDataset");
       break;
     case RpcCall::RPC_NOT_SET:
       break;

@@ -4,6 +4,7 @@
 // stream fails with INVALID_ARGUMENT and stores nothing), streams over the
 // byte limits, more streams than the server takes, idle streams. Every
 // refused stream stores nothing and leaves no temporary file.
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -54,7 +55,9 @@ v1::RowChunk Rows(int first, int count) {
 
 v1::UploadDatasetRequest UploadHeader() {
   v1::UploadDatasetRequest message;
-  message.mutable_header()->set_name("streamed");
+  // Dataset names are unique on a server.
+  static std::atomic<int> uploads{0};
+  message.mutable_header()->set_name(absl::StrCat("streamed-", ++uploads));
   message.mutable_header()->set_task(v1::TASK_REGRESSION);
   message.mutable_header()->set_num_features(1);
   return message;

@@ -1,5 +1,6 @@
 #include "tests/integration/server_fixture.h"
 
+#include <atomic>
 #include <iostream>
 #include <utility>
 
@@ -84,13 +85,16 @@ absl::StatusOr<nlohmann::json> ServerTest::BnnctlJson(
 
 absl::StatusOr<std::string> ServerTest::UploadCubic(int num_points,
                                                     uint64_t seed) {
+  // Dataset names are unique on a server.
+  static std::atomic<int> uploads{0};
+  const int csv_id = ++uploads;
   const std::string csv = Path(absl::StrCat("cubic-", seed, ".csv"));
   if (!WriteCubicCsv(MakeCubicData(num_points, seed), csv)) {
     return absl::InternalError(absl::StrCat("cannot write ", csv));
   }
   absl::StatusOr<nlohmann::json> dataset =
-      BnnctlJson({"upload", "--name", "cubic", "--task", "regression", "--csv",
-                  csv, "--target", "y"});
+      BnnctlJson({"upload", "--name", absl::StrCat("cubic-", seed, "-", csv_id),
+                  "--task", "regression", "--csv", csv, "--target", "y"});
   if (!dataset.ok()) return dataset.status();
   return (*dataset)["dataset_id"].get<std::string>();
 }

@@ -232,5 +232,91 @@ TEST_F(SnapshotTest, LinearizedQuantilesAndPerSampleOutputs) {
   EXPECT_THAT(table->out, HasSubstr("q0.95"));
 }
 
+// Named models through bnnctl: publish, models, alias, model references in
+// predict, acquire and export, and the deletions they guard.
+TEST_F(SnapshotTest, NamedModelsThroughBnnctl) {
+  TrainOne(/*seed=*/31);
+  const std::string first = snapshot_id_;
+  std::vector<std::string> args = QuickSlangArgs();
+  args.insert(args.end(), {"--hidden", "6"});
+  absl::StatusOr<std::string> second = TrainSnapshot(dataset_id_, args);
+  ASSERT_TRUE(second.ok()) << second.status();
+
+  absl::StatusOr<nlohmann::json> published = BnnctlJson(
+      {"publish", first, "--model", "cli-model", "--alias", "stable"});
+  ASSERT_TRUE(published.ok()) << published.status();
+  EXPECT_EQ((*published)["version"], 1);
+  EXPECT_EQ((*published)["aliases"],
+            nlohmann::json::array({"latest", "stable"}));
+  ASSERT_TRUE(BnnctlJson({"publish", *second, "--model", "cli-model"}).ok());
+
+  absl::StatusOr<nlohmann::json> models = BnnctlJson({"models"});
+  ASSERT_TRUE(models.ok()) << models.status();
+  bool listed = false;
+  for (const nlohmann::json& model : (*models)["models"]) {
+    if (model["name"] != "cli-model") continue;
+    listed = true;
+    EXPECT_EQ(model["num_versions"], 2);
+    EXPECT_EQ(model["aliases"]["latest"], 2);
+    EXPECT_EQ(model["aliases"]["stable"], 1);
+  }
+  EXPECT_TRUE(listed);
+  absl::StatusOr<CommandResult> shown = Bnnctl({"models", "cli-model"});
+  ASSERT_TRUE(shown.ok()) << shown.status();
+  EXPECT_EQ(shown->exit_code, 0) << shown->err;
+  EXPECT_THAT(shown->out, HasSubstr("latest=2, stable=1"));
+  EXPECT_THAT(shown->out, HasSubstr(*second));
+
+  // A reference answers exactly as its snapshot does.
+  absl::StatusOr<nlohmann::json> by_ref =
+      BnnctlJson({"predict", "--model", "cli-model@stable", "--csv", GridCsv(),
+                  "--samples", "8", "--seed", "5"});
+  ASSERT_TRUE(by_ref.ok()) << by_ref.status();
+  absl::StatusOr<nlohmann::json> by_id =
+      Predict(first, {"--samples", "8", "--seed", "5"});
+  ASSERT_TRUE(by_id.ok()) << by_id.status();
+  EXPECT_EQ((*by_ref)["snapshot_id"], first);
+  EXPECT_EQ((*by_ref)["model_name"], "cli-model");
+  EXPECT_EQ((*by_ref)["model_version"], 1);
+  EXPECT_EQ((*by_ref)["predictions"], (*by_id)["predictions"]);
+
+  ASSERT_TRUE(BnnctlJson({"alias", "cli-model", "stable", "2"}).ok());
+  absl::StatusOr<nlohmann::json> acquired = BnnctlJson(
+      {"acquire", "--model", "cli-model@stable", "--csv", GridCsv(), "--k", "2",
+       "--heuristic", "max_variance", "--samples", "8", "--seed", "1"});
+  ASSERT_TRUE(acquired.ok()) << acquired.status();
+  EXPECT_EQ((*acquired)["snapshot_id"], *second);
+  EXPECT_EQ((*acquired)["model_version"], 2);
+
+  const std::string file = Path("model.snapshot");
+  absl::StatusOr<nlohmann::json> exported =
+      BnnctlJson({"export", "--model", "cli-model:1", "--out", file});
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_EQ((*exported)["snapshot_id"], first);
+  EXPECT_EQ((*exported)["model_version"], 1);
+
+  // A published snapshot is deleted only with --force; a used dataset too.
+  absl::StatusOr<CommandResult> refused = Bnnctl({"delete-snapshot", first});
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(refused->exit_code, 1);
+  EXPECT_THAT(refused->err, HasSubstr("FAILED_PRECONDITION"));
+  EXPECT_THAT(refused->err, HasSubstr("cli-model version 1"));
+  ASSERT_TRUE(BnnctlJson({"delete-snapshot", first, "--force"}).ok());
+  absl::StatusOr<nlohmann::json> after = BnnctlJson({"models", "cli-model"});
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ((*after)["num_versions"], 1);
+  ASSERT_TRUE(BnnctlJson({"alias", "cli-model", "stable", "--delete"}).ok());
+  ASSERT_TRUE(BnnctlJson({"delete-model", "cli-model"}).ok());
+
+  refused = Bnnctl({"delete-dataset", dataset_id_});
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(refused->exit_code, 1);
+  EXPECT_THAT(refused->err, HasSubstr("is used by snapshots"));
+  absl::StatusOr<nlohmann::json> deleted =
+      BnnctlJson({"delete-dataset", dataset_id_, "--force"});
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ((*deleted)["dataset_id"], dataset_id_);
+}
+
 }  // namespace
 }  // namespace bnn::integration

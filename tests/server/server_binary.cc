@@ -1,5 +1,6 @@
 #include "tests/server/server_binary.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -58,13 +59,16 @@ class AuthorizationInterceptorFactory final
 
 }  // namespace
 
-absl::StatusOr<std::string> UploadCubic(v1::BnnService::Stub& stub, int rows) {
+absl::StatusOr<std::string> UploadCubic(v1::BnnService::Stub& stub, int rows,
+                                        const std::string& name) {
+  static std::atomic<int> uploads{0};
   const Dataset data = CubicDataset(rows);
   grpc::ClientContext context;
   v1::UploadDatasetResponse uploaded;
   auto writer = stub.UploadDataset(&context, &uploaded);
   v1::UploadDatasetRequest header;
-  header.mutable_header()->set_name("cubic");
+  header.mutable_header()->set_name(
+      name.empty() ? absl::StrCat("cubic-", ++uploads) : name);
   header.mutable_header()->set_task(v1::TASK_REGRESSION);
   header.mutable_header()->set_num_features(1);
   v1::UploadDatasetRequest chunk;

@@ -19,9 +19,11 @@
 
 namespace bnn::server::testutil {
 
-// Uploads CubicDataset(rows) as a regression set named "cubic"; returns
-// the dataset id.
-absl::StatusOr<std::string> UploadCubic(v1::BnnService::Stub& stub, int rows);
+// Uploads CubicDataset(rows) as a regression set named `name`, or, if it is
+// empty, "cubic-N" with N new in this process (dataset names are unique);
+// returns the dataset id.
+absl::StatusOr<std::string> UploadCubic(v1::BnnService::Stub& stub, int rows,
+                                        const std::string& name = "");
 // StartTraining; returns the job id.
 absl::StatusOr<std::string> StartTraining(
     v1::BnnService::Stub& stub, const v1::StartTrainingRequest& request);

@@ -1,5 +1,7 @@
 #include "tests/server/service_fixture.h"
 
+#include <atomic>
+
 #include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
 
@@ -31,7 +33,9 @@ std::vector<v1::RowChunk> RowChunks(const Dataset& data, int chunk_rows) {
 v1::UploadDatasetRequest HeaderMessage(v1::Task task, int num_features) {
   v1::UploadDatasetRequest message;
   v1::DatasetHeader* header = message.mutable_header();
-  header->set_name("test data");
+  // Dataset names are unique on a server.
+  static std::atomic<int> uploads{0};
+  header->set_name(absl::StrCat("test data ", ++uploads));
   header->set_task(task);
   header->set_num_features(num_features);
   return message;

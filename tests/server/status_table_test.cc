@@ -112,6 +112,8 @@ constexpr int kMaxUploadRows = 100;
 constexpr int kMaxPredictRows = 2000;
 constexpr int kMaxPredictSamples = 64;
 constexpr int kMaxSnapshotBytes = 100000;
+constexpr int kMaxModelVersions = 2;
+constexpr int kMaxModelAliases = 1;
 
 class StatusTableTest : public ::testing::Test {
  protected:
@@ -135,6 +137,8 @@ class StatusTableTest : public ::testing::Test {
              "--max-predict-rows=" + std::to_string(kMaxPredictRows),
              "--max-predict-samples=" + std::to_string(kMaxPredictSamples),
              "--max-snapshot-bytes=" + std::to_string(kMaxSnapshotBytes),
+             "--max-model-versions=" + std::to_string(kMaxModelVersions),
+             "--max-model-aliases=" + std::to_string(kMaxModelAliases),
              // A Predict of kMaxPredictRows rows x 64 samples through the
              // 200-200 net below takes two chunks of ~2.7e9 multiply-adds each.
              "--max-request-seconds=0.05"});
@@ -457,6 +461,144 @@ class StatusTableTest : public ::testing::Test {
     s["ExportSnapshot/wrong scope"] = [&, this] {
       std::string bytes;
       return Export(snapshot_id_, &bytes, StubWithToken(predict_token_).get());
+    };
+    // Named models and dataset deletion.
+    auto publish = [&](const std::string& name, const std::string& id,
+                       v1::BnnService::Stub* stub = nullptr) {
+      v1::PublishModelRequest request;
+      request.set_name(name);
+      request.set_snapshot_id(id);
+      return Unary<v1::PublishModelRequest, v1::ModelVersion>(
+          &S::PublishModel, request, absl::Seconds(60), stub);
+    };
+    auto set_alias = [&](const std::string& name, const std::string& alias,
+                         int64_t version) {
+      v1::SetAliasRequest request;
+      request.set_name(name);
+      request.set_alias(alias);
+      request.set_version(version);
+      return Unary<v1::SetAliasRequest, v1::ModelInfo>(&S::SetAlias, request);
+    };
+    auto delete_alias = [&](const std::string& name, const std::string& alias) {
+      v1::DeleteAliasRequest request;
+      request.set_name(name);
+      request.set_alias(alias);
+      return Unary<v1::DeleteAliasRequest, v1::ModelInfo>(&S::DeleteAlias,
+                                                          request);
+    };
+    auto get_model = [&](const std::string& name) {
+      v1::GetModelRequest request;
+      request.set_name(name);
+      return Unary<v1::GetModelRequest, v1::ModelInfo>(&S::GetModel, request);
+    };
+    auto delete_model = [&](const std::string& name,
+                            v1::BnnService::Stub* stub = nullptr) {
+      v1::DeleteModelRequest request;
+      request.set_name(name);
+      return Unary<v1::DeleteModelRequest, v1::DeleteModelResponse>(
+          &S::DeleteModel, request, absl::Seconds(60), stub);
+    };
+    auto delete_dataset = [&](const std::string& id) {
+      v1::DeleteDatasetRequest request;
+      request.set_dataset_id(id);
+      return Unary<v1::DeleteDatasetRequest, v1::DeleteDatasetResponse>(
+          &S::DeleteDataset, request);
+    };
+    s["UploadDataset/name taken"] = [&, this] {
+      v1::GetDatasetRequest request;
+      request.set_dataset_id(dataset_id_);
+      v1::DatasetInfo info;
+      grpc::ClientContext context;
+      const grpc::Status got = stub_->GetDataset(&context, request, &info);
+      if (!got.ok()) return got;
+      auto messages = UploadMessages(5);
+      messages[0].mutable_header()->set_name(info.name());
+      return Upload(messages);
+    };
+    s["PublishModel/bad field"] = [=, this] {
+      return publish("not a name!", snapshot_id_);
+    };
+    s["PublishModel/unknown id"] = [=] {
+      return publish("m", kUnknownSnapshot);
+    };
+    s["PublishModel/over a limit"] = [=, this] {
+      for (int i = 0; i < kMaxModelVersions; ++i) {
+        const grpc::Status published = publish("limited", snapshot_id_);
+        if (!published.ok()) return published;
+      }
+      return publish("limited", snapshot_id_);
+    };
+    s["PublishModel/wrong scope"] = [&, this] {
+      return publish("m", snapshot_id_, StubWithToken(predict_token_).get());
+    };
+    s["ListModels/bad field"] = [&] {
+      v1::ListModelsRequest request;
+      request.set_page_size(-1);
+      return Unary<v1::ListModelsRequest, v1::ListModelsResponse>(
+          &S::ListModels, request);
+    };
+    s["GetModel/bad id"] = [=] { return get_model(""); };
+    s["GetModel/unknown id"] = [=] { return get_model("no-such-model"); };
+    s["SetAlias/bad field"] = [=] { return set_alias("limited", "latest", 1); };
+    s["SetAlias/unknown id"] = [=] {
+      return set_alias("no-such-model", "stable", 1);
+    };
+    s["SetAlias/unknown version"] = [=] {
+      return set_alias("limited", "stable", 99);
+    };
+    s["SetAlias/over a limit"] = [=] {
+      const grpc::Status first = set_alias("limited", "stable", 1);
+      if (!first.ok()) return first;
+      return set_alias("limited", "canary", 1);
+    };
+    s["DeleteAlias/bad field"] = [=] {
+      return delete_alias("limited", "latest");
+    };
+    s["DeleteAlias/unknown id"] = [=] {
+      return delete_alias("limited", "never-set");
+    };
+    s["DeleteModel/bad id"] = [=] { return delete_model(""); };
+    s["DeleteModel/unknown id"] = [=] { return delete_model("no-such-model"); };
+    s["DeleteModel/wrong scope"] = [&] {
+      return delete_model("limited", StubWithToken(predict_token_).get());
+    };
+    s["DeleteSnapshot/published"] = [=, this] {
+      v1::DeleteSnapshotRequest request;
+      request.set_snapshot_id(snapshot_id_);  // versions of "limited"
+      return Unary<v1::DeleteSnapshotRequest, v1::DeleteSnapshotResponse>(
+          &S::DeleteSnapshot, request);
+    };
+    s["DeleteDataset/bad id"] = [=] { return delete_dataset(""); };
+    s["DeleteDataset/unknown id"] = [=] {
+      return delete_dataset(kUnknownDataset);
+    };
+    s["DeleteDataset/in use"] = [=, this] {
+      return delete_dataset(dataset_id_);  // snapshot_id_ was trained on it
+    };
+    s["Predict/unknown model"] = [=, this] {
+      v1::PredictRequest request = Predict("", 1);
+      request.set_model("no-such-model@stable");
+      return predict(request);
+    };
+    s["Predict/bad reference"] = [=, this] {
+      v1::PredictRequest request = Predict("", 1);
+      request.set_model("limited@Not-An-Alias");
+      return predict(request);
+    };
+    s["Acquire/unknown model"] = [=, this] {
+      v1::AcquireRequest request = Acquire("", 1);
+      request.set_model("limited:99");
+      return acquire(request);
+    };
+    s["ExportSnapshot/unknown model"] = [&] {
+      grpc::ClientContext context;
+      v1::ExportSnapshotRequest request;
+      request.set_model("no-such-model");
+      auto reader = stub_->ExportSnapshot(&context, request);
+      v1::SnapshotChunk chunk;
+      while (reader->Read(&chunk)) {
+      }
+      return reader->Finish();
     };
     s["ImportSnapshot/over a limit"] = [&] {
       std::string bytes;

@@ -99,13 +99,11 @@ Interrupt CallInterrupt(ThreadPool* pool, grpc::CallbackServerContext* context,
 
 }  // namespace
 
-BnnServiceImpl::BnnServiceImpl(const Options& options, DatasetStore* datasets,
-                               SnapshotStore* snapshots,
-                               PredictorCache* predictors, JobRunner* jobs,
-                               const MethodRegistry* registry,
-                               ServerMetrics* metrics,
-                               MemoryBudget* memory_budget,
-                               const Authenticator* auth)
+BnnServiceImpl::BnnServiceImpl(
+    const Options& options, DatasetStore* datasets, SnapshotStore* snapshots,
+    PredictorCache* predictors, JobRunner* jobs, const MethodRegistry* registry,
+    ServerMetrics* metrics, MemoryBudget* memory_budget,
+    const Authenticator* auth, ModelStore* models, const JobStore* job_store)
     : options_(options),
       datasets_(datasets),
       snapshots_(snapshots),
@@ -115,6 +113,8 @@ BnnServiceImpl::BnnServiceImpl(const Options& options, DatasetStore* datasets,
       metrics_(metrics),
       memory_budget_(memory_budget),
       auth_(auth),
+      models_(models),
+      job_store_(job_store),
       streams_(options.max_client_streams, options.stream_idle_timeout),
       io_pool_(kIoThreads),
       compute_pool_(ThreadPool::Options{
@@ -274,6 +274,84 @@ grpc::ServerUnaryReactor* BnnServiceImpl::DeleteSnapshot(
       [this, request](const Interrupt&) { return DoDeleteSnapshot(*request); });
 }
 
+grpc::ServerUnaryReactor* BnnServiceImpl::PublishModel(
+    grpc::CallbackServerContext* context,
+    const v1::PublishModelRequest* request, v1::ModelVersion* response) {
+  return FinishOnPool(&io_pool_, context, "PublishModel",
+                      absl::InfiniteDuration(),
+                      [this, request, response](const Interrupt&) {
+                        return DoPublishModel(*request, response);
+                      });
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::ListModels(
+    grpc::CallbackServerContext* context, const v1::ListModelsRequest* request,
+    v1::ListModelsResponse* response) {
+  return Run(context, "ListModels",
+             [&] { return DoListModels(*request, response); });
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::GetModel(
+    grpc::CallbackServerContext* context, const v1::GetModelRequest* request,
+    v1::ModelInfo* response) {
+  return Run(context, "GetModel", [&]() -> absl::Status {
+    BNN_ASSIGN_OR_RETURN(const store::ModelRecord model,
+                         models_->Get(request->name()));
+    ToModelInfo(model, /*with_versions=*/true, response);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::SetAlias(
+    grpc::CallbackServerContext* context, const v1::SetAliasRequest* request,
+    v1::ModelInfo* response) {
+  return FinishOnPool(
+      &io_pool_, context, "SetAlias", absl::InfiniteDuration(),
+      [this, request, response](const Interrupt&) -> absl::Status {
+        BNN_ASSIGN_OR_RETURN(
+            const store::ModelRecord model,
+            models_->SetAlias(request->name(), request->alias(),
+                              request->version()));
+        ToModelInfo(model, /*with_versions=*/true, response);
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::DeleteAlias(
+    grpc::CallbackServerContext* context, const v1::DeleteAliasRequest* request,
+    v1::ModelInfo* response) {
+  return FinishOnPool(
+      &io_pool_, context, "DeleteAlias", absl::InfiniteDuration(),
+      [this, request, response](const Interrupt&) -> absl::Status {
+        BNN_ASSIGN_OR_RETURN(
+            const store::ModelRecord model,
+            models_->DeleteAlias(request->name(), request->alias()));
+        ToModelInfo(model, /*with_versions=*/true, response);
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::DeleteModel(
+    grpc::CallbackServerContext* context, const v1::DeleteModelRequest* request,
+    v1::DeleteModelResponse* /*response*/) {
+  return FinishOnPool(&io_pool_, context, "DeleteModel",
+                      absl::InfiniteDuration(),
+                      [this, request](const Interrupt&) {
+                        return models_->Delete(request->name());
+                      });
+}
+
+grpc::ServerUnaryReactor* BnnServiceImpl::DeleteDataset(
+    grpc::CallbackServerContext* context,
+    const v1::DeleteDatasetRequest* request,
+    v1::DeleteDatasetResponse* response) {
+  return FinishOnPool(&io_pool_, context, "DeleteDataset",
+                      absl::InfiniteDuration(),
+                      [this, request, response](const Interrupt&) {
+                        return DoDeleteDataset(*request, response);
+                      });
+}
+
 grpc::ServerUnaryReactor* BnnServiceImpl::ListMethods(
     grpc::CallbackServerContext* context,
     const v1::ListMethodsRequest* /*request*/,
@@ -358,13 +436,13 @@ absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
                                        const Interrupt& interrupt,
                                        v1::PredictResponse* response) {
   const absl::Time start = absl::Now();
-  BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
+  BNN_ASSIGN_OR_RETURN(const Target target, ResolveTarget(request));
   // Before the lookup: loading a snapshot decodes its posterior with GEMMs
   // whose blocking, and so whose last bits, depend on the thread count, and
   // the predictor keeps what it decoded.
   UseComputeThreads(options_.compute_threads);
   BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
-                       predictors_->Get(request.snapshot_id()));
+                       predictors_->Get(target.snapshot_id));
   const Snapshot& snapshot = predictor->snapshot();
   BNN_ASSIGN_OR_RETURN(PredictOptions options,
                        BuildPredictOptions(request, snapshot, options_.limits));
@@ -377,17 +455,19 @@ absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
   estimate.Add("response message", estimate.kept_bytes);
   BNN_ASSIGN_OR_RETURN(const MemoryBudget::Reservation reservation,
                        memory_budget_->TryReserve(
-                           absl::StrCat("Predict on ", request.snapshot_id()),
+                           absl::StrCat("Predict on ", target.snapshot_id),
                            estimate.bytes, estimate.PartsToString()));
   const std::vector<double> rows =
       FeatureMatrix(request.rows(), predictor->num_features());
   BNN_ASSIGN_OR_RETURN(const Prediction prediction,
                        predictor->Predict(rows, request.rows_size(), options));
-  ToPredictResponse(prediction, options, request.snapshot_id(), snapshot,
+  ToPredictResponse(prediction, options, target.snapshot_id, snapshot,
                     response);
+  response->set_model_name(target.model_name);
+  response->set_model_version(target.model_version);
   metrics_->predict_rows().Increment(static_cast<double>(request.rows_size()));
-  // The model label is "unnamed" until snapshots have names.
-  metrics_->RecordInference("Predict", snapshot.method, /*model_name=*/"",
+  // Labelled by the model a reference named ("unnamed" for a snapshot id).
+  metrics_->RecordInference("Predict", snapshot.method, target.model_name,
                             absl::Now() - start, prediction.num_samples);
   PublishCacheCounts();
   return absl::OkStatus();
@@ -397,11 +477,11 @@ absl::Status BnnServiceImpl::DoAcquire(const v1::AcquireRequest& request,
                                        const Interrupt& interrupt,
                                        v1::AcquireResponse* response) {
   const absl::Time start = absl::Now();
-  BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
+  BNN_ASSIGN_OR_RETURN(const Target target, ResolveTarget(request));
   // Before the lookup, as in DoPredict.
   UseComputeThreads(options_.compute_threads);
   BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
-                       predictors_->Get(request.snapshot_id()));
+                       predictors_->Get(target.snapshot_id));
   std::vector<double> request_rows;
   BNN_ASSIGN_OR_RETURN(
       const std::unique_ptr<PoolSource> pool,
@@ -414,7 +494,7 @@ absl::Status BnnServiceImpl::DoAcquire(const v1::AcquireRequest& request,
       EstimateAcquireMemory(*predictor, pool->num_rows(), options);
   BNN_ASSIGN_OR_RETURN(const MemoryBudget::Reservation reservation,
                        memory_budget_->TryReserve(
-                           absl::StrCat("Acquire on ", request.snapshot_id()),
+                           absl::StrCat("Acquire on ", target.snapshot_id),
                            estimate.bytes, estimate.PartsToString()));
   BNN_ASSIGN_OR_RETURN(const Acquisition acquisition,
                        bnn::Acquire(*predictor, *pool, options));
@@ -424,10 +504,13 @@ absl::Status BnnServiceImpl::DoAcquire(const v1::AcquireRequest& request,
                                   acquisition.scores.end());
   response->set_pool_rows(acquisition.pool_rows);
   response->set_seed(options.seed);
+  response->set_snapshot_id(target.snapshot_id);
+  response->set_model_name(target.model_name);
+  response->set_model_version(target.model_version);
   metrics_->acquire_rows_scored().Increment(
       static_cast<double>(acquisition.pool_rows));
   metrics_->RecordInference("Acquire", predictor->snapshot().method,
-                            /*model_name=*/"", absl::Now() - start,
+                            target.model_name, absl::Now() - start,
                             options.num_samples);
   PublishCacheCounts();
   return absl::OkStatus();
@@ -479,9 +562,14 @@ void BnnServiceImpl::PublishCacheCounts() {
 absl::Status BnnServiceImpl::DoListSnapshots(
     const v1::ListSnapshotsRequest& request,
     v1::ListSnapshotsResponse* response) {
+  // A name of a stored dataset filters by its id; anything else by itself
+  // (the snapshots of a deleted dataset still name its id).
+  const std::string dataset_id =
+      request.dataset_id().empty() ? ""
+                                   : datasets_->ResolveId(request.dataset_id())
+                                         .value_or(request.dataset_id());
   for (const store::SnapshotMeta& meta : snapshots_->List()) {
-    if (request.dataset_id().empty() ||
-        meta.dataset_id() == request.dataset_id()) {
+    if (dataset_id.empty() || meta.dataset_id() == dataset_id) {
       ToSnapshotInfo(meta, response->add_snapshots());
     }
   }
@@ -500,10 +588,85 @@ absl::Status BnnServiceImpl::DoGetSnapshot(
 absl::Status BnnServiceImpl::DoDeleteSnapshot(
     const v1::DeleteSnapshotRequest& request) {
   BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
-  BNN_RETURN_IF_ERROR(snapshots_->Delete(request.snapshot_id()));
+  BNN_RETURN_IF_ERROR(
+      models_->DeleteSnapshot(request.snapshot_id(), request.force()));
   predictors_->Evict(request.snapshot_id());
   metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
   spdlog::info("snapshot {} deleted", request.snapshot_id());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BnnServiceImpl::Target> BnnServiceImpl::ResolveTarget(
+    bool by_model, absl::string_view snapshot_id,
+    absl::string_view model) const {
+  if (!by_model) {
+    if (snapshot_id.empty()) {
+      return absl::InvalidArgumentError(
+          "snapshot_id is required (or a model reference in model)");
+    }
+    BNN_RETURN_IF_ERROR(RequireId("snapshot_id", snapshot_id));
+    return Target{std::string(snapshot_id), "", 0};
+  }
+  if (model.empty()) {
+    return absl::InvalidArgumentError(
+        "model is required: NAME, NAME@ALIAS or NAME:VERSION");
+  }
+  BNN_ASSIGN_OR_RETURN(const ModelRef ref, ParseModelRef("model", model));
+  BNN_ASSIGN_OR_RETURN(ResolvedModel resolved, models_->Resolve(ref));
+  return Target{std::move(resolved.snapshot_id), std::move(resolved.name),
+                resolved.version};
+}
+
+absl::Status BnnServiceImpl::DoPublishModel(
+    const v1::PublishModelRequest& request, v1::ModelVersion* response) {
+  BNN_RETURN_IF_ERROR(ValidateModelName("name", request.name()));
+  BNN_RETURN_IF_ERROR(RequireId("snapshot_id", request.snapshot_id()));
+  const std::vector<std::string> aliases(request.aliases().begin(),
+                                         request.aliases().end());
+  BNN_ASSIGN_OR_RETURN(
+      const store::ModelRecord model,
+      models_->Publish(request.name(), request.snapshot_id(), aliases));
+  ToModelVersion(model, LatestVersion(model), response);
+  return absl::OkStatus();
+}
+
+absl::Status BnnServiceImpl::DoListModels(const v1::ListModelsRequest& request,
+                                          v1::ListModelsResponse* response) {
+  if (request.page_size() < 0 || request.page_size() > kMaxModelsPageSize) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "page_size = ", request.page_size(), " must be in [0, ",
+        kMaxModelsPageSize, "] (0 = ", kDefaultModelsPageSize, ")"));
+  }
+  // The token is the name of the previous page's last model.
+  if (!request.page_token().empty() &&
+      !ValidateModelName("page_token", request.page_token()).ok()) {
+    return absl::InvalidArgumentError(
+        "page_token is not a next_page_token of ListModels");
+  }
+  const int page_size =
+      request.page_size() == 0 ? kDefaultModelsPageSize : request.page_size();
+  bool more = false;
+  const std::vector<store::ModelRecord> models =
+      models_->List(request.page_token(), page_size, &more);
+  for (const store::ModelRecord& model : models) {
+    ToModelInfo(model, /*with_versions=*/false, response->add_models());
+  }
+  if (more) response->set_next_page_token(models.back().name());
+  return absl::OkStatus();
+}
+
+absl::Status BnnServiceImpl::DoDeleteDataset(
+    const v1::DeleteDatasetRequest& request,
+    v1::DeleteDatasetResponse* response) {
+  BNN_RETURN_IF_ERROR(RequireId("dataset_id", request.dataset_id()));
+  BNN_ASSIGN_OR_RETURN(const std::string id,
+                       datasets_->ResolveId(request.dataset_id()));
+  if (!request.force()) {
+    BNN_RETURN_IF_ERROR(CheckDatasetUnused(id, *snapshots_, *job_store_));
+  }
+  BNN_ASSIGN_OR_RETURN(const std::string deleted, datasets_->Delete(id));
+  metrics_->datasets().Set(static_cast<double>(datasets_->size()));
+  response->set_dataset_id(deleted);
   return absl::OkStatus();
 }
 

@@ -36,6 +36,8 @@
 #include "server/jobs/job_runner.h"
 #include "server/metrics/server_metrics.h"
 #include "server/store/dataset_store.h"
+#include "server/store/job_store.h"
+#include "server/store/model_store.h"
 #include "server/store/predictor_cache.h"
 #include "server/store/snapshot_store.h"
 
@@ -92,12 +94,15 @@ class BnnServiceImpl final : public BnnServiceBase {
   // Every pointer is borrowed and must outlive the service, which must
   // outlive the grpc::Server it is registered with. Client streams reserve
   // the bytes they buffer from `memory_budget`. `auth` checks every call
-  // against the scope method_scopes.h gives its RPC.
+  // against the scope method_scopes.h gives its RPC. Snapshots are deleted
+  // through `models` (ModelStore::DeleteSnapshot); `job_store` is read to
+  // find the jobs a dataset deletion would break.
   BnnServiceImpl(const Options& options, DatasetStore* datasets,
                  SnapshotStore* snapshots, PredictorCache* predictors,
                  JobRunner* jobs, const MethodRegistry* registry,
                  ServerMetrics* metrics, MemoryBudget* memory_budget,
-                 const Authenticator* auth);
+                 const Authenticator* auth, ModelStore* models,
+                 const JobStore* job_store);
 
   // Raw: v1::UploadDatasetRequest messages in, a v1::UploadDatasetResponse
   // out.
@@ -149,6 +154,30 @@ class BnnServiceImpl final : public BnnServiceBase {
   grpc::ServerReadReactor<grpc::ByteBuffer>* ImportSnapshot(
       grpc::CallbackServerContext* context,
       grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* PublishModel(grpc::CallbackServerContext* context,
+                                         const v1::PublishModelRequest* request,
+                                         v1::ModelVersion* response) override;
+  grpc::ServerUnaryReactor* ListModels(
+      grpc::CallbackServerContext* context,
+      const v1::ListModelsRequest* request,
+      v1::ListModelsResponse* response) override;
+  grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* context,
+                                     const v1::GetModelRequest* request,
+                                     v1::ModelInfo* response) override;
+  grpc::ServerUnaryReactor* SetAlias(grpc::CallbackServerContext* context,
+                                     const v1::SetAliasRequest* request,
+                                     v1::ModelInfo* response) override;
+  grpc::ServerUnaryReactor* DeleteAlias(grpc::CallbackServerContext* context,
+                                        const v1::DeleteAliasRequest* request,
+                                        v1::ModelInfo* response) override;
+  grpc::ServerUnaryReactor* DeleteModel(
+      grpc::CallbackServerContext* context,
+      const v1::DeleteModelRequest* request,
+      v1::DeleteModelResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteDataset(
+      grpc::CallbackServerContext* context,
+      const v1::DeleteDatasetRequest* request,
+      v1::DeleteDatasetResponse* response) override;
   grpc::ServerUnaryReactor* ListMethods(
       grpc::CallbackServerContext* context,
       const v1::ListMethodsRequest* request,
@@ -190,7 +219,32 @@ class BnnServiceImpl final : public BnnServiceBase {
   absl::Status DoGetSnapshot(const v1::GetSnapshotRequest& request,
                              v1::SnapshotInfo* response);
   absl::Status DoDeleteSnapshot(const v1::DeleteSnapshotRequest& request);
+  absl::Status DoPublishModel(const v1::PublishModelRequest& request,
+                              v1::ModelVersion* response);
+  absl::Status DoListModels(const v1::ListModelsRequest& request,
+                            v1::ListModelsResponse* response);
+  absl::Status DoDeleteDataset(const v1::DeleteDatasetRequest& request,
+                               v1::DeleteDatasetResponse* response);
   absl::Status DoListMethods(v1::ListMethodsResponse* response);
+
+  // What a Predict, Acquire or ExportSnapshot request names: its
+  // snapshot_id, or the snapshot its model reference resolves to now. It is
+  // resolved once, so the request keeps its snapshot whatever alias moves
+  // happen while it computes.
+  struct Target {
+    std::string snapshot_id;
+    // Empty and 0 without a model reference.
+    std::string model_name;
+    int64_t model_version = 0;
+  };
+  absl::StatusOr<Target> ResolveTarget(bool by_model,
+                                       absl::string_view snapshot_id,
+                                       absl::string_view model) const;
+  template <typename Request>
+  absl::StatusOr<Target> ResolveTarget(const Request& request) const {
+    return ResolveTarget(request.target_case() == Request::kModel,
+                         request.snapshot_id(), request.model());
+  }
 
   // The pool of an Acquire request: a stored dataset version read in place,
   // or the request's rows copied into `rows`, which must outlive the pool.
@@ -245,6 +299,8 @@ class BnnServiceImpl final : public BnnServiceBase {
   ServerMetrics* const metrics_;
   MemoryBudget* const memory_budget_;
   const Authenticator* const auth_;
+  ModelStore* const models_;
+  const JobStore* const job_store_;
   // The open client streams: their number and idle time.
   StreamWatch streams_;
   // Disk work: the messages of uploads, appends and imports (parsing,

@@ -83,6 +83,9 @@ class BnnServiceImpl::UploadReactor final
 
   absl::Status TakeHeader(const v1::DatasetHeader& header) {
     BNN_RETURN_IF_ERROR(ValidateDatasetHeader(header));
+    // Checked again when the dataset is stored; failing now spares the
+    // client sending rows in vain.
+    BNN_RETURN_IF_ERROR(service()->datasets_->CheckNameFree(header.name()));
     header_ = header;
     schema_.num_features = header.num_features();
     schema_.feature_names.assign(header.feature_names().begin(),
@@ -189,7 +192,7 @@ class BnnServiceImpl::AppendReactor final
     BNN_ASSIGN_OR_RETURN(schema_, DatasetSchema(latest));
     BNN_ASSIGN_OR_RETURN(
         rows_, service()->datasets_->NewVersionWriter(schema_.num_features));
-    dataset_id_ = header.dataset_id();
+    dataset_id_ = latest.dataset_id();  // header.dataset_id may be a name
     return absl::OkStatus();
   }
 

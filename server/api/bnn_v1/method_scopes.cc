@@ -5,8 +5,10 @@
 namespace bnn::server {
 namespace {
 
-// predict: serving. train: data and training jobs. admin: what destroys or
-// moves whole models (and, by ScopeSet::Grants, everything else).
+// predict: serving, and reading snapshots and models. train: data, training
+// jobs, and publishing models and moving their aliases (what a training
+// pipeline does). admin: what destroys data or moves whole snapshots in or
+// out (and, by ScopeSet::Grants, everything else).
 constexpr std::pair<absl::string_view, Scope> kMethodScopes[] = {
     {"Predict", Scope::kPredict},       {"Acquire", Scope::kPredict},
     {"ListSnapshots", Scope::kPredict}, {"GetSnapshot", Scope::kPredict},
@@ -15,7 +17,10 @@ constexpr std::pair<absl::string_view, Scope> kMethodScopes[] = {
     {"ListDatasets", Scope::kTrain},    {"StartTraining", Scope::kTrain},
     {"GetJob", Scope::kTrain},          {"CancelJob", Scope::kTrain},
     {"DeleteSnapshot", Scope::kAdmin},  {"ExportSnapshot", Scope::kAdmin},
-    {"ImportSnapshot", Scope::kAdmin},
+    {"ImportSnapshot", Scope::kAdmin},  {"ListModels", Scope::kPredict},
+    {"GetModel", Scope::kPredict},      {"PublishModel", Scope::kTrain},
+    {"SetAlias", Scope::kTrain},        {"DeleteAlias", Scope::kTrain},
+    {"DeleteModel", Scope::kAdmin},     {"DeleteDataset", Scope::kAdmin},
 };
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include "bnn/data/dataset.h"
 #include "bnn/model/model_spec.h"
 
+#include "server/store/ids.h"
+
 namespace bnn::server {
 namespace {
 
@@ -100,6 +102,12 @@ absl::Status ValidateStreamMessage(absl::string_view stream,
 absl::Status ValidateDatasetHeader(const v1::DatasetHeader& header) {
   if (absl::Status s = CheckName("header.name", header.name(), true); !s.ok()) {
     return s;
+  }
+  if (IsId(kDatasetIdPrefix, header.name())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "header.name '", header.name(),
+        "' has the form of a dataset id; every dataset_id field also takes "
+        "a dataset's name, so names must not look like ids"));
   }
   if (header.task() != v1::TASK_REGRESSION &&
       header.task() != v1::TASK_CLASSIFICATION) {

@@ -44,6 +44,10 @@ inline constexpr int kDefaultPredictSamples = 64;
 // digits) are far shorter.
 inline constexpr size_t kMaxIdBytes = 128;
 
+// Models per ListModels page: the default (page_size 0) and the most.
+inline constexpr int kDefaultModelsPageSize = 100;
+inline constexpr int kMaxModelsPageSize = 1000;
+
 // An id field, e.g. "snapshot_id": it must not be empty nor longer than
 // kMaxIdBytes.
 absl::Status RequireId(absl::string_view field, absl::string_view value);

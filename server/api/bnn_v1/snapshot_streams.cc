@@ -38,21 +38,21 @@ class BnnServiceImpl::ExportReactor final
  public:
   ExportReactor(BnnServiceImpl* service, grpc::CallbackServerContext* context,
                 const v1::ExportSnapshotRequest& request)
-      : service_(service),
-        context_(context),
-        snapshot_id_(request.snapshot_id()),
-        start_(absl::Now()) {
+      : service_(service), context_(context), start_(absl::Now()) {
     if (absl::Status status =
             service_->Authorize(context_, "ExportSnapshot").status();
         !status.ok()) {
       Complete(status);
       return;
     }
-    if (absl::Status status = RequireId("snapshot_id", snapshot_id_);
-        !status.ok()) {
-      Complete(status);
+    // Resolved once: the export sends this snapshot whatever alias moves
+    // happen meanwhile.
+    absl::StatusOr<Target> target = service_->ResolveTarget(request);
+    if (!target.ok()) {
+      Complete(target.status());
       return;
     }
+    target_ = *std::move(target);
     service_->io_pool_.Schedule([this] { Open(); });
   }
 
@@ -70,7 +70,7 @@ class BnnServiceImpl::ExportReactor final
  private:
   void Open() {
     absl::StatusOr<MappedFile> file =
-        service_->snapshots_->OpenFile(snapshot_id_);
+        service_->snapshots_->OpenFile(target_.snapshot_id);
     if (!file.ok()) {
       Complete(file.status());
       return;
@@ -87,6 +87,15 @@ class BnnServiceImpl::ExportReactor final
       return;
     }
     const size_t size = std::min(kExportChunkBytes, bytes.size() - offset_);
+    if (offset_ == 0) {
+      chunk_.set_snapshot_id(target_.snapshot_id);
+      chunk_.set_model_name(target_.model_name);
+      chunk_.set_model_version(target_.model_version);
+    } else {
+      chunk_.clear_snapshot_id();
+      chunk_.clear_model_name();
+      chunk_.clear_model_version();
+    }
     chunk_.set_data(bytes.data() + offset_, size);
     offset_ += size;
     StartWrite(&chunk_);
@@ -99,8 +108,8 @@ class BnnServiceImpl::ExportReactor final
 
   BnnServiceImpl* const service_;
   grpc::CallbackServerContext* const context_;
-  const std::string snapshot_id_;
   const absl::Time start_;
+  Target target_;
   std::optional<MappedFile> file_;
   size_t offset_ = 0;
   v1::SnapshotChunk chunk_;

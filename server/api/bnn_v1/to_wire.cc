@@ -4,6 +4,8 @@
 
 #include "bnn/data/dataset.h"
 
+#include "server/store/model_store.h"
+
 namespace bnn::server {
 namespace {
 
@@ -98,6 +100,39 @@ void ToSnapshotInfo(const store::SnapshotMeta& meta, v1::SnapshotInfo* info) {
   info->set_parent_snapshot_id(meta.parent_snapshot_id());
   info->set_prior_from_parent(meta.prior_from_parent());
   *info->mutable_class_values() = meta.class_values();
+}
+
+void ToModelVersion(const store::ModelRecord& model, int64_t version,
+                    v1::ModelVersion* out) {
+  out->set_model_name(model.name());
+  out->set_version(version);
+  for (const store::ModelRecord::Version& v : model.versions()) {
+    if (v.version() != version) continue;
+    out->set_snapshot_id(v.snapshot_id());
+    out->set_created_unix_ms(v.created_unix_ms());
+  }
+  for (const std::string& alias : AliasesOf(model, version)) {
+    out->add_aliases(alias);
+  }
+}
+
+void ToModelInfo(const store::ModelRecord& model, bool with_versions,
+                 v1::ModelInfo* info) {
+  info->set_name(model.name());
+  if (with_versions) {
+    for (const store::ModelRecord::Version& v : model.versions()) {
+      ToModelVersion(model, v.version(), info->add_versions());
+    }
+  }
+  const int64_t latest = LatestVersion(model);
+  info->mutable_aliases()->insert(model.aliases().begin(),
+                                  model.aliases().end());
+  if (latest > 0)
+    (*info->mutable_aliases())[std::string(kLatestAlias)] = latest;
+  info->set_num_versions(model.versions_size());
+  info->set_latest_version(latest);
+  info->set_created_unix_ms(model.created_unix_ms());
+  info->set_updated_unix_ms(model.updated_unix_ms());
 }
 
 }  // namespace bnn::server

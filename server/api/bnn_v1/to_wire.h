@@ -4,6 +4,8 @@
 #ifndef BNN_SERVER_API_BNN_V1_TO_WIRE_H_
 #define BNN_SERVER_API_BNN_V1_TO_WIRE_H_
 
+#include <cstdint>
+
 #include <absl/strings/string_view.h>
 
 #include "bnn/v1/bnn_service.pb.h"
@@ -19,6 +21,13 @@ v1::Task ToWireTask(absl::string_view task);
 void ToDatasetInfo(const store::DatasetMeta& meta, v1::DatasetInfo* info);
 void ToJob(const store::JobRecord& record, v1::Job* job);
 void ToSnapshotInfo(const store::SnapshotMeta& meta, v1::SnapshotInfo* info);
+// Version `version` of `model`, which must have it.
+void ToModelVersion(const store::ModelRecord& model, int64_t version,
+                    v1::ModelVersion* out);
+// With `with_versions` every version is listed (GetModel); without, only
+// the counts and aliases (ListModels).
+void ToModelInfo(const store::ModelRecord& model, bool with_versions,
+                 v1::ModelInfo* info);
 
 }  // namespace bnn::server
 

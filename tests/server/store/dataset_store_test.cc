@@ -5,6 +5,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <absl/strings/str_cat.h>
@@ -18,6 +19,8 @@
 
 #include "server/store/dataset_file.h"
 #include "server/store/ids.h"
+#include "server/store/job_store.h"
+#include "server/store/snapshot_store.h"
 #include "tests/server/server_test_util.h"
 
 namespace bnn::server {
@@ -522,6 +525,144 @@ TEST_F(DatasetStoreTest, AppendThatOverflowsAColumnRangeIsRefused) {
   EXPECT_EQ(store->Get(v1.dataset_id())->version(), 1);
   rows.targets[1] = 1;
   EXPECT_TRUE(store->Append(v1.dataset_id(), rows, std::nullopt).ok());
+}
+
+}  // namespace
+}  // namespace bnn::server
+
+namespace bnn::server {
+namespace {
+
+using ::bnn::server::testutil::CubicDataset;
+using ::bnn::server::testutil::StatusIs;
+using ::bnn::server::testutil::TempDir;
+using ::bnn::server::testutil::TinySnapshot;
+
+class DatasetNamesTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<DatasetStore> Open(const std::string& sub = "datasets") {
+    absl::StatusOr<std::unique_ptr<DatasetStore>> store =
+        DatasetStore::Open(dir_.path() + "/" + sub);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(DatasetNamesTest, NamesAreUniqueAndWorkAsIds) {
+  std::unique_ptr<DatasetStore> store = Open();
+  const std::string id = store->Create(CubicDataset(10), "cubic")->dataset_id();
+  EXPECT_THAT(store->Create(CubicDataset(10), "cubic").status(),
+              StatusIs(absl::StatusCode::kAlreadyExists,
+                       "a dataset named 'cubic' exists: " + id));
+  EXPECT_THAT(store->CheckNameFree("cubic"),
+              StatusIs(absl::StatusCode::kAlreadyExists, id));
+  EXPECT_TRUE(store->CheckNameFree("other").ok());
+  EXPECT_EQ(store->Get("cubic")->dataset_id(), id);
+  EXPECT_EQ(*store->ResolveId("cubic"), id);
+  EXPECT_EQ(*store->ResolveId(id), id);
+  EXPECT_EQ(store->Load("cubic")->num_rows(), 10);
+  const store::DatasetMeta v2 =
+      *store->Append("cubic", CubicDataset(3, 2), std::nullopt);
+  EXPECT_EQ(v2.dataset_id(), id);
+  EXPECT_EQ(v2.version(), 2);
+  EXPECT_EQ((*store->OpenRows("cubic"))->num_rows(), 13);
+  EXPECT_THAT(
+      store->Get("nothing").status(),
+      StatusIs(absl::StatusCode::kNotFound, "dataset_id 'nothing' not found"));
+  EXPECT_EQ(store->size(), 1);
+}
+
+// A data directory of an older server may hold two datasets of one name:
+// both stay readable by id, the name is refused as ambiguous.
+TEST_F(DatasetNamesTest, DuplicateNamesOfOldDirectoriesAreAmbiguous) {
+  std::string first, second;
+  {
+    std::unique_ptr<DatasetStore> a = Open("a");
+    std::unique_ptr<DatasetStore> b = Open("b");
+    first = a->Create(CubicDataset(10), "twin")->dataset_id();
+    second = b->Create(CubicDataset(12), "twin")->dataset_id();
+  }
+  std::filesystem::create_directories(dir_.path() + "/old");
+  for (const auto& [sub, id] : {std::pair{"a", first}, {"b", second}}) {
+    std::filesystem::copy_file(
+        absl::StrCat(dir_.path(), "/", sub, "/", id, ".dataset"),
+        absl::StrCat(dir_.path(), "/old/", id, ".dataset"));
+  }
+  std::unique_ptr<DatasetStore> store = Open("old");
+  EXPECT_EQ(store->Get(first)->num_rows(), 10);
+  EXPECT_EQ(store->Get(second)->num_rows(), 12);
+  EXPECT_THAT(store->Get("twin").status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "dataset name 'twin' is ambiguous"));
+  EXPECT_THAT(store->Delete("twin").status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "ambiguous"));
+  EXPECT_EQ(store->List().size(), 2u);
+  // Deleting one by id makes the name unique again.
+  ASSERT_TRUE(store->Delete(second).ok());
+  EXPECT_EQ(store->Get("twin")->dataset_id(), first);
+}
+
+TEST_F(DatasetNamesTest, DeleteRemovesEveryVersionDurably) {
+  std::string id;
+  {
+    std::unique_ptr<DatasetStore> store = Open();
+    id = store->Create(CubicDataset(10), "gone")->dataset_id();
+    ASSERT_TRUE(store->Append(id, CubicDataset(3, 2), std::nullopt).ok());
+    ASSERT_TRUE(store->Create(CubicDataset(5), "kept").ok());
+    EXPECT_EQ(*store->Delete("gone"), id);
+    EXPECT_THAT(store->Get(id).status(),
+                StatusIs(absl::StatusCode::kNotFound, ""));
+    EXPECT_THAT(store->Delete(id).status(),
+                StatusIs(absl::StatusCode::kNotFound, ""));
+    // The name is free again.
+    EXPECT_TRUE(store->Create(CubicDataset(4), "gone").ok());
+  }
+  int files_of_id = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(dir_.path() + "/datasets")) {
+    files_of_id += entry.path().filename().string().rfind(id, 0) == 0 ? 1 : 0;
+  }
+  EXPECT_EQ(files_of_id, 0);
+  std::unique_ptr<DatasetStore> store = Open();
+  EXPECT_THAT(store->Get(id).status(),
+              StatusIs(absl::StatusCode::kNotFound, ""));
+  EXPECT_EQ(store->size(), 2);
+}
+
+TEST_F(DatasetNamesTest, DependentsAreSnapshotsAndQueuedOrRunningJobs) {
+  std::unique_ptr<DatasetStore> datasets = Open();
+  std::unique_ptr<SnapshotStore> snapshots =
+      *SnapshotStore::Open(dir_.path() + "/snapshots");
+  std::unique_ptr<JobStore> jobs = *JobStore::Open(dir_.path() + "/jobs");
+  const std::string id =
+      datasets->Create(CubicDataset(10), "used")->dataset_id();
+  EXPECT_TRUE(CheckDatasetUnused(id, *snapshots, *jobs).ok());
+
+  // TinySnapshot records ds-00000000000000aa as its dataset.
+  const std::string snapshot_id =
+      snapshots->Create(TinySnapshot(1))->snapshot_id();
+  EXPECT_THAT(CheckDatasetUnused("ds-00000000000000aa", *snapshots, *jobs),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "dataset_id 'ds-00000000000000aa' is used by "
+                       "snapshots " +
+                           snapshot_id));
+  store::JobRecord job;
+  job.set_dataset_id(id);
+  job.set_method("slang");
+  const std::string queued = jobs->Create(job)->job_id();
+  EXPECT_THAT(CheckDatasetUnused(id, *snapshots, *jobs),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "is used by queued or running jobs " + queued));
+  // A finished job does not hold the dataset.
+  ASSERT_TRUE(jobs->Update(queued,
+                           [](store::JobRecord* r) {
+                             r->set_state(store::JobRecord::SUCCEEDED);
+                             return true;
+                           })
+                  .ok());
+  EXPECT_TRUE(CheckDatasetUnused(id, *snapshots, *jobs).ok());
 }
 
 }  // namespace
