@@ -4,10 +4,12 @@
 #ifndef BNN_SERVER_API_BNN_V1_TO_WIRE_H_
 #define BNN_SERVER_API_BNN_V1_TO_WIRE_H_
 
+#include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 
 #include "bnn/v1/bnn_service.pb.h"
 
+#include "server/jobs/job_events.h"
 #include "store/store.pb.h"
 
 namespace bnn::server {
@@ -19,6 +21,10 @@ v1::Task ToWireTask(absl::string_view task);
 void ToDatasetInfo(const store::DatasetMeta& meta, v1::DatasetInfo* info);
 void ToJob(const store::JobRecord& record, v1::Job* job);
 void ToSnapshotInfo(const store::SnapshotMeta& meta, v1::SnapshotInfo* info);
+void ToJobEvent(const JobEvent& event, v1::JobEvent* out);
+// A wire state as stored; InvalidArgument for JOB_STATE_UNSPECIFIED and
+// values that are no state.
+absl::StatusOr<store::JobRecord::State> FromWireJobState(v1::JobState state);
 
 }  // namespace bnn::server
 
