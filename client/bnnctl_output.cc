@@ -473,7 +473,7 @@ std::string FormatJobList(const std::vector<v1::Job>& jobs) {
   }
   return Table({"ID", "STATE", "METHOD", "DATASET", "MODEL", "PROGRESS", "LOSS",
                 "CREATED"},
-               rows, /*right_aligned_from=*/8);
+               rows, /*right_aligned_from=*/5);
 }
 
 std::string FormatDuration(double seconds) {

@@ -183,15 +183,18 @@ bool JobRunner::AwaitStopped(absl::Time deadline) {
         {{"job_id", id}, {"state", "interrupted"}});
     const absl::StatusOr<store::JobRecord> job =
         jobs_->Update(id, [&](store::JobRecord* r) {
-          if (r->state() != store::JobRecord::RUNNING &&
-              r->state() != store::JobRecord::CANCELLING) {
-            return false;
+          if (r->state() == store::JobRecord::CANCELLING) {
+            // As the next process's store would record it.
+            r->set_state(store::JobRecord::CANCELLED);
+            r->set_finished_unix_ms(NowUnixMs());
+            return true;
           }
+          if (r->state() != store::JobRecord::RUNNING) return false;
           r->set_state(store::JobRecord::INTERRUPTED);
           return true;
         });
     if (job.ok()) PublishState(*job);
-    metrics_->JobFinished(id, "interrupted");
+    metrics_->JobFinished(id, job.ok() ? StateName(job->state()) : "");
   }
   return false;
 }
@@ -273,6 +276,11 @@ absl::StatusOr<store::JobRecord> JobRunner::Cancel(absl::string_view job_id) {
        {"method", job.method()}});
   PublishJobCounts();
   return job;
+}
+
+bool JobRunner::Cancelling(absl::string_view job_id) const {
+  const absl::StatusOr<store::JobRecord> job = jobs_->Get(job_id);
+  return job.ok() && job->state() == store::JobRecord::CANCELLING;
 }
 
 void JobRunner::PublishState(const store::JobRecord& job) {
@@ -375,7 +383,9 @@ void JobRunner::Run(const std::string& job_id) {
                                     " was stored, but: ", handled.ToString()));
         }
       });
-    } else if (absl::IsCancelled(snapshot_id.status()) && control->cancelled) {
+    } else if (absl::IsCancelled(snapshot_id.status()) &&
+               (control->cancelled || Cancelling(job_id))) {
+      // Cancel wins over a shutdown that stopped the job at the same time.
       Finish(job_id, [](store::JobRecord* r) {
         r->set_state(store::JobRecord::CANCELLED);
       });

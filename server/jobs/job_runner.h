@@ -160,6 +160,9 @@ class JobRunner {
   // checkpoint, publishes the state event, logs and counts it.
   void Finish(const std::string& job_id,
               absl::FunctionRef<void(store::JobRecord*)> mutate);
+  // Whether the store has the job CANCELLING (Cancel recorded it, perhaps
+  // before it could set the job's flag).
+  bool Cancelling(absl::string_view job_id) const;
   // Publishes a kState event of `job` as recorded.
   void PublishState(const store::JobRecord& job);
   // Sets bnn_training_jobs{state} from the store.

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <signal.h>
 #include <string>
 #include <thread>
@@ -26,6 +27,7 @@
 #include "bnn/io/snapshot.h"
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
+#include "client/bnn_client.h"
 #include "tests/server/server_binary.h"
 #include "tests/server/server_test_util.h"
 
@@ -433,6 +435,27 @@ TEST_F(JobLifecycleTest, SigtermInterruptsJobsThatResumeAfterTheRestart) {
   // A watcher sees INTERRUPTED, then the stream ends UNAVAILABLE.
   Watched watched;
   std::thread watch([&] { watched = Watch(id, std::nullopt); });
+  // The client library's watch reconnects to the restarted server (on the
+  // same port) and continues after the last step it saw.
+  const std::string address = server_->address();
+  client::BnnClient::Options options;
+  options.target = address;
+  std::unique_ptr<client::BnnClient> client =
+      *client::BnnClient::Create(options);
+  std::vector<int64_t> followed_steps;
+  std::set<v1::JobState> followed_states;
+  absl::StatusOr<v1::Job> followed;
+  std::thread follow([&] {
+    followed = client->WatchJobUntilDone(
+        id, absl::Seconds(60),
+        [&](const v1::JobEvent& event) {
+          if (event.kind() == v1::JobEvent::KIND_PROGRESS) {
+            followed_steps.push_back(event.step());
+          }
+          followed_states.insert(event.state());
+        },
+        absl::Milliseconds(50));
+  });
   absl::SleepFor(absl::Milliseconds(200));
   const absl::Time stopping = absl::Now();
   EXPECT_EQ(server_->Stop(SIGTERM).value_or(-1), 0);
@@ -447,9 +470,18 @@ TEST_F(JobLifecycleTest, SigtermInterruptsJobsThatResumeAfterTheRestart) {
   EXPECT_THAT(server_->Log(), HasSubstr("job interrupted by the shutdown"));
   EXPECT_TRUE(std::filesystem::exists(CheckpointOf(id)));
 
-  Start();
+  Start({"--listen=" + address});
   const v1::Job resumed = WaitForEnd(id);
   ASSERT_EQ(resumed.state(), v1::JOB_STATE_SUCCEEDED) << resumed.error();
+  follow.join();
+  ASSERT_TRUE(followed.ok()) << followed.status();
+  EXPECT_EQ(followed->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_TRUE(followed_states.count(v1::JOB_STATE_INTERRUPTED) > 0);
+  ASSERT_FALSE(followed_steps.empty());
+  for (size_t i = 1; i < followed_steps.size(); ++i) {
+    EXPECT_LT(followed_steps[i - 1], followed_steps[i]);
+  }
+  EXPECT_EQ(followed_steps.back(), resumed.total_steps());
   EXPECT_THAT(server_->Log(), HasSubstr("step=" + std::to_string(stopped_at)));
   EXPECT_EQ(WaitForEnd(queued).state(), v1::JOB_STATE_SUCCEEDED);
   const v1::Job whole = WaitForEnd(StartTraining(request));

@@ -25,7 +25,8 @@
 namespace bnn::server {
 
 // Writes the job as it is (kCurrent), then, with after_step, the kept events
-// after that step, then every event the job publishes, and finishes OK after
+// after that step, then every event the job publishes (with after_step,
+// progress after that step only), and finishes OK after
 // a final state; UNAVAILABLE when the server shuts down while the job is not
 // running (a running job's watchers first get its INTERRUPTED event).
 class BnnServiceImpl::WatchReactor final
@@ -102,6 +103,7 @@ class BnnServiceImpl::WatchReactor final
       }
       after_step = request.after_step();
     }
+    after_step_ = after_step;
     // NotFound before a watcher slot is taken.
     BNN_RETURN_IF_ERROR(service_->jobs_->Get(job_id_).status());
     BNN_ASSIGN_OR_RETURN(watcher_key_,
@@ -141,9 +143,15 @@ class BnnServiceImpl::WatchReactor final
     WriteNextLocked();
   }
 
-  // Appends `event` unless a final state is queued already.
+  // Appends `event` unless a final state is queued already, or it is
+  // progress the client saw (a job resumed after a restart reports the
+  // steps after its checkpoint again).
   void Queue(JobEvent event) {
     if (final_queued_) return;
+    if (event.kind == JobEvent::Kind::kProgress && after_step_.has_value() &&
+        event.step <= *after_step_) {
+      return;
+    }
     final_queued_ =
         IsFinalJobState(event.state) && event.kind != JobEvent::Kind::kProgress;
     pending_.push_back(std::move(event));
@@ -187,6 +195,7 @@ class BnnServiceImpl::WatchReactor final
   std::string watcher_key_;
   bool subscribed_ = false;
   uint64_t subscription_ = 0;
+  std::optional<int64_t> after_step_;
   // Guarded by shared_->mu.
   uint64_t last_seq_ = 0;
   std::deque<JobEvent> pending_;

@@ -1,5 +1,7 @@
 #include "server/api/bnn_v1/to_wire.h"
 
+#include <algorithm>
+
 #include <absl/strings/str_cat.h>
 
 #include "bnn/data/dataset.h"
@@ -78,10 +80,13 @@ void ToJob(const store::JobRecord& record, v1::Job* job) {
   job->set_dataset_version(record.dataset_version());
   job->set_model_name(record.model_name());
   job->set_publish(record.publish());
-  for (const store::LossPoint& point : record.loss_curve()) {
+  const int points =
+      std::min(record.loss_curve_steps_size(), record.loss_curve_losses_size());
+  job->mutable_loss_curve()->Reserve(points);
+  for (int i = 0; i < points; ++i) {
     v1::LossPoint* out = job->add_loss_curve();
-    out->set_step(point.step());
-    out->set_loss(point.loss());
+    out->set_step(record.loss_curve_steps(i));
+    out->set_loss(record.loss_curve_losses(i));
   }
 }
 

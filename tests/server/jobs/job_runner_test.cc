@@ -240,13 +240,12 @@ TEST_F(JobRunnerTest, ShutdownInterruptsRunningJobsThatResumeBitForBit) {
             TimelessSnapshot(undisturbed.snapshot_id()));
   EXPECT_EQ(snapshots_->GetMeta(resumed.snapshot_id())->job_id(), running);
   // Its loss curve: steps increasing, none repeated, the last one last.
-  ASSERT_FALSE(resumed.loss_curve().empty());
-  for (int i = 1; i < resumed.loss_curve_size(); ++i) {
-    EXPECT_LT(resumed.loss_curve(i - 1).step(), resumed.loss_curve(i).step());
-  }
-  EXPECT_EQ(resumed.loss_curve(resumed.loss_curve_size() - 1).step(),
-            resumed.total_steps());
-  EXPECT_LE(resumed.loss_curve_size(), 1000);
+  const auto& steps = resumed.loss_curve_steps();
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps.size(), resumed.loss_curve_losses_size());
+  for (int i = 1; i < steps.size(); ++i) EXPECT_LT(steps[i - 1], steps[i]);
+  EXPECT_EQ(steps[steps.size() - 1], resumed.total_steps());
+  EXPECT_LE(steps.size(), 1000);
   // Finished: its checkpoint is gone.
   EXPECT_EQ(ReadFileOrEmpty(jobs_->CheckpointPath(running)), "");
   EXPECT_NE(WaitForState(queued, store::JobRecord::SUCCEEDED).snapshot_id(),

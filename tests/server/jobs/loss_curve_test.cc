@@ -7,11 +7,8 @@ namespace bnn::server {
 namespace {
 
 std::vector<int64_t> Steps(const store::JobRecord& job) {
-  std::vector<int64_t> steps;
-  for (const store::LossPoint& point : job.loss_curve()) {
-    steps.push_back(point.step());
-  }
-  return steps;
+  EXPECT_EQ(job.loss_curve_steps_size(), job.loss_curve_losses_size());
+  return {job.loss_curve_steps().begin(), job.loss_curve_steps().end()};
 }
 
 TEST(LossCurveTest, KeepsEveryStepUntilFull) {
@@ -19,9 +16,9 @@ TEST(LossCurveTest, KeepsEveryStepUntilFull) {
   for (int64_t step = 1; step <= kMaxLossPoints; ++step) {
     AddLossPoint(step, 1.0 / step, &job);
   }
-  ASSERT_EQ(job.loss_curve_size(), kMaxLossPoints);
-  EXPECT_EQ(job.loss_curve(9).step(), 10);
-  EXPECT_DOUBLE_EQ(job.loss_curve(9).loss(), 0.1);
+  ASSERT_EQ(job.loss_curve_steps_size(), kMaxLossPoints);
+  EXPECT_EQ(job.loss_curve_steps(9), 10);
+  EXPECT_DOUBLE_EQ(job.loss_curve_losses(9), 0.1);
   EXPECT_EQ(job.loss_curve_stride(), 1);
 }
 
@@ -30,15 +27,15 @@ TEST(LossCurveTest, HalvesTheResolutionWhenFullAndStaysBounded) {
   constexpr int64_t kSteps = 12345;
   for (int64_t step = 1; step <= kSteps; ++step) {
     AddLossPoint(step, static_cast<double>(step), &job);
-    ASSERT_LE(job.loss_curve_size(), kMaxLossPoints) << step;
+    ASSERT_LE(job.loss_curve_steps_size(), kMaxLossPoints) << step;
   }
   // 12345 steps need a stride of 16 (12345 / 16 = 771 points).
   EXPECT_EQ(job.loss_curve_stride(), 16);
-  EXPECT_EQ(job.loss_curve_size(), kSteps / 16);
+  EXPECT_EQ(job.loss_curve_steps_size(), kSteps / 16);
   const std::vector<int64_t> steps = Steps(job);
   for (size_t i = 0; i < steps.size(); ++i) {
     EXPECT_EQ(steps[i], 16 * static_cast<int64_t>(i + 1));
-    EXPECT_EQ(job.loss_curve(static_cast<int>(i)).loss(),
+    EXPECT_EQ(job.loss_curve_losses(static_cast<int>(i)),
               static_cast<double>(steps[i]));
   }
 }
@@ -47,8 +44,8 @@ TEST(LossCurveTest, ARepeatedStepReplacesItsLoss) {
   store::JobRecord job;
   AddLossPoint(1, 3.0, &job);
   AddLossPoint(1, 2.0, &job);  // the end of the pass reports step 1 again
-  ASSERT_EQ(job.loss_curve_size(), 1);
-  EXPECT_EQ(job.loss_curve(0).loss(), 2.0);
+  ASSERT_EQ(job.loss_curve_losses_size(), 1);
+  EXPECT_EQ(job.loss_curve_losses(0), 2.0);
 }
 
 TEST(LossCurveTest, TruncatesBeyondAResumedStep) {
@@ -57,7 +54,7 @@ TEST(LossCurveTest, TruncatesBeyondAResumedStep) {
   TruncateLossCurve(6, &job);
   EXPECT_THAT(Steps(job), ::testing::ElementsAre(1, 2, 3, 4, 5, 6));
   AddLossPoint(7, 1.0, &job);
-  EXPECT_EQ(job.loss_curve_size(), 7);
+  EXPECT_THAT(Steps(job), ::testing::ElementsAre(1, 2, 3, 4, 5, 6, 7));
 }
 
 }  // namespace

@@ -82,9 +82,8 @@ TEST(ToJobTest, CopiesTheStateModelAndLossCurve) {
   record.set_dataset_version(2);
   record.set_model_name("m");
   record.set_publish(true);
-  store::LossPoint* point = record.add_loss_curve();
-  point->set_step(4);
-  point->set_loss(0.5);
+  record.add_loss_curve_steps(4);
+  record.add_loss_curve_losses(0.5);
   v1::Job job;
   ToJob(record, &job);
   EXPECT_EQ(job.state(), v1::JOB_STATE_INTERRUPTED);
