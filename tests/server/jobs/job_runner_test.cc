@@ -309,6 +309,18 @@ TEST_F(JobRunnerTest, CheckpointsPeriodicallyAndDeletesTheLastWhenDone) {
     persisted_step = JobStore::Open(copy).value()->Get(id)->step();
   }
   EXPECT_GT(persisted_step, 0);
+  // The metrics see the checkpoints: after 300 ms of running, the job has
+  // gone far less than that without one.
+  absl::SleepFor(absl::Milliseconds(300));
+  double age = -1;
+  for (const prometheus::MetricFamily& family : metrics_.registry().Collect()) {
+    if (family.name != "bnn_training_checkpoint_age_seconds") continue;
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      age = metric.gauge.value;
+    }
+  }
+  EXPECT_GE(age, 0);
+  EXPECT_LT(age, 0.2);
   runner_->Cancel(id).IgnoreError();
   WaitForState(id, store::JobRecord::CANCELLED);
   EXPECT_EQ(ReadFileOrEmpty(path), "");
