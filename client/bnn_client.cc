@@ -189,8 +189,9 @@ absl::StatusOr<std::unique_ptr<BnnClient>> BnnClient::Create(
   return std::unique_ptr<BnnClient>(new BnnClient(std::move(channel), options));
 }
 
-void BnnClient::PrepareContext(grpc::ClientContext* context) const {
-  context->set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+void BnnClient::PrepareContext(grpc::ClientContext* context,
+                               absl::Duration timeout) const {
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   if (!options_.token.empty()) {
     context->AddMetadata("authorization",
                          absl::StrCat("Bearer ", options_.token));
@@ -345,6 +346,91 @@ absl::StatusOr<v1::Job> BnnClient::WaitForJob(
     }
     absl::SleepFor(std::min(delay, deadline - now));
     delay = std::min(delay * 1.5, absl::Seconds(1));
+  }
+}
+
+absl::StatusOr<v1::ListJobsResponse> BnnClient::ListJobs(
+    const v1::ListJobsRequest& request) {
+  return Unary(&v1::BnnService::Stub::ListJobs, request);
+}
+
+absl::StatusOr<std::vector<v1::Job>> BnnClient::ListAllJobs(
+    v1::ListJobsRequest request, int limit) {
+  constexpr int kMaxPageSize = 1000;
+  std::vector<v1::Job> jobs;
+  request.clear_page_token();
+  while (static_cast<int>(jobs.size()) < limit) {
+    request.set_page_size(
+        std::min(kMaxPageSize, limit - static_cast<int>(jobs.size())));
+    absl::StatusOr<v1::ListJobsResponse> page = ListJobs(request);
+    if (!page.ok()) return page.status();
+    for (v1::Job& job : *page->mutable_jobs()) jobs.push_back(std::move(job));
+    if (page->next_page_token().empty()) break;
+    request.set_page_token(page->next_page_token());
+  }
+  return jobs;
+}
+
+absl::Status BnnClient::WatchJob(
+    absl::string_view job_id, std::optional<int64_t> after_step,
+    absl::Duration timeout,
+    const std::function<bool(const v1::JobEvent&)>& on_event) {
+  grpc::ClientContext context;
+  PrepareContext(&context, timeout);
+  v1::WatchJobRequest request;
+  request.set_job_id(std::string(job_id));
+  if (after_step.has_value()) request.set_after_step(*after_step);
+  std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader =
+      stub_->WatchJob(&context, request);
+  v1::JobEvent event;
+  while (reader->Read(&event)) {
+    if (!on_event(event)) {
+      context.TryCancel();
+      while (reader->Read(&event)) {
+      }
+      reader->Finish().IgnoreError();
+      return absl::OkStatus();
+    }
+  }
+  return FromGrpcStatus(reader->Finish());
+}
+
+absl::StatusOr<v1::Job> BnnClient::WatchJobUntilDone(
+    absl::string_view job_id, absl::Duration timeout,
+    const std::function<void(const v1::JobEvent&)>& on_event,
+    absl::Duration reconnect_delay) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::optional<int64_t> last_step;
+  bool done = false;
+  while (true) {
+    const absl::Status status = WatchJob(
+        job_id, last_step, deadline - absl::Now(),
+        [&](const v1::JobEvent& event) {
+          if (event.kind() == v1::JobEvent::KIND_PROGRESS) {
+            last_step = event.step();
+          }
+          done = done || (event.kind() != v1::JobEvent::KIND_PROGRESS &&
+                          IsTerminal(event.state()));
+          if (on_event) on_event(event);
+          return true;
+        });
+    if (done) return GetJob(job_id);
+    if (!absl::IsUnavailable(status)) {
+      if (absl::IsDeadlineExceeded(status) || status.ok()) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("job ", job_id, " did not finish within ",
+                         absl::FormatDuration(timeout)));
+      }
+      return status;
+    }
+    const absl::Time now = absl::Now();
+    if (now >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("job ", job_id, " did not finish within ",
+                       absl::FormatDuration(timeout),
+                       "; the server is unavailable: ", status.message()));
+    }
+    absl::SleepFor(std::min(reconnect_delay, deadline - now));
   }
 }
 

@@ -32,6 +32,7 @@ namespace bnn::client {
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
 // True for SUCCEEDED, FAILED and CANCELLED: the job will not change again.
+// (INTERRUPTED jobs resume when their server runs again.)
 bool IsTerminal(v1::JobState state);
 
 // Appends the row-major rows of `features` (num_features values each) to
@@ -122,7 +123,38 @@ class BnnClient {
   absl::StatusOr<std::string> StartTraining(
       const v1::StartTrainingRequest& request);
   absl::StatusOr<v1::Job> GetJob(absl::string_view job_id);
+  // A queued job comes back CANCELLED, a running one CANCELLING (it stops
+  // when its current step ends), a finished one as it is.
   absl::StatusOr<v1::Job> CancelJob(absl::string_view job_id);
+  // One page of jobs, newest first (request.page_token() continues a
+  // listing).
+  absl::StatusOr<v1::ListJobsResponse> ListJobs(
+      const v1::ListJobsRequest& request);
+  // Up to `limit` jobs the filters of `request` match, newest first, paging
+  // through ListJobs (its page_size and page_token are set here).
+  absl::StatusOr<std::vector<v1::Job>> ListAllJobs(v1::ListJobsRequest request,
+                                                   int limit);
+
+  // One WatchJob stream: `on_event` sees every event in order until the
+  // stream ends after a final state (OK), `timeout` passes
+  // (DeadlineExceeded), the server goes away (Unavailable; the job resumes
+  // when it is back), or `on_event` returns false (OK, the stream
+  // cancelled). With `after_step`, continues a watch that saw progress up
+  // to that step.
+  absl::Status WatchJob(
+      absl::string_view job_id, std::optional<int64_t> after_step,
+      absl::Duration timeout,
+      const std::function<bool(const v1::JobEvent&)>& on_event);
+  // WatchJob until the job reaches a final state, reconnecting whenever a
+  // stream ends Unavailable (a server restart or a lost connection; every
+  // `reconnect_delay` until it answers) with after_step = the last progress
+  // step seen, so `on_event` sees each step's progress at most once and,
+  // while the server keeps it, without a gap. Returns the final job
+  // (GetJob), or DeadlineExceeded once `timeout` passes.
+  absl::StatusOr<v1::Job> WatchJobUntilDone(
+      absl::string_view job_id, absl::Duration timeout,
+      const std::function<void(const v1::JobEvent&)>& on_event = nullptr,
+      absl::Duration reconnect_delay = absl::Milliseconds(500));
 
   // Polls GetJob, backing off from 50 ms to 1 s between polls, until the job
   // reaches a terminal state (returned whatever it is: check job.state()) or
@@ -223,9 +255,13 @@ class BnnClient {
         stub_(v1::BnnService::NewStub(channel)),
         options_(options) {}
 
-  // Every call's deadline (now + options_.rpc_timeout) and authorization
-  // metadata.
-  void PrepareContext(grpc::ClientContext* context) const;
+  // Every call's deadline (now + options_.rpc_timeout, or + `timeout`) and
+  // authorization metadata.
+  void PrepareContext(grpc::ClientContext* context) const {
+    PrepareContext(context, options_.rpc_timeout);
+  }
+  void PrepareContext(grpc::ClientContext* context,
+                      absl::Duration timeout) const;
 
   // One unary call of `rpc` (a synchronous method of the stub) with the
   // deadline set.

@@ -11,6 +11,7 @@
 
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
+#include <absl/strings/ascii.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_format.h>
 #include <absl/time/time.h>
@@ -33,6 +34,36 @@ class Runner {
  public:
   Runner(const GlobalFlags& global, BnnClient* client)
       : global_(global), client_(client) {}
+
+  // Watches the job until it ends (reconnecting while the server restarts)
+  // and returns it. With `show`, writes its progress to `out`: on a
+  // `terminal` one line redrawn in place, otherwise one line per event.
+  absl::StatusOr<v1::Job> Follow(const std::string& job_id,
+                                 double timeout_seconds, std::ostream& out,
+                                 bool terminal, bool show) {
+    bool drawn = false;
+    absl::StatusOr<v1::Job> job = client_->WatchJobUntilDone(
+        job_id, absl::Seconds(timeout_seconds), [&](const v1::JobEvent& event) {
+          if (!show) return;
+          if (terminal) {
+            // Carriage return, the bar, then erase the rest of the line.
+            out << "\r" << FormatProgressBar(event) << "\x1b[K" << std::flush;
+            drawn = true;
+          } else {
+            out << FormatJobEventLine(event) << std::endl;
+          }
+        });
+    if (drawn) out << "\n" << std::flush;
+    return job;
+  }
+
+  // OK for a SUCCEEDED job; otherwise the failure bnnctl exits 1 with.
+  static absl::Status UnlessSucceeded(const v1::Job& job) {
+    if (job.state() == v1::JOB_STATE_SUCCEEDED) return absl::OkStatus();
+    return absl::AbortedError(absl::StrCat(
+        "job ", job.job_id(), " ", JobStateName(job.state()),
+        job.error().empty() ? "" : absl::StrCat(": ", job.error())));
+  }
 
   absl::Status operator()(const TextCommand& command) {
     std::cout << command.text;
@@ -114,8 +145,22 @@ class Runner {
     }
     request.set_parent_snapshot_id(command.parent_snapshot_id);
     request.set_prior_from_parent(command.prior_from_parent);
+    request.set_model_name(command.model_name);
+    request.set_publish(command.publish);
     absl::StatusOr<std::string> job_id = client_->StartTraining(request);
     if (!job_id.ok()) return job_id.status();
+    if (command.wait) {
+      // As `job ID --wait`: progress on stderr (a terminal only), the
+      // finished job on stdout.
+      if (!global_.json) std::cerr << "queued job " << *job_id << "\n";
+      const bool terminal = isatty(STDERR_FILENO);
+      absl::StatusOr<v1::Job> job =
+          Follow(*job_id, command.wait_timeout_seconds, std::cerr, terminal,
+                 /*show=*/!global_.json && terminal);
+      if (!job.ok()) return job.status();
+      Print(*job, JobJson, FormatJob);
+      return UnlessSucceeded(*job);
+    }
     if (global_.json) {
       PrintJson({{"job_id", *job_id}});
     } else {
@@ -147,12 +192,7 @@ class Runner {
     }
     if (!job.ok()) return job.status();
     Print(*job, JobJson, FormatJob);
-    if (command.wait && job->state() != v1::JOB_STATE_SUCCEEDED) {
-      return absl::AbortedError(absl::StrCat(
-          "job ", job->job_id(), " ", JobStateName(job->state()),
-          job->error().empty() ? "" : absl::StrCat(": ", job->error())));
-    }
-    return absl::OkStatus();
+    return command.wait ? UnlessSucceeded(*job) : absl::OkStatus();
   }
 
   absl::Status operator()(const CancelCommand& command) {
@@ -160,6 +200,39 @@ class Runner {
     if (!job.ok()) return job.status();
     Print(*job, JobJson, FormatJob);
     return absl::OkStatus();
+  }
+
+  absl::Status operator()(const JobsCommand& command) {
+    v1::ListJobsRequest request;
+    for (const std::string& state : command.states) {
+      v1::JobState wire = v1::JOB_STATE_UNSPECIFIED;
+      v1::JobState_Parse(
+          absl::StrCat("JOB_STATE_", absl::AsciiStrToUpper(state)), &wire);
+      request.add_states(wire);
+    }
+    request.set_dataset_id(command.dataset_id);
+    request.set_method(command.method);
+    request.set_model_name(command.model_name);
+    absl::StatusOr<std::vector<v1::Job>> jobs =
+        client_->ListAllJobs(request, command.limit);
+    if (!jobs.ok()) return jobs.status();
+    if (global_.json) {
+      Json list = Json::array();
+      for (const v1::Job& job : *jobs) list.push_back(JobJson(job));
+      PrintJson({{"jobs", std::move(list)}});
+    } else {
+      std::cout << FormatJobList(*jobs);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const WatchCommand& command) {
+    absl::StatusOr<v1::Job> job =
+        Follow(command.job_id, command.wait_timeout_seconds, std::cout,
+               isatty(STDOUT_FILENO), /*show=*/!global_.json);
+    if (!job.ok()) return job.status();
+    if (global_.json) PrintJson(JobJson(*job));
+    return UnlessSucceeded(*job);
   }
 
   absl::Status operator()(const PredictCommand& command) {

@@ -1,8 +1,10 @@
 #include "client/bnnctl_args.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <utility>
 
 #include <absl/strings/match.h>
@@ -109,6 +111,26 @@ absl::StatusOr<std::vector<int>> ParseHiddenSizes(absl::string_view value) {
   return sizes;
 }
 
+// Job states for `jobs --state`: the wire names without JOB_STATE_, lower
+// case, comma-separated.
+absl::StatusOr<std::vector<std::string>> ParseJobStates(
+    absl::string_view value) {
+  constexpr absl::string_view kStates[] = {
+      "queued",    "running",     "succeeded", "failed",
+      "cancelled", "interrupted", "cancelling"};
+  std::vector<std::string> states;
+  for (absl::string_view part : absl::StrSplit(value, ',')) {
+    if (std::find(std::begin(kStates), std::end(kStates), part) ==
+        std::end(kStates)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", part, "' is not a job state (",
+                       absl::StrJoin(kStates, ", "), ")"));
+    }
+    states.emplace_back(part);
+  }
+  return states;
+}
+
 absl::StatusOr<std::vector<std::string>> ParseActivations(
     absl::string_view value) {
   std::vector<std::string> out;
@@ -203,6 +225,8 @@ struct Commands {
   CLI::App* train;
   CLI::App* job;
   CLI::App* cancel;
+  CLI::App* jobs;
+  CLI::App* watch;
   CLI::App* predict;
   CLI::App* acquire;
   CLI::App* snapshots;
@@ -228,6 +252,8 @@ struct Commands {
   std::vector<std::string> train_params;
   JobCommand job_args;
   CancelCommand cancel_args;
+  JobsCommand jobs_args;
+  WatchCommand watch_args;
   PredictCommand predict_args;
   AcquireCommand acquire_args;
   SnapshotsCommand snapshots_args;
@@ -353,6 +379,15 @@ void AddCommands(CLI::App* app, Commands* c) {
             "SNAPSHOT", "Warm-start from this snapshot");
   AddFlag(c->train, "--prior-from-parent", &train.prior_from_parent,
           "Make the parent's posterior the prior (continual learning)");
+  AddParsed(c->train, "--model", ParseNonEmpty, &train.model_name, "NAME",
+            "File the job under this model name");
+  AddFlag(c->train, "--publish", &train.publish,
+          "Publish the snapshot under --model when the job succeeds");
+  AddFlag(c->train, "--wait", &train.wait,
+          "Watch the job until it ends; exit 1 unless it succeeded");
+  AddParsed(c->train, "--wait-timeout", ParsePositiveSeconds,
+            &train.wait_timeout_seconds, "SECONDS",
+            "Limit of --wait (default 3600)");
 
   c->job =
       app->add_subcommand("job", "Show a job; --wait polls until it finishes");
@@ -365,6 +400,30 @@ void AddCommands(CLI::App* app, Commands* c) {
 
   c->cancel = app->add_subcommand("cancel", "Cancel a queued or running job");
   AddRequired(c->cancel, "JOB_ID", &c->cancel_args.job_id, "ID", "Job");
+
+  c->jobs = app->add_subcommand("jobs", "List jobs, newest first");
+  JobsCommand& jobs = c->jobs_args;
+  AddParsed(c->jobs, "--state", ParseJobStates, &jobs.states,
+            "STATE[,STATE...]",
+            "Only jobs in these states (queued, running, succeeded, failed, "
+            "cancelled, interrupted, cancelling)");
+  AddParsed(c->jobs, "--dataset", ParseNonEmpty, &jobs.dataset_id, "ID",
+            "Only jobs training on this dataset");
+  AddParsed(c->jobs, "--method", ParseNonEmpty, &jobs.method, "NAME",
+            "Only jobs of this method");
+  AddParsed(c->jobs, "--model", ParseNonEmpty, &jobs.model_name, "NAME",
+            "Only jobs filed under this model name");
+  AddParsed(c->jobs, "--limit", ParsePositiveInt, &jobs.limit, "N",
+            "At most N jobs (default 20)");
+
+  c->watch = app->add_subcommand(
+      "watch",
+      "Follow a job until it ends: a progress bar on a terminal, a line per "
+      "event otherwise; reconnects while the server restarts");
+  AddRequired(c->watch, "JOB_ID", &c->watch_args.job_id, "ID", "Job");
+  AddParsed(c->watch, "--wait-timeout", ParsePositiveSeconds,
+            &c->watch_args.wait_timeout_seconds, "SECONDS",
+            "Give up after this long (default 3600)");
 
   c->predict = app->add_subcommand(
       "predict",
@@ -546,6 +605,13 @@ absl::StatusOr<Command> BuildCommand(const CLI::App& app, Commands& c) {
       return absl::InvalidArgumentError(
           "'train' needs the flag --hidden (or --parent)");
     }
+    if (train.publish && train.model_name.empty()) {
+      return absl::InvalidArgumentError("flag --publish needs --model as well");
+    }
+    if (c.train->count("--wait-timeout") > 0 && !train.wait) {
+      return absl::InvalidArgumentError(
+          "flag --wait-timeout needs --wait as well");
+    }
     for (const std::string& assignment : c.train_params) {
       auto [entry, inserted] = train.params.insert(*ParseParam(assignment));
       if (!inserted) {
@@ -563,6 +629,8 @@ absl::StatusOr<Command> BuildCommand(const CLI::App& app, Commands& c) {
     return c.job_args;
   }
   if (c.cancel->parsed()) return c.cancel_args;
+  if (c.jobs->parsed()) return c.jobs_args;
+  if (c.watch->parsed()) return c.watch_args;
   if (c.predict->parsed()) {
     const PredictCommand& predict = c.predict_args;
     BNN_RETURN_IF_ERROR(

@@ -55,6 +55,7 @@ struct UploadCommand {
 //       [--activation relu[,tanh...]] --epochs E [--seed S]
 //       [--param key=value ...] [--dataset-version V]
 //       [--parent SNAPSHOT [--prior-from-parent]]
+//       [--model NAME [--publish]] [--wait [--wait-timeout SECONDS]]
 // --hidden may be left out with --parent (the parent's architecture is used).
 struct TrainCommand {
   std::string dataset_id;
@@ -67,6 +68,14 @@ struct TrainCommand {
   std::optional<int64_t> dataset_version;  // unset: the latest
   std::string parent_snapshot_id;          // empty: train from scratch
   bool prior_from_parent = false;
+  // File the job under a model name; with `publish`, publish its snapshot
+  // as the model's next version when it succeeds.
+  std::string model_name;
+  bool publish = false;
+  // Watch the job until it ends (as `watch`), then print it as `job` does;
+  // fail unless it succeeded.
+  bool wait = false;
+  double wait_timeout_seconds = 3600.0;
 };
 
 // job ID [--wait [--wait-timeout SECONDS]]
@@ -79,6 +88,24 @@ struct JobCommand {
 // cancel ID
 struct CancelCommand {
   std::string job_id;
+};
+
+// jobs [--state S[,S...]] [--dataset ID] [--method NAME] [--model NAME]
+//      [--limit N]
+struct JobsCommand {
+  // Wire state names without their prefix ("running", "interrupted").
+  std::vector<std::string> states;
+  std::string dataset_id;
+  std::string method;
+  std::string model_name;
+  int limit = 20;
+};
+
+// watch ID [--wait-timeout SECONDS]: the job's progress until it ends,
+// reconnecting while the server restarts.
+struct WatchCommand {
+  std::string job_id;
+  double wait_timeout_seconds = 3600.0;
 };
 
 // predict (--snapshot ID | --model REF) --csv FILE (--samples S |
@@ -214,14 +241,13 @@ struct TokenCreateCommand {
   std::string name;
 };
 
-using Command =
-    std::variant<TextCommand, UploadCommand, TrainCommand, JobCommand,
-                 CancelCommand, PredictCommand, AcquireCommand, MethodsCommand,
-                 DatasetsCommand, DatasetCommand, AppendCommand,
-                 SnapshotsCommand, SnapshotCommand, DeleteSnapshotCommand,
-                 ExportCommand, ImportCommand, HealthCommand,
-                 TokenCreateCommand, ModelsCommand, PublishCommand,
-                 AliasCommand, DeleteModelCommand, DeleteDatasetCommand>;
+using Command = std::variant<
+    TextCommand, UploadCommand, TrainCommand, JobCommand, CancelCommand,
+    JobsCommand, WatchCommand, PredictCommand, AcquireCommand, MethodsCommand,
+    DatasetsCommand, DatasetCommand, AppendCommand, SnapshotsCommand,
+    SnapshotCommand, DeleteSnapshotCommand, ExportCommand, ImportCommand,
+    HealthCommand, TokenCreateCommand, ModelsCommand, PublishCommand,
+    AliasCommand, DeleteModelCommand, DeleteDatasetCommand>;
 
 struct Invocation {
   GlobalFlags global;

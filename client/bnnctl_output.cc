@@ -20,6 +20,15 @@
 namespace bnn::client {
 namespace {
 
+// [{"step", "loss"}, ...]
+Json LossCurveJson(const v1::Job& job) {
+  Json curve = Json::array();
+  for (const v1::LossPoint& point : job.loss_curve()) {
+    curve.push_back({{"step", point.step()}, {"loss", point.loss()}});
+  }
+  return curve;
+}
+
 std::string EnumName(absl::string_view full, absl::string_view prefix) {
   absl::ConsumePrefix(&full, prefix);
   return absl::AsciiStrToLower(full);
@@ -262,7 +271,24 @@ Json JobJson(const v1::Job& job) {
           {"error", job.error()},
           {"created_unix_ms", job.created_unix_ms()},
           {"started_unix_ms", job.started_unix_ms()},
-          {"finished_unix_ms", job.finished_unix_ms()}};
+          {"finished_unix_ms", job.finished_unix_ms()},
+          {"model_name", job.model_name()},
+          {"publish", job.publish()},
+          {"loss_curve", LossCurveJson(job)}};
+}
+
+Json JobEventJson(const v1::JobEvent& event) {
+  return {{"kind", EnumName(v1::JobEvent::Kind_Name(event.kind()), "KIND_")},
+          {"state", JobStateName(event.state())},
+          {"epoch", event.epoch()},
+          {"step", event.step()},
+          {"total_steps", event.total_steps()},
+          {"loss", event.loss()},
+          {"steps_per_second", event.steps_per_second()},
+          {"eta_seconds", event.eta_seconds()},
+          {"unix_ms", event.unix_ms()},
+          {"error", event.error()},
+          {"snapshot_id", event.snapshot_id()}};
 }
 
 Json MethodJson(const v1::MethodInfo& method) {
@@ -303,7 +329,8 @@ Json SnapshotJson(const v1::SnapshotInfo& snapshot) {
           {"library_version", snapshot.library_version()},
           {"parent_snapshot_id", snapshot.parent_snapshot_id()},
           {"prior_from_parent", snapshot.prior_from_parent()},
-          {"class_values", Array(snapshot.class_values())}};
+          {"class_values", Array(snapshot.class_values())},
+          {"job_id", snapshot.job_id()}};
 }
 
 Json PredictionsJson(const FeatureTable& inputs,
@@ -458,11 +485,89 @@ std::string FormatJob(const v1::Job& job) {
       {"started", Time(job.started_unix_ms())},
       {"finished", Time(job.finished_unix_ms())},
   };
+  if (!job.model_name().empty()) {
+    entries.push_back(
+        {"model",
+         absl::StrCat(job.model_name(), job.publish() ? " (publish)" : "")});
+  }
+  if (job.loss_curve_size() > 0) {
+    entries.push_back(
+        {"loss curve", absl::StrCat(job.loss_curve_size(), " points")});
+  }
   if (!job.snapshot_id().empty()) {
     entries.push_back({"snapshot", job.snapshot_id()});
   }
   if (!job.error().empty()) entries.push_back({"error", job.error()});
   return KeyValues(entries);
+}
+
+std::string FormatJobList(const std::vector<v1::Job>& jobs) {
+  if (jobs.empty()) return "no jobs\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::Job& job : jobs) {
+    rows.push_back({job.job_id(), JobStateName(job.state()), job.method(),
+                    job.dataset_id(),
+                    job.model_name().empty() ? "-" : job.model_name(),
+                    absl::StrFormat("%.1f%%", 100 * job.progress()),
+                    job.step() > 0 ? Num(job.last_loss()) : "-",
+                    Time(job.created_unix_ms())});
+  }
+  return Table({"ID", "STATE", "METHOD", "DATASET", "MODEL", "PROGRESS", "LOSS",
+                "CREATED"},
+               rows, /*right_aligned_from=*/5);
+}
+
+std::string FormatDuration(double seconds) {
+  if (!(seconds >= 0) || seconds > 1e8) return "?";
+  const int64_t total = static_cast<int64_t>(std::llround(seconds));
+  if (total >= 3600) {
+    return absl::StrFormat("%d:%02d:%02d", total / 3600, total / 60 % 60,
+                           total % 60);
+  }
+  return absl::StrFormat("%d:%02d", total / 60, total % 60);
+}
+
+std::string FormatJobEventLine(const v1::JobEvent& event) {
+  std::string line = JobStateName(event.state());
+  if (event.total_steps() > 0) {
+    absl::StrAppend(
+        &line, absl::StrFormat(" step %d/%d (%.1f%%) epoch %d", event.step(),
+                               event.total_steps(),
+                               100.0 * event.step() / event.total_steps(),
+                               event.epoch()));
+  }
+  if (event.step() > 0) absl::StrAppend(&line, " loss ", Num(event.loss()));
+  if (event.steps_per_second() > 0) {
+    absl::StrAppend(
+        &line, absl::StrFormat(" %.1f steps/s eta %s", event.steps_per_second(),
+                               FormatDuration(event.eta_seconds())));
+  }
+  if (!event.snapshot_id().empty()) {
+    absl::StrAppend(&line, " snapshot ", event.snapshot_id());
+  }
+  if (!event.error().empty()) absl::StrAppend(&line, " error: ", event.error());
+  return line;
+}
+
+std::string FormatProgressBar(const v1::JobEvent& event, int width) {
+  const double fraction =
+      event.total_steps() > 0
+          ? std::clamp(static_cast<double>(event.step()) / event.total_steps(),
+                       0.0, 1.0)
+          : 0.0;
+  const int filled = static_cast<int>(fraction * width);
+  std::string bar = absl::StrCat("[", std::string(filled, '#'),
+                                 std::string(width - filled, '.'), "]");
+  absl::StrAppend(&bar, absl::StrFormat(" %5.1f%%  step %d/%d", 100 * fraction,
+                                        event.step(), event.total_steps()));
+  if (event.step() > 0) absl::StrAppend(&bar, "  loss ", Num(event.loss()));
+  if (event.steps_per_second() > 0) {
+    absl::StrAppend(&bar, absl::StrFormat("  %.1f steps/s  ETA %s",
+                                          event.steps_per_second(),
+                                          FormatDuration(event.eta_seconds())));
+  }
+  absl::StrAppend(&bar, "  ", JobStateName(event.state()));
+  return bar;
 }
 
 std::string FormatMethods(const std::vector<v1::MethodInfo>& methods) {
@@ -517,6 +622,9 @@ std::string FormatSnapshot(const v1::SnapshotInfo& snapshot) {
       {"format", absl::StrCat("version ", snapshot.format_version(),
                               ", library ", snapshot.library_version(), ", ",
                               snapshot.size_bytes(), " bytes")});
+  if (!snapshot.job_id().empty()) {
+    entries.push_back({"job", snapshot.job_id()});
+  }
   entries.push_back({"created", Time(snapshot.created_unix_ms())});
   return KeyValues(entries);
 }

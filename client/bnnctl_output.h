@@ -19,7 +19,8 @@ namespace bnn::client {
 
 // "regression", "classification", "unspecified".
 std::string TaskName(v1::Task task);
-// "queued", "running", "succeeded", "failed", "cancelled", "unspecified".
+// "queued", "running", "succeeded", "failed", "cancelled", "interrupted",
+// "cancelling", "unspecified".
 std::string JobStateName(v1::JobState state);
 
 using Json = nlohmann::ordered_json;
@@ -32,6 +33,10 @@ std::string JsonText(const Json& value);
 
 Json DatasetJson(const v1::DatasetInfo& dataset);
 Json JobJson(const v1::Job& job);
+// {"kind" ("current", "progress", "state"), "state", "epoch", "step",
+// "total_steps", "loss", "steps_per_second", "eta_seconds", "unix_ms",
+// "error", "snapshot_id"}.
+Json JobEventJson(const v1::JobEvent& event);
 Json MethodJson(const v1::MethodInfo& method);
 Json SnapshotJson(const v1::SnapshotInfo& snapshot);
 // The predictions with their inputs: {"snapshot_id", "num_samples", "seed",
@@ -63,6 +68,18 @@ Json ModelJson(const v1::ModelInfo& model);
 std::string FormatDataset(const v1::DatasetInfo& dataset);
 std::string FormatDatasetList(const std::vector<v1::DatasetInfo>& datasets);
 std::string FormatJob(const v1::Job& job);
+// `ID STATE METHOD DATASET MODEL PROGRESS LOSS CREATED`, one job per line.
+std::string FormatJobList(const std::vector<v1::Job>& jobs);
+// Seconds as "M:SS" or "H:MM:SS"; "?" when unknown (negative, huge, NaN).
+std::string FormatDuration(double seconds);
+// One watch event as a line of text (no newline), for pipes and logs:
+// "running step 1200/12000 (10.0%) epoch 400 loss 0.123 450.0 steps/s eta
+// 0:24".
+std::string FormatJobEventLine(const v1::JobEvent& event);
+// The progress bar a terminal redraws in place (no newline): "[####....]
+// 10.0%  step 1200/12000  loss 0.123  450.0 steps/s  ETA 0:24  running",
+// the bar `width` characters wide.
+std::string FormatProgressBar(const v1::JobEvent& event, int width = 30);
 std::string FormatMethods(const std::vector<v1::MethodInfo>& methods);
 std::string FormatSnapshot(const v1::SnapshotInfo& snapshot);
 std::string FormatSnapshotList(const std::vector<v1::SnapshotInfo>& snapshots);

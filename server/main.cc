@@ -44,6 +44,14 @@ ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "loopback with --tls-cert.");
 ABSL_FLAG(int, max_concurrent_jobs, kDefaults.max_concurrent_jobs,
           "Training jobs run at once.");
+ABSL_FLAG(int, max_queued_jobs, kDefaults.max_queued_jobs,
+          "Training jobs waiting to run at most; StartTraining beyond it is "
+          "refused with RESOURCE_EXHAUSTED.");
+ABSL_FLAG(double, checkpoint_seconds, kDefaults.checkpoint_seconds,
+          "A running job saves a checkpoint this often (seconds of training) "
+          "to resume from after a shutdown or crash; 0 = only at shutdown.");
+ABSL_FLAG(int, max_watchers_per_client, kDefaults.max_watchers_per_client,
+          "WatchJob streams one client may have open at once.");
 ABSL_FLAG(int, max_predict_samples, kDefaults.limits.max_predict_samples,
           "Largest num_samples a Predict request may ask for.");
 ABSL_FLAG(int64_t, max_predict_rows, kDefaults.limits.max_predict_rows,
@@ -93,7 +101,8 @@ ABSL_FLAG(double, max_request_seconds, kDefaults.max_request_seconds,
           "with DEADLINE_EXCEEDED.");
 ABSL_FLAG(double, shutdown_grace, kDefaults.shutdown_grace_seconds,
           "Seconds from SIGINT/SIGTERM until the process exits, whatever is "
-          "still running.");
+          "still running; running jobs checkpoint at once and resume after "
+          "the restart.");
 ABSL_FLAG(int64_t, max_snapshot_bytes, kDefaults.limits.max_snapshot_bytes,
           "Largest snapshot ImportSnapshot accepts (at most 2 GiB).");
 ABSL_FLAG(std::string, tls_cert, kDefaults.tls.cert_file,
@@ -141,6 +150,10 @@ Server::Options OptionsFromFlags() {
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.max_concurrent_jobs = absl::GetFlag(FLAGS_max_concurrent_jobs);
+  options.max_queued_jobs = absl::GetFlag(FLAGS_max_queued_jobs);
+  options.checkpoint_seconds = absl::GetFlag(FLAGS_checkpoint_seconds);
+  options.max_watchers_per_client =
+      absl::GetFlag(FLAGS_max_watchers_per_client);
   options.threads = absl::GetFlag(FLAGS_threads);
   options.compute_workers = absl::GetFlag(FLAGS_compute_workers);
   options.predict_cache_bytes = absl::GetFlag(FLAGS_predict_cache_bytes);
@@ -204,7 +217,8 @@ absl::Status Serve(Server::Options options, const sigset_t& signals) {
   if (!stopped.ok()) {
     // Something is stuck where it cannot be interrupted; destroying the
     // server would wait for it. The stores are consistent (running jobs are
-    // recorded FAILED), so exit now.
+    // recorded INTERRUPTED, to resume from their last checkpoint), so exit
+    // now.
     spdlog::warn("{}; exiting without them", std::string(stopped.message()));
     spdlog::info("bnn-server stopped");
     spdlog::shutdown();

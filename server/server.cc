@@ -123,6 +123,17 @@ absl::Status Server::Options::Validate() const {
       CheckAtLeast("max-predict-samples", limits.max_predict_samples, 1));
   BNN_RETURN_IF_ERROR(
       CheckAtLeast("max-concurrent-jobs", max_concurrent_jobs, 1));
+  BNN_RETURN_IF_ERROR(CheckAtLeast("max-queued-jobs", max_queued_jobs, 1));
+  BNN_RETURN_IF_ERROR(
+      CheckAtLeast("max-watchers-per-client", max_watchers_per_client, 1));
+  if (!(checkpoint_seconds == 0 || checkpoint_seconds > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--checkpoint-seconds = ", checkpoint_seconds, " must be >= 0"));
+  }
+  if (checkpoint_seconds > 0) {
+    BNN_RETURN_IF_ERROR(
+        CheckPositive("checkpoint-seconds", checkpoint_seconds));
+  }
   BNN_RETURN_IF_ERROR(CheckAtLeast("threads", threads, 0));
   BNN_RETURN_IF_ERROR(CheckAtLeast("compute-workers", compute_workers, 1));
   BNN_RETURN_IF_ERROR(
@@ -243,6 +254,29 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   JobRunner::Options runner_options;
   runner_options.max_concurrent_jobs = o.max_concurrent_jobs;
   runner_options.compute_threads = o.threads;
+  runner_options.max_queued_jobs = o.max_queued_jobs;
+  runner_options.checkpoint_interval = absl::Seconds(o.checkpoint_seconds);
+  // StartTraining(model_name, publish = true): the snapshot becomes the
+  // model's next version (and `latest`) before the job is SUCCEEDED; a
+  // failure to publish fails the job, naming why.
+  ModelStore* const models = server->models_.get();
+  runner_options.on_succeeded =
+      [models](const store::JobRecord& job,
+               const std::string& snapshot_id) -> absl::Status {
+    if (!job.publish()) return absl::OkStatus();
+    const absl::StatusOr<store::ModelRecord> published =
+        models->PublishFromJob(job.model_name(), snapshot_id);
+    if (!published.ok()) {
+      return absl::Status(
+          published.status().code(),
+          absl::StrCat("the snapshot ", snapshot_id,
+                       " was stored but could not be published as model '",
+                       job.model_name(), "': ", published.status().message()));
+    }
+    spdlog::info("job {} published snapshot {} as model {}", job.job_id(),
+                 snapshot_id, job.model_name());
+    return absl::OkStatus();
+  };
   BNN_ASSIGN_OR_RETURN(
       server->runner_,
       JobRunner::Create(runner_options, server->jobs_.get(),
@@ -258,6 +292,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   service_options.data_dir = o.data_dir;
   service_options.max_client_streams = o.max_client_streams;
   service_options.stream_idle_timeout = absl::Seconds(o.stream_idle_seconds);
+  service_options.max_watchers_per_client = o.max_watchers_per_client;
   server->service_ = std::make_unique<BnnServiceImpl>(
       service_options, server->datasets_.get(), server->snapshots_.get(),
       server->predictors_.get(), server->runner_.get(), registry,

@@ -54,6 +54,17 @@ class Server {
     // --max-concurrent-jobs: training jobs run at once; later ones wait in
     // FIFO order. >= 1.
     int max_concurrent_jobs = 1;
+    // --max-queued-jobs: jobs waiting to run at most; StartTraining beyond
+    // it is refused with RESOURCE_EXHAUSTED. >= 1.
+    int max_queued_jobs = 64;
+    // --checkpoint-seconds: a running job saves a checkpoint (to resume
+    // from after a shutdown or crash) after the first step that ends this
+    // many seconds of training after its last one; 0 = only when the server
+    // shuts down. >= 0.
+    double checkpoint_seconds = 60;
+    // --max-watchers-per-client: WatchJob streams one client (token, or
+    // connection without tokens) may have open at once. >= 1.
+    int max_watchers_per_client = 8;
     // --threads: most OpenMP (Eigen GEMM) threads per training job and per
     // Predict or Acquire call; 0 = one per core. >= 0. Small computations
     // run on one thread regardless (bnn/compute_threads.h).
@@ -73,7 +84,8 @@ class Server {
     // --shutdown-grace: seconds from the start of Shutdown() (SIGINT or
     // SIGTERM) until the process must be gone: in-flight RPCs get this
     // long, less kShutdownCancelMargin, to finish before they are cancelled;
-    // running training jobs are interrupted at once. > 0.
+    // running training jobs are interrupted at once (each writes a
+    // checkpoint and becomes INTERRUPTED). > 0.
     double shutdown_grace_seconds = 5;
     // --predict-cache-bytes: bytes of posterior weight samples kept for
     // reuse across Predict and Acquire calls, in all; each of the
@@ -163,8 +175,9 @@ class Server {
   // Validates `options`, locks the data directory (FailedPrecondition
   // naming the holder's pid if another server uses it), sizes the memory
   // budget and opens the store (indexing every dataset, job and snapshot;
-  // queued jobs are queued again, jobs left running by a previous process
-  // are marked failed). Nothing listens until Start().
+  // jobs a previous process left interrupted or running are queued to
+  // resume from their checkpoints, then the queued ones). Nothing listens
+  // until Start().
   static absl::StatusOr<std::unique_ptr<Server>> Create(Options options);
   // Shutdown().
   ~Server();
@@ -185,8 +198,10 @@ class Server {
 
   // Stops the server within --shutdown-grace of the call: health turns
   // NOT_SERVING, new RPCs and jobs are refused, running training jobs are
-  // interrupted before their next step (they become FAILED; queued ones stay
-  // QUEUED for the next process), in-flight RPCs get the grace less
+  // interrupted before their next step (each writes a checkpoint and becomes
+  // INTERRUPTED, to resume in the next process; queued ones stay QUEUED),
+  // WatchJob streams end (UNAVAILABLE, after the job's INTERRUPTED event),
+  // in-flight RPCs get the grace less
   // kShutdownCancelMargin to finish and are then cancelled (computations
   // stop at their next chunk), idle client connections are closed as soon
   // as no RPC is in flight, and the metrics endpoint stops. OK if everything

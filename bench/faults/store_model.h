@@ -93,8 +93,12 @@ struct Outcomes {
   // kTrain: StartTraining calls whose job exists / does not).
   int64_t committed[kNumOpKinds] = {};
   int64_t not_committed[kNumOpKinds] = {};
-  int64_t jobs_failed_by_restart = 0;  // RUNNING at the kill, now FAILED
-  int64_t jobs_adopted = 0;  // snapshot written before the kill, job after
+  // RUNNING at the kill, now FAILED (servers before checkpoints).
+  int64_t jobs_failed_by_restart = 0;
+  // RUNNING at the kill, finished after the restart: resumed from its
+  // checkpoint (or from the start), or its snapshot, written before the
+  // kill, adopted.
+  int64_t jobs_adopted = 0;
   int64_t jobs_queued_then_run = 0;  // QUEUED at the kill, ran after it
 };
 

@@ -1,17 +1,30 @@
 // Runs training jobs off the RPC threads: a fixed pool of workers takes jobs
-// in FIFO order, trains with bnn::Train and stores the snapshot. Jobs still
-// queued when the server stops stay QUEUED in the store and are queued again,
-// oldest first, by the next process's runner.
+// in FIFO order, trains with bnn::Train and stores the snapshot. A running
+// job checkpoints its state (bnn/train/checkpoint.h) every
+// Options::checkpoint_interval and when the server shuts down, to
+// <data-dir>/jobs/<job_id>.ckpt (JobStore::CheckpointPath); a shutdown or a
+// crash leaves it INTERRUPTED, and the next process's runner resumes it from
+// that checkpoint, to the snapshot an uninterrupted run would have made.
+// Jobs still queued stay QUEUED and are queued again, oldest first, after
+// the interrupted ones.
+//
+// States: QUEUED -> RUNNING -> SUCCEEDED | FAILED | CANCELLED; RUNNING ->
+// CANCELLING -> CANCELLED (Cancel); RUNNING -> INTERRUPTED -> RUNNING
+// (shutdown or crash, then the next process).
 #ifndef BNN_SERVER_JOBS_JOB_RUNNER_H_
 #define BNN_SERVER_JOBS_JOB_RUNNER_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <absl/base/thread_annotations.h>
+#include <absl/functional/function_ref.h>
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 #include <absl/synchronization/mutex.h>
@@ -23,6 +36,7 @@
 
 #include "server/admission/memory_budget.h"
 #include "server/common/thread_pool.h"
+#include "server/jobs/job_events.h"
 #include "server/metrics/server_metrics.h"
 #include "server/store/dataset_store.h"
 #include "server/store/job_store.h"
@@ -37,17 +51,34 @@ class JobRunner {
   struct Options {
     // Jobs trained at once (--max-concurrent-jobs); later ones wait.
     int max_concurrent_jobs = 1;
-    // OpenMP threads per job (--threads); 0 = OpenMP default.
+    // OpenMP threads per job (--threads); 0 = OpenMP default. A job resumes
+    // to the bits of an uninterrupted run only under the same count.
     int compute_threads = 0;
+    // Jobs waiting in the queue at most (--max-queued-jobs); Submit beyond
+    // it is refused with ResourceExhausted. Jobs resumed after a restart
+    // are queued regardless. >= 1.
+    int max_queued_jobs = 64;
+    // A running job checkpoints after the first step that ends this much
+    // training time after its last checkpoint (--checkpoint-seconds);
+    // zero: only when the server shuts down. >= 0.
+    absl::Duration checkpoint_interval = absl::Seconds(60);
+    // Called after a job's snapshot is stored, before the job becomes
+    // SUCCEEDED, with the job's record and the snapshot's id (e.g. to
+    // publish it under record.model_name()); an error fails the job with
+    // its message. After a crash between the two it is called again for a
+    // snapshot the job adopts, so it must accept a snapshot it already
+    // handled. Unset: nothing is called.
+    std::function<absl::Status(const store::JobRecord&,
+                               const std::string& snapshot_id)>
+        on_succeeded;
   };
 
   // Every pointer is borrowed and must outlive the runner; a job reserves
   // its plan's bnn::EstimateTrainingMemory from `memory_budget` before it
-  // loads its dataset,
-  // waiting while other work holds the memory it needs. Queues the jobs
-  // `jobs` holds as QUEUED (left by a previous process), oldest first. Jobs
-  // a previous process left interrupted after writing their snapshot (the
-  // job store marked them failed on opening) succeed with it
+  // loads its dataset, waiting while other work holds the memory it needs.
+  // Queues the jobs a previous process left INTERRUPTED (to resume from
+  // their checkpoints), then the QUEUED ones, oldest first. Jobs a
+  // previous process stopped after writing their snapshot succeed with it
   // (AdoptSnapshots).
   static absl::StatusOr<std::unique_ptr<JobRunner>> Create(
       const Options& options, JobStore* jobs, DatasetStore* datasets,
@@ -58,7 +89,8 @@ class JobRunner {
   ~JobRunner();
 
   // Stores `record` (a validated request) as a new QUEUED job, queues it and
-  // returns it with its id.
+  // returns it with its id. ResourceExhausted naming --max-queued-jobs when
+  // the queue is full, Unavailable while shutting down.
   absl::StatusOr<store::JobRecord> Submit(store::JobRecord record);
 
   // NotFound for an unknown id.
@@ -66,20 +98,32 @@ class JobRunner {
     return jobs_->Get(job_id);
   }
 
-  // A QUEUED job becomes CANCELLED at once; a RUNNING one stops before its
-  // next step and then becomes CANCELLED. Finished jobs are returned as they
-  // are, so cancelling is idempotent.
+  // JobStore::ListNewestFirst.
+  std::vector<store::JobRecord> List(const JobFilter& filter,
+                                     const std::optional<JobCursor>& after,
+                                     int limit, bool* more) const {
+    return jobs_->ListNewestFirst(filter, after, limit, more);
+  }
+
+  // A QUEUED (or INTERRUPTED, waiting to resume) job becomes CANCELLED at
+  // once; a RUNNING one becomes CANCELLING, stops before its next step and
+  // then becomes CANCELLED. Other jobs are returned as they are, so
+  // cancelling is idempotent.
   absl::StatusOr<store::JobRecord> Cancel(absl::string_view job_id);
 
+  // The jobs' events, for WatchJob.
+  JobEvents& events() { return events_; }
+
   // Rejects new jobs (Unavailable) and interrupts the running ones before
-  // their next step; they become FAILED with kRestartedJobError (as a
-  // restart would make them). Queued jobs stay QUEUED, for the next process.
-  // Returns at once; idempotent.
+  // their next step: each writes a checkpoint and becomes INTERRUPTED, to be
+  // resumed by the next process. Queued jobs stay QUEUED. Closes the events
+  // (JobEvents::Close). Returns at once; idempotent.
   void BeginShutdown();
   // After BeginShutdown(): waits until no job runs or `deadline` passes.
   // True if none runs; otherwise the jobs still running (in one long step)
-  // are recorded FAILED with kRestartedJobError at once, since the process
-  // is about to exit without them, and false is returned.
+  // are recorded INTERRUPTED at once (they resume from their last periodic
+  // checkpoint, or from the start), since the process is about to exit
+  // without them, and false is returned.
   bool AwaitStopped(absl::Time deadline);
   // BeginShutdown(), then waits for the running jobs and joins the workers.
   // Idempotent.
@@ -91,17 +135,36 @@ class JobRunner {
             const MethodRegistry* registry, ServerMetrics* metrics,
             MemoryBudget* memory_budget);
 
-  // Creates the job's cancellation flag and schedules it; requires mu_.
+  // A queued or running job's flags.
+  struct Control {
+    // Stops training before the next step (Interrupt::OnFlag).
+    std::atomic<bool> stop{false};
+    // Set with `stop` by Cancel: the job ends CANCELLED, not INTERRUPTED.
+    std::atomic<bool> cancelled{false};
+  };
+
+  // Creates the job's control and schedules it; requires mu_.
   void Enqueue(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Worker body for one job.
   void Run(const std::string& job_id);
-  // A job records the id of its snapshot before writing it: a job that
-  // failed with kRestartedJobError whose snapshot exists is SUCCEEDED with
-  // it; otherwise the id is dropped.
+  // A job records the id of its snapshot before writing it: a job a
+  // previous process left with such an id whose snapshot exists is
+  // SUCCEEDED with it (after Options::on_succeeded); otherwise the id is
+  // dropped.
   void AdoptSnapshots();
-  // Trains a RUNNING job; returns the new snapshot id.
+  // Trains a RUNNING job, from its checkpoint if it has one; returns the
+  // new snapshot id.
   absl::StatusOr<std::string> Train(const store::JobRecord& job,
-                                    const std::atomic<bool>& cancel);
+                                    Control& control);
+  // Writes `job`'s record in a final state (and its end time), deletes its
+  // checkpoint, publishes the state event, logs and counts it.
+  void Finish(const std::string& job_id,
+              absl::FunctionRef<void(store::JobRecord*)> mutate);
+  // Whether the store has the job CANCELLING (Cancel recorded it, perhaps
+  // before it could set the job's flag).
+  bool Cancelling(absl::string_view job_id) const;
+  // Publishes a kState event of `job` as recorded.
+  void PublishState(const store::JobRecord& job);
   // Sets bnn_training_jobs{state} from the store.
   void PublishJobCounts();
 
@@ -115,11 +178,13 @@ class JobRunner {
   ServerMetrics* const metrics_;
   MemoryBudget* const memory_budget_;
 
+  JobEvents events_;
+
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Cancellation flags of queued and running jobs.
-  std::map<std::string, std::shared_ptr<std::atomic<bool>>, std::less<>>
-      cancel_flags_ ABSL_GUARDED_BY(mu_);
+  // Of queued and running jobs.
+  std::map<std::string, std::shared_ptr<Control>, std::less<>> controls_
+      ABSL_GUARDED_BY(mu_);
   // Jobs a worker is training.
   std::set<std::string> running_ ABSL_GUARDED_BY(mu_);
   // Declared last: destroyed (drained and joined) before the state above.

@@ -1,6 +1,7 @@
 #include "server/store/job_store.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include <absl/strings/str_cat.h>
@@ -8,6 +9,7 @@
 #include <absl/time/time.h>
 #include <spdlog/spdlog.h>
 
+#include "bnn/io/file.h"
 #include "bnn/io/record.h"
 #include "bnn/status.h"
 
@@ -19,8 +21,31 @@ namespace {
 
 constexpr RecordFormat kJobFormat{"BNNJOB01", 1, "job record"};
 constexpr absl::string_view kExtension = ".job";
+constexpr absl::string_view kCheckpointExtension = ".ckpt";
+
+// Newest first: creation time, then id, both descending.
+bool NewerThan(int64_t a_ms, absl::string_view a_id, int64_t b_ms,
+               absl::string_view b_id) {
+  return std::tie(a_ms, a_id) > std::tie(b_ms, b_id);
+}
 
 }  // namespace
+
+bool IsFinalJobState(store::JobRecord::State state) {
+  return state == store::JobRecord::SUCCEEDED ||
+         state == store::JobRecord::FAILED ||
+         state == store::JobRecord::CANCELLED;
+}
+
+bool JobFilter::Matches(const store::JobRecord& job) const {
+  if (!states.empty() &&
+      std::find(states.begin(), states.end(), job.state()) == states.end()) {
+    return false;
+  }
+  return (dataset_id.empty() || job.dataset_id() == dataset_id) &&
+         (method.empty() || job.method() == method) &&
+         (model_name.empty() || job.model_name() == model_name);
+}
 
 absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(std::string dir) {
   BNN_ASSIGN_OR_RETURN(const std::vector<std::string> ids,
@@ -38,15 +63,40 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(std::string dir) {
       continue;
     }
     if (record->state() == store::JobRecord::RUNNING) {
-      record->set_state(store::JobRecord::FAILED);
-      record->set_error(std::string(kRestartedJobError));
+      // Its process is gone: resumable from its last checkpoint.
+      record->set_state(store::JobRecord::INTERRUPTED);
+      BNN_RETURN_IF_ERROR(store->Write(*record));
+      spdlog::warn(
+          "job {} was running when its server stopped; marked INTERRUPTED", id);
+    } else if (record->state() == store::JobRecord::CANCELLING) {
+      record->set_state(store::JobRecord::CANCELLED);
       record->set_finished_unix_ms(now_ms);
       BNN_RETURN_IF_ERROR(store->Write(*record));
-      spdlog::warn("job {} was interrupted by a restart; marked FAILED", id);
+      spdlog::warn(
+          "job {} was being cancelled when its server stopped; "
+          "marked CANCELLED",
+          id);
     }
     entry.record = *std::move(record);
   }
+  // Checkpoints are kept only for jobs that may still resume.
+  BNN_ASSIGN_OR_RETURN(const std::vector<std::string> checkpoints,
+                       ScanRecordStems(store->dir_, kCheckpointExtension));
+  for (const std::string& id : checkpoints) {
+    const auto it = store->entries_.find(id);
+    if (it != store->entries_.end() &&
+        (!it->second.status.ok() ||
+         !IsFinalJobState(it->second.record.state()))) {
+      continue;
+    }
+    spdlog::info("deleting the checkpoint of finished or unknown job {}", id);
+    BNN_RETURN_IF_ERROR(RemoveFile(store->CheckpointPath(id)));
+  }
   return store;
+}
+
+std::string JobStore::CheckpointPath(absl::string_view job_id) const {
+  return absl::StrCat(dir_, "/", job_id, kCheckpointExtension);
 }
 
 std::string JobStore::PathOf(absl::string_view job_id) const {
@@ -110,21 +160,57 @@ absl::StatusOr<store::JobRecord> JobStore::Update(
 }
 
 std::vector<store::JobRecord> JobStore::Queued() const {
-  std::vector<store::JobRecord> queued;
+  return InState(store::JobRecord::QUEUED);
+}
+
+std::vector<store::JobRecord> JobStore::Interrupted() const {
+  return InState(store::JobRecord::INTERRUPTED);
+}
+
+std::vector<store::JobRecord> JobStore::InState(
+    store::JobRecord::State state) const {
+  std::vector<store::JobRecord> jobs;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, entry] : entries_) {
-      if (entry.status.ok() &&
-          entry.record.state() == store::JobRecord::QUEUED) {
-        queued.push_back(entry.record);
+      if (entry.status.ok() && entry.record.state() == state) {
+        jobs.push_back(entry.record);
       }
     }
   }
-  std::stable_sort(queued.begin(), queued.end(),
+  // Ids break ties: entries_ is ordered by id.
+  std::stable_sort(jobs.begin(), jobs.end(),
                    [](const store::JobRecord& a, const store::JobRecord& b) {
                      return a.created_unix_ms() < b.created_unix_ms();
                    });
-  return queued;
+  return jobs;
+}
+
+std::vector<store::JobRecord> JobStore::ListNewestFirst(
+    const JobFilter& filter, const std::optional<JobCursor>& after, int limit,
+    bool* more) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<const store::JobRecord*> matching;
+  for (const auto& [id, entry] : entries_) {
+    if (!entry.status.ok() || !filter.Matches(entry.record)) continue;
+    if (after.has_value() && !NewerThan(after->created_unix_ms, after->job_id,
+                                        entry.record.created_unix_ms(), id)) {
+      continue;
+    }
+    matching.push_back(&entry.record);
+  }
+  const size_t page = std::min(matching.size(), static_cast<size_t>(limit));
+  const auto newer = [](const store::JobRecord* a, const store::JobRecord* b) {
+    return NewerThan(a->created_unix_ms(), a->job_id(), b->created_unix_ms(),
+                     b->job_id());
+  };
+  std::partial_sort(matching.begin(), matching.begin() + page, matching.end(),
+                    newer);
+  *more = matching.size() > page;
+  std::vector<store::JobRecord> jobs;
+  jobs.reserve(page);
+  for (size_t i = 0; i < page; ++i) jobs.push_back(*matching[i]);
+  return jobs;
 }
 
 std::map<store::JobRecord::State, int64_t> JobStore::CountByState() const {

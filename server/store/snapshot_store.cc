@@ -128,10 +128,11 @@ std::string SnapshotStore::NewSnapshotId() const {
 }
 
 absl::StatusOr<store::SnapshotMeta> SnapshotStore::Create(
-    const Snapshot& snapshot, const std::string& snapshot_id) {
+    const Snapshot& snapshot, const std::string& snapshot_id,
+    absl::string_view job_id) {
   BNN_ASSIGN_OR_RETURN(const std::string bytes, EncodeSnapshot(snapshot));
   return Store(bytes, snapshot,
-               snapshot_id.empty() ? NewSnapshotId() : snapshot_id);
+               snapshot_id.empty() ? NewSnapshotId() : snapshot_id, job_id);
 }
 
 absl::StatusOr<store::SnapshotMeta> SnapshotStore::Import(
@@ -165,9 +166,11 @@ absl::StatusOr<store::SnapshotMeta> SnapshotStore::Import(
 }
 
 absl::StatusOr<store::SnapshotMeta> SnapshotStore::Store(
-    absl::string_view bytes, const Snapshot& snapshot, const std::string& id) {
+    absl::string_view bytes, const Snapshot& snapshot, const std::string& id,
+    absl::string_view job_id) {
   store::SnapshotMeta meta =
       SnapshotMetaOf(snapshot, id, static_cast<int64_t>(bytes.size()));
+  meta.set_job_id(std::string(job_id));
   // The snapshot first: a crash before its record is written leaves a
   // snapshot whose record Open() rebuilds.
   BNN_RETURN_IF_ERROR(WriteFileAtomically(PathOf(id), bytes));

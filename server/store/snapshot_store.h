@@ -46,9 +46,11 @@ class SnapshotStore {
   // about to create (a training job) before it calls Create with it.
   std::string NewSnapshotId() const;
   // Writes `snapshot` durably under `snapshot_id` (from NewSnapshotId()),
-  // or a new id if it is empty, and returns its metadata.
+  // or a new id if it is empty, and returns its metadata, which records the
+  // training job that produced it (`job_id`, if any).
   absl::StatusOr<store::SnapshotMeta> Create(
-      const Snapshot& snapshot, const std::string& snapshot_id = "");
+      const Snapshot& snapshot, const std::string& snapshot_id = "",
+      absl::string_view job_id = "");
 
   // Stores the snapshot file `bytes` (e.g. from another server's export)
   // unchanged under a new id, after decoding it completely. The errors of
@@ -99,10 +101,12 @@ class SnapshotStore {
   std::string InfoPathOf(absl::string_view snapshot_id) const;
   // Indexes one snapshot file when the store opens.
   Entry Index(const std::string& snapshot_id, bool has_info) const;
-  // Writes `bytes`, which decode to `snapshot`, and its record under `id`.
+  // Writes `bytes`, which decode to `snapshot`, and its record (naming
+  // `job_id`) under `id`.
   absl::StatusOr<store::SnapshotMeta> Store(absl::string_view bytes,
                                             const Snapshot& snapshot,
-                                            const std::string& id);
+                                            const std::string& id,
+                                            absl::string_view job_id);
   // Writes the record of the snapshot file now stored under `meta`'s id and
   // indexes it; deletes the file if the record cannot be written.
   absl::StatusOr<store::SnapshotMeta> AddStored(

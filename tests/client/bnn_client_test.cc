@@ -177,6 +177,75 @@ class FakeService final : public v1::BnnService::Service {
     return grpc::Status::OK;
   }
 
+  // 15 jobs, job-14 first; page tokens are the index of the next job.
+  grpc::Status ListJobs(grpc::ServerContext*,
+                        const v1::ListJobsRequest* request,
+                        v1::ListJobsResponse* response) override {
+    constexpr int kJobs = 15;
+    int next =
+        request->page_token().empty() ? 0 : std::stoi(request->page_token());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      page_sizes_.push_back(request->page_size());
+    }
+    for (int i = 0; i < request->page_size() && next < kJobs; ++i, ++next) {
+      response->add_jobs()->set_job_id("job-" +
+                                       std::to_string(kJobs - 1 - next));
+    }
+    if (next < kJobs) response->set_next_page_token(std::to_string(next));
+    return grpc::Status::OK;
+  }
+
+  // A job of 6 steps whose first stream breaks (UNAVAILABLE, as a server
+  // restarting) after step 3; later streams continue after after_step.
+  grpc::Status WatchJob(grpc::ServerContext*,
+                        const v1::WatchJobRequest* request,
+                        grpc::ServerWriter<v1::JobEvent>* writer) override {
+    int watches = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      after_steps_.push_back(request->has_after_step() ? request->after_step()
+                                                       : -1);
+      watches = static_cast<int>(after_steps_.size());
+    }
+    v1::JobEvent current;
+    current.set_kind(v1::JobEvent::KIND_CURRENT);
+    current.set_state(v1::JOB_STATE_RUNNING);
+    writer->Write(current);
+    const int64_t after = request->has_after_step() ? request->after_step() : 0;
+    for (int64_t step = after + 1; step <= 6; ++step) {
+      if (watches == 1 && step > 3) {
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "restarting");
+      }
+      v1::JobEvent progress;
+      progress.set_kind(v1::JobEvent::KIND_PROGRESS);
+      progress.set_state(v1::JOB_STATE_RUNNING);
+      progress.set_step(step);
+      writer->Write(progress);
+    }
+    v1::JobEvent done;
+    done.set_kind(v1::JobEvent::KIND_STATE);
+    done.set_state(v1::JOB_STATE_SUCCEEDED);
+    writer->Write(done);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest* request,
+                      v1::Job* response) override {
+    response->set_job_id(request->job_id());
+    response->set_state(v1::JOB_STATE_SUCCEEDED);
+    return grpc::Status::OK;
+  }
+
+  std::vector<int> page_sizes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return page_sizes_;
+  }
+  std::vector<int64_t> after_steps() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return after_steps_;
+  }
+
   // The authorization metadata of the last GetDataset or ImportSnapshot
   // call, "(none)" if it had none.
   std::string authorization() const {
@@ -223,6 +292,8 @@ class FakeService final : public v1::BnnService::Service {
   std::vector<size_t> import_chunk_sizes_;
   std::optional<v1::AppendHeader> append_header_;
   std::vector<int> append_chunk_rows_;
+  std::vector<int> page_sizes_;
+  std::vector<int64_t> after_steps_;
 };
 
 class BnnClientTest : public ::testing::Test {
@@ -265,6 +336,51 @@ class BnnClientTest : public ::testing::Test {
   BnnClient::Options options_;
   std::string dir_;
 };
+
+TEST_F(BnnClientTest, ListAllJobsPagesUpToTheLimit) {
+  std::unique_ptr<BnnClient> client = Client();
+  absl::StatusOr<std::vector<v1::Job>> jobs = client->ListAllJobs({}, 12);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 12u);
+  EXPECT_EQ(jobs->front().job_id(), "job-14");
+  EXPECT_EQ(jobs->back().job_id(), "job-3");
+  // All of them, fewer than asked for.
+  jobs = client->ListAllJobs({}, 2000);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ(jobs->size(), 15u);
+  // One page of 12, then pages of at most 1000 (the server's limit).
+  EXPECT_THAT(service_.page_sizes(), ElementsAre(12, 1000));
+}
+
+TEST_F(BnnClientTest, WatchReconnectsAfterTheLastStepItSaw) {
+  std::unique_ptr<BnnClient> client = Client();
+  std::vector<int64_t> steps;
+  int currents = 0;
+  absl::StatusOr<v1::Job> job = client->WatchJobUntilDone(
+      "job-1", absl::Seconds(10),
+      [&](const v1::JobEvent& event) {
+        if (event.kind() == v1::JobEvent::KIND_PROGRESS) {
+          steps.push_back(event.step());
+        }
+        currents += event.kind() == v1::JobEvent::KIND_CURRENT;
+      },
+      absl::Milliseconds(1));
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_THAT(steps, ElementsAre(1, 2, 3, 4, 5, 6));
+  EXPECT_EQ(currents, 2);
+  EXPECT_THAT(service_.after_steps(), ElementsAre(-1, 3));
+}
+
+TEST_F(BnnClientTest, AWatchCanBeStoppedByItsCallback) {
+  std::unique_ptr<BnnClient> client = Client();
+  int seen = 0;
+  EXPECT_TRUE(client
+                  ->WatchJob("job-1", 2, absl::Seconds(10),
+                             [&](const v1::JobEvent&) { return ++seen < 2; })
+                  .ok());
+  EXPECT_EQ(seen, 2);
+}
 
 TEST_F(BnnClientTest, ImportSendsTheFileInChunksOfChunkBytes) {
   const std::string path = dir_ + "/snap.bin";

@@ -400,6 +400,67 @@ TEST_F(BnnctlArgsTest, JobTakesOneIdAndOptionalWait) {
   EXPECT_THAT(UsageError({"job", "a", "--wait=yes"}), HasSubstr("wait"));
 }
 
+TEST_F(BnnctlArgsTest, JobsFiltersAndLimit) {
+  absl::StatusOr<Invocation> parsed =
+      Parse({"jobs", "--state", "running,interrupted", "--dataset", "ds-1",
+             "--method", "slang", "--model", "m", "--limit", "5"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const auto& jobs = std::get<JobsCommand>(parsed->command);
+  EXPECT_THAT(jobs.states, ElementsAre("running", "interrupted"));
+  EXPECT_EQ(jobs.dataset_id, "ds-1");
+  EXPECT_EQ(jobs.method, "slang");
+  EXPECT_EQ(jobs.model_name, "m");
+  EXPECT_EQ(jobs.limit, 5);
+  absl::StatusOr<Invocation> plain = Parse({"jobs"});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(std::get<JobsCommand>(plain->command).limit, 20);
+  EXPECT_THAT(std::get<JobsCommand>(plain->command).states, IsEmpty());
+
+  EXPECT_THAT(
+      UsageError({"jobs", "--state", "running,done"}),
+      AllOf(HasSubstr("--state"), HasSubstr("'done' is not a job state")));
+  EXPECT_THAT(UsageError({"jobs", "--limit", "0"}), HasSubstr("--limit"));
+}
+
+TEST_F(BnnctlArgsTest, WatchTakesOneIdAndATimeout) {
+  absl::StatusOr<Invocation> parsed =
+      Parse({"watch", "job-1", "--wait-timeout", "30"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const auto& watch = std::get<WatchCommand>(parsed->command);
+  EXPECT_EQ(watch.job_id, "job-1");
+  EXPECT_EQ(watch.wait_timeout_seconds, 30.0);
+  EXPECT_THAT(UsageError({"watch"}), HasSubstr("JOB_ID"));
+  EXPECT_THAT(UsageError({"watch", "a", "b"}),
+              HasSubstr("unexpected argument 'b' for 'watch'"));
+}
+
+TEST_F(BnnctlArgsTest, TrainModelPublishAndWait) {
+  const std::vector<std::string> base = {"train",    "--dataset", "d",
+                                         "--method", "slang",     "--hidden",
+                                         "4",        "--epochs",  "1"};
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--model", "cubic", "--publish", "--wait",
+                           "--wait-timeout", "60"});
+  absl::StatusOr<Invocation> parsed = Parse(args);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const auto& train = std::get<TrainCommand>(parsed->command);
+  EXPECT_EQ(train.model_name, "cubic");
+  EXPECT_TRUE(train.publish);
+  EXPECT_TRUE(train.wait);
+  EXPECT_EQ(train.wait_timeout_seconds, 60.0);
+  absl::StatusOr<Invocation> plain = Parse(base);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(std::get<TrainCommand>(plain->command).wait);
+  EXPECT_EQ(std::get<TrainCommand>(plain->command).model_name, "");
+
+  args = base;
+  args.push_back("--publish");
+  EXPECT_THAT(UsageError(args), HasSubstr("--publish needs --model"));
+  args = base;
+  args.insert(args.end(), {"--wait-timeout", "5"});
+  EXPECT_THAT(UsageError(args), HasSubstr("--wait-timeout needs --wait"));
+}
+
 TEST_F(BnnctlArgsTest, IdCommands) {
   absl::StatusOr<Invocation> cancel = Parse({"cancel", "j-2"});
   ASSERT_TRUE(cancel.ok()) << cancel.status();

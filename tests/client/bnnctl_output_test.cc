@@ -288,6 +288,93 @@ TEST(BnnctlOutputTest, JobJsonHasSortedParamsAndState) {
   EXPECT_THAT(text, HasSubstr("error      diverged"));
 }
 
+TEST(BnnctlOutputTest, JobJsonHasTheModelAndTheLossCurve) {
+  v1::Job job;
+  job.set_job_id("j-2");
+  job.set_state(v1::JOB_STATE_INTERRUPTED);
+  job.set_model_name("cubic");
+  job.set_publish(true);
+  for (int step : {2, 4}) {
+    v1::LossPoint* point = job.add_loss_curve();
+    point->set_step(step);
+    point->set_loss(1.0 / step);
+  }
+  const nlohmann::json parsed = nlohmann::json::parse(JsonText(JobJson(job)));
+  EXPECT_EQ(parsed["state"], "interrupted");
+  EXPECT_EQ(parsed["model_name"], "cubic");
+  EXPECT_EQ(parsed["publish"], true);
+  EXPECT_EQ(parsed["loss_curve"],
+            nlohmann::json::parse(
+                R"([{"step": 2, "loss": 0.5}, {"step": 4, "loss": 0.25}])"));
+  const std::string text = FormatJob(job);
+  EXPECT_THAT(text, HasSubstr("model       cubic (publish)"));
+  EXPECT_THAT(text, HasSubstr("loss curve  2 points"));
+}
+
+TEST(BnnctlOutputTest, JobListIsATableNewestFirst) {
+  EXPECT_EQ(FormatJobList({}), "no jobs\n");
+  v1::Job running;
+  running.set_job_id("job-2");
+  running.set_state(v1::JOB_STATE_RUNNING);
+  running.set_method("slang");
+  running.set_dataset_id("ds-1");
+  running.set_progress(0.25);
+  running.set_step(3);
+  running.set_last_loss(0.5);
+  v1::Job queued;
+  queued.set_job_id("job-1");
+  queued.set_state(v1::JOB_STATE_QUEUED);
+  queued.set_method("bali");
+  queued.set_dataset_id("ds-1");
+  queued.set_model_name("m");
+  const std::string table = FormatJobList({running, queued});
+  EXPECT_THAT(table, ::testing::ContainsRegex(
+                         "^ID +STATE +METHOD +DATASET +MODEL +PROGRESS +LOSS "
+                         "+CREATED\n"));
+  EXPECT_THAT(table, ::testing::ContainsRegex(
+                         "\njob-2 +running +slang +ds-1 +- +25.0% +0.5 "));
+  EXPECT_THAT(table, ::testing::ContainsRegex(
+                         "\njob-1 +queued +bali +ds-1 +m +0.0% +- "));
+}
+
+TEST(BnnctlOutputTest, WatchEventsAsLinesAndAsAProgressBar) {
+  v1::JobEvent event;
+  event.set_kind(v1::JobEvent::KIND_PROGRESS);
+  event.set_state(v1::JOB_STATE_RUNNING);
+  event.set_step(1200);
+  event.set_total_steps(12000);
+  event.set_epoch(400);
+  event.set_loss(0.125);
+  event.set_steps_per_second(450);
+  event.set_eta_seconds(24);
+  EXPECT_EQ(FormatJobEventLine(event),
+            "running step 1200/12000 (10.0%) epoch 400 loss 0.125 450.0 "
+            "steps/s eta 0:24");
+  EXPECT_EQ(FormatProgressBar(event, 10),
+            "[#.........]  10.0%  step 1200/12000  loss 0.125  450.0 steps/s  "
+            "ETA 0:24  running");
+  v1::JobEvent done;
+  done.set_kind(v1::JobEvent::KIND_STATE);
+  done.set_state(v1::JOB_STATE_SUCCEEDED);
+  done.set_step(12000);
+  done.set_total_steps(12000);
+  done.set_loss(0.1);
+  done.set_snapshot_id("snap-1");
+  EXPECT_EQ(FormatJobEventLine(done),
+            "succeeded step 12000/12000 (100.0%) epoch 0 loss 0.1 snapshot "
+            "snap-1");
+  EXPECT_EQ(FormatProgressBar(done, 4),
+            "[####] 100.0%  step 12000/12000  loss 0.1  succeeded");
+  const nlohmann::json parsed =
+      nlohmann::json::parse(JsonText(JobEventJson(done)));
+  EXPECT_EQ(parsed["kind"], "state");
+  EXPECT_EQ(parsed["state"], "succeeded");
+  EXPECT_EQ(parsed["snapshot_id"], "snap-1");
+  EXPECT_EQ(FormatDuration(3725), "1:02:05");
+  EXPECT_EQ(FormatDuration(-1), "?");
+  EXPECT_EQ(FormatDuration(std::nan("")), "?");
+}
+
 TEST(BnnctlOutputTest, DatasetJsonAndText) {
   v1::DatasetInfo info;
   info.set_dataset_id("d-1");

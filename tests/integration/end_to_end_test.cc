@@ -3,6 +3,7 @@
 // --json, as a user or script would run it.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include <absl/strings/str_format.h>
+#include <absl/strings/str_split.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +27,7 @@ using ::bnn::testing::RunCommand;
 
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // SLANG on the cubic set, one hidden layer of 10 ReLU units: the settings of
 // deploy/quickstart.sh (see there for the choice of noise_precision).
@@ -197,6 +200,105 @@ TEST_F(EndToEndTest, StandardInputEnvironmentHelpAndVersion) {
     EXPECT_EQ(result->exit_code, 0) << result->err;
     EXPECT_THAT(result->out, HasSubstr(expected));
   }
+}
+
+// The job commands: train --wait (with a model name), watch (plain lines
+// through a pipe, one per event, in step order, ending with the final
+// state), jobs (a table, filters, --limit, --json), and the exit status of a
+// job that did not succeed.
+TEST_F(EndToEndTest, TrainWaitWatchAndJobs) {
+  absl::StatusOr<std::string> dataset_id = UploadCubic(30, 3);
+  ASSERT_TRUE(dataset_id.ok()) << dataset_id.status();
+  // QuickSlangArgs with `epochs` passes.
+  const auto training = [&](const std::string& epochs) {
+    std::vector<std::string> args = {"train", "--dataset", *dataset_id,
+                                     "--hidden", "4"};
+    const std::vector<std::string> quick = QuickSlangArgs();
+    args.insert(args.end(), quick.begin(), quick.end());
+    *(std::find(args.begin(), args.end(), "--epochs") + 1) = epochs;
+    return args;
+  };
+  const std::vector<std::string> train = training("50");
+
+  std::vector<std::string> wait = train;
+  wait.insert(wait.end(), {"--model", "cubic-e2e", "--wait"});
+  absl::StatusOr<nlohmann::json> waited = BnnctlJson(wait);
+  ASSERT_TRUE(waited.ok()) << waited.status();
+  EXPECT_EQ((*waited)["state"], "succeeded") << waited->dump();
+  EXPECT_EQ((*waited)["model_name"], "cubic-e2e");
+  EXPECT_EQ((*waited)["publish"], false);
+  EXPECT_FALSE((*waited)["loss_curve"].empty());
+  const std::string waited_id = (*waited)["job_id"];
+
+  // A longer job, watched through a pipe: one line per event.
+  absl::StatusOr<nlohmann::json> started = BnnctlJson(training("3000"));
+  ASSERT_TRUE(started.ok()) << started.status();
+  const std::string job_id = (*started)["job_id"];
+  absl::StatusOr<CommandResult> watched = Bnnctl({"watch", job_id});
+  ASSERT_TRUE(watched.ok()) << watched.status();
+  EXPECT_EQ(watched->exit_code, 0) << watched->err;
+  const std::vector<std::string> lines =
+      absl::StrSplit(watched->out, '\n', absl::SkipEmpty());
+  ASSERT_GE(lines.size(), 2u) << watched->out;
+  long long last_step = -1;  // NOLINT(runtime/int)
+  for (const std::string& line : lines) {
+    // "running step 1200/3000 (40.0%) epoch ..." (the first event may be
+    // the job still queued, without steps).
+    long long step = 0;  // NOLINT(runtime/int): sscanf's %lld
+    if (std::sscanf(line.c_str(), "%*s step %lld/", &step) == 1) {
+      EXPECT_GE(step, last_step) << line;
+      last_step = step;
+    }
+  }
+  EXPECT_THAT(lines.back(), ::testing::StartsWith("succeeded step 3000/3000"));
+  EXPECT_THAT(lines.back(), HasSubstr(" snapshot snap-"));
+
+  // A cancelled job: watch and train --wait exit 1.
+  started = BnnctlJson(training("1000000"));
+  ASSERT_TRUE(started.ok()) << started.status();
+  const std::string cancelled_id = (*started)["job_id"];
+  absl::StatusOr<CommandResult> cancelled = Bnnctl({"cancel", cancelled_id});
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->exit_code, 0) << cancelled->err;
+  absl::StatusOr<CommandResult> watch_cancelled =
+      Bnnctl({"watch", cancelled_id});
+  ASSERT_TRUE(watch_cancelled.ok()) << watch_cancelled.status();
+  EXPECT_EQ(watch_cancelled->exit_code, 1);
+  EXPECT_THAT(watch_cancelled->out, HasSubstr("cancel"));
+  EXPECT_THAT(watch_cancelled->err, HasSubstr(cancelled_id));
+
+  // jobs: newest first, filtered, limited.
+  absl::StatusOr<nlohmann::json> listed =
+      BnnctlJson({"jobs", "--dataset", *dataset_id});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ((*listed)["jobs"].size(), 3u) << listed->dump();
+  EXPECT_EQ((*listed)["jobs"][0]["job_id"], cancelled_id);
+  EXPECT_EQ((*listed)["jobs"][1]["job_id"], job_id);
+  EXPECT_EQ((*listed)["jobs"][2]["job_id"], waited_id);
+  listed = BnnctlJson({"jobs", "--model", "cubic-e2e"});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ((*listed)["jobs"].size(), 1u);
+  EXPECT_EQ((*listed)["jobs"][0]["job_id"], waited_id);
+  listed = BnnctlJson({"jobs", "--state", "cancelled,cancelling"});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_GE((*listed)["jobs"].size(), 1u);
+  EXPECT_EQ((*listed)["jobs"][0]["job_id"], cancelled_id);
+  absl::StatusOr<CommandResult> table =
+      Bnnctl({"jobs", "--dataset", *dataset_id, "--limit", "2"});
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->exit_code, 0) << table->err;
+  EXPECT_THAT(table->out, ::testing::StartsWith("ID "));
+  EXPECT_THAT(table->out, HasSubstr(cancelled_id));
+  EXPECT_THAT(table->out, HasSubstr(job_id));
+  EXPECT_THAT(table->out, Not(HasSubstr(waited_id)));
+
+  // --publish needs --model, locally.
+  std::vector<std::string> publish = train;
+  publish.push_back("--publish");
+  absl::StatusOr<CommandResult> usage = Bnnctl(publish);
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  EXPECT_EQ(usage->exit_code, 2);
+  EXPECT_THAT(usage->err, HasSubstr("--publish needs --model"));
 }
 
 }  // namespace

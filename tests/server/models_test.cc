@@ -80,9 +80,15 @@ class ModelsTest : public ::testing::Test {
     stub_ = v1::BnnService::NewStub(NewClientChannel(server_->address()));
   }
 
-  // A SLANG snapshot of 4 hidden units, 2 epochs of `dataset_id`.
-  std::string Train(const std::string& dataset_id, uint64_t seed) {
+  // A SLANG snapshot of 4 hidden units, 2 epochs of `dataset_id`; with a
+  // `model_name`, published under it when the job succeeds.
+  std::string Train(const std::string& dataset_id, uint64_t seed,
+                    const std::string& model_name = "") {
     v1::StartTrainingRequest train;
+    if (!model_name.empty()) {
+      train.set_model_name(model_name);
+      train.set_publish(true);
+    }
     train.set_dataset_id(dataset_id);
     train.set_method("slang");
     train.set_epochs(2);
@@ -303,6 +309,24 @@ TEST_F(ModelsTest, PublishListGetAndMoveAliases) {
               UnorderedElementsAre(Pair("latest", 2), Pair("stable", 2),
                                    Pair("a", 1), Pair("b", 1)));
   EXPECT_EQ(PredictModel("fraud@a").snapshot_id(), snap_a_);
+}
+
+// StartTraining(model_name, publish = true): each job's snapshot becomes
+// the model's next version and `latest` when the job succeeds.
+TEST_F(ModelsTest, TrainingWithPublishPublishesTheSnapshot) {
+  const std::string first = Train(dataset_id_, 3, "trained");
+  const std::string second = Train(dataset_id_, 4, "trained");
+  ASSERT_FALSE(first.empty());
+  ASSERT_FALSE(second.empty());
+  const v1::ModelInfo model = GetModel("trained");
+  ASSERT_EQ(model.versions_size(), 2) << model.DebugString();
+  EXPECT_EQ(model.versions(0).version(), 1);
+  EXPECT_EQ(model.versions(0).snapshot_id(), first);
+  EXPECT_EQ(model.versions(1).version(), 2);
+  EXPECT_EQ(model.versions(1).snapshot_id(), second);
+  const v1::PredictResponse latest = PredictModel("trained");
+  EXPECT_EQ(latest.snapshot_id(), second);
+  EXPECT_EQ(latest.model_version(), 2);
 }
 
 TEST_F(ModelsTest, ReferencesAnswerInPredictAcquireAndExport) {

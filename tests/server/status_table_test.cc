@@ -114,6 +114,8 @@ constexpr int kMaxPredictSamples = 64;
 constexpr int kMaxSnapshotBytes = 100000;
 constexpr int kMaxModelVersions = 2;
 constexpr int kMaxModelAliases = 1;
+constexpr int kMaxQueuedJobs = 1;
+constexpr int kMaxWatchers = 2;
 
 class StatusTableTest : public ::testing::Test {
  protected:
@@ -139,6 +141,8 @@ class StatusTableTest : public ::testing::Test {
              "--max-snapshot-bytes=" + std::to_string(kMaxSnapshotBytes),
              "--max-model-versions=" + std::to_string(kMaxModelVersions),
              "--max-model-aliases=" + std::to_string(kMaxModelAliases),
+             "--max-queued-jobs=" + std::to_string(kMaxQueuedJobs),
+             "--max-watchers-per-client=" + std::to_string(kMaxWatchers),
              // A Predict of kMaxPredictRows rows x 64 samples through the
              // 200-200 net below takes two chunks of ~2.7e9 multiply-adds each.
              "--max-request-seconds=0.05"});
@@ -262,6 +266,37 @@ class StatusTableTest : public ::testing::Test {
     return ((stub == nullptr ? stub_.get() : stub)->*method)(&context, request,
                                                              &response);
   }
+  // A SLANG job on the cubic set that runs for minutes unless cancelled.
+  v1::StartTrainingRequest LongTraining() const {
+    v1::StartTrainingRequest request;
+    request.set_dataset_id(dataset_id_);
+    request.set_method("slang");
+    request.set_epochs(1000000);
+    request.set_seed(1);
+    request.mutable_model()->add_hidden_sizes(4);
+    return request;
+  }
+  void Cancel(const std::string& job_id) {
+    v1::CancelJobRequest request;
+    request.set_job_id(job_id);
+    EXPECT_TRUE((Unary<v1::CancelJobRequest, v1::Job>(
+                     &v1::BnnService::Stub::CancelJob, request))
+                    .ok());
+  }
+  // WatchJob until its first event; the stream's status if there is none.
+  grpc::Status WatchFirstEvent(const v1::WatchJobRequest& request) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+    auto reader = stub_->WatchJob(&context, request);
+    v1::JobEvent event;
+    if (reader->Read(&event)) {
+      context.TryCancel();
+      reader->Finish().IgnoreError();
+      return grpc::Status::OK;
+    }
+    return reader->Finish();
+  }
+
   v1::PredictRequest Predict(const std::string& snapshot_id, int rows,
                              int samples = 4) const {
     v1::PredictRequest request;
@@ -357,6 +392,103 @@ class StatusTableTest : public ::testing::Test {
     };
     s["GetJob/bad id"] = [=] { return get_job(""); };
     s["GetJob/unknown id"] = [=] { return get_job(kUnknownJob); };
+    s["CancelJob/wrong scope"] = [&, this] {
+      v1::CancelJobRequest request;
+      request.set_job_id(kUnknownJob);
+      return Unary<v1::CancelJobRequest, v1::Job>(
+          &S::CancelJob, request, absl::Seconds(60),
+          StubWithToken(predict_token_).get());
+    };
+    auto train_named = [&](const std::string& model_name, bool publish) {
+      v1::StartTrainingRequest request;
+      request.set_dataset_id(dataset_id_);
+      request.set_method("slang");
+      request.set_model_name(model_name);
+      request.set_publish(publish);
+      return Unary<v1::StartTrainingRequest, v1::StartTrainingResponse>(
+          &S::StartTraining, request);
+    };
+    s["StartTraining/bad model name"] = [=] { return train_named("-x", true); };
+    s["StartTraining/publish without a model"] = [=] {
+      return train_named("", true);
+    };
+    s["StartTraining/queue full"] = [&, this] {
+      // One job runs, kMaxQueuedJobs wait: the next one is refused.
+      std::vector<std::string> started;
+      grpc::Status status;
+      for (int i = 0; i <= kMaxQueuedJobs + 1 && status.ok(); ++i) {
+        grpc::ClientContext context;
+        v1::StartTrainingResponse response;
+        status = stub_->StartTraining(&context, LongTraining(), &response);
+        if (status.ok()) started.push_back(response.job_id());
+        if (i == 0) {
+          WaitForJob(*stub_, response.job_id(), [](const v1::Job& j) {
+            return j.state() != v1::JOB_STATE_QUEUED;
+          }).IgnoreError();
+        }
+      }
+      for (const std::string& id : started) Cancel(id);
+      return status;
+    };
+    auto list_jobs = [&](const v1::ListJobsRequest& request,
+                         v1::BnnService::Stub* stub = nullptr) {
+      return Unary<v1::ListJobsRequest, v1::ListJobsResponse>(
+          &S::ListJobs, request, absl::Seconds(60), stub);
+    };
+    s["ListJobs/bad field"] = [=] {
+      v1::ListJobsRequest request;
+      request.set_page_size(1001);
+      return list_jobs(request);
+    };
+    s["ListJobs/bad state"] = [=] {
+      v1::ListJobsRequest request;
+      request.add_states(static_cast<v1::JobState>(99));
+      return list_jobs(request);
+    };
+    s["ListJobs/bad page token"] = [=] {
+      v1::ListJobsRequest request;
+      request.set_page_token("not-a-token");
+      return list_jobs(request);
+    };
+    s["ListJobs/wrong scope"] = [=, this] {
+      return list_jobs({}, StubWithToken(predict_token_).get());
+    };
+    auto watch = [&](const std::string& id, int64_t after_step) {
+      v1::WatchJobRequest request;
+      request.set_job_id(id);
+      if (after_step != 0) request.set_after_step(after_step);
+      return WatchFirstEvent(request);
+    };
+    s["WatchJob/bad id"] = [=] { return watch("", 0); };
+    s["WatchJob/unknown id"] = [=] { return watch(kUnknownJob, 0); };
+    s["WatchJob/bad field"] = [=] { return watch(kUnknownJob, -1); };
+    s["WatchJob/over a limit"] = [&, this] {
+      grpc::ClientContext start;
+      v1::StartTrainingResponse started;
+      const grpc::Status status =
+          stub_->StartTraining(&start, LongTraining(), &started);
+      if (!status.ok()) return status;
+      v1::WatchJobRequest request;
+      request.set_job_id(started.job_id());
+      // kMaxWatchers streams stay open (each has read its first event).
+      std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+      std::vector<std::unique_ptr<grpc::ClientReader<v1::JobEvent>>> readers;
+      for (int i = 0; i < kMaxWatchers; ++i) {
+        contexts.push_back(std::make_unique<grpc::ClientContext>());
+        readers.push_back(stub_->WatchJob(contexts.back().get(), request));
+        v1::JobEvent event;
+        EXPECT_TRUE(readers.back()->Read(&event));
+      }
+      const grpc::Status refused = WatchFirstEvent(request);
+      Cancel(started.job_id());
+      for (auto& reader : readers) {
+        v1::JobEvent event;
+        while (reader->Read(&event)) {
+        }
+        EXPECT_TRUE(reader->Finish().ok());  // ended by the final state
+      }
+      return refused;
+    };
     s["CancelJob/bad id"] = [=] { return cancel_job(""); };
     s["CancelJob/unknown id"] = [=] { return cancel_job(kUnknownJob); };
     auto predict = [&](const v1::PredictRequest& request,

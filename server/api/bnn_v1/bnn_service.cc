@@ -230,6 +230,37 @@ grpc::ServerUnaryReactor* BnnServiceImpl::CancelJob(
              [&] { return DoCancelJob(*request, response); });
 }
 
+grpc::ServerUnaryReactor* BnnServiceImpl::ListJobs(
+    grpc::CallbackServerContext* context, const v1::ListJobsRequest* request,
+    v1::ListJobsResponse* response) {
+  return Run(context, "ListJobs",
+             [&] { return DoListJobs(*request, response); });
+}
+
+absl::StatusOr<std::string> BnnServiceImpl::AdmitWatcher(
+    const grpc::CallbackServerContext& context, absl::string_view caller) {
+  std::string key = ClientKey(context, caller);
+  absl::MutexLock lock(&watchers_mu_);
+  int& open = watchers_[key];
+  if (open >= options_.max_watchers_per_client) {
+    if (open == 0) watchers_.erase(key);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("this client has ", open,
+                     " WatchJob streams open, the server limit "
+                     "(--max-watchers-per-client = ",
+                     options_.max_watchers_per_client, "); close one first"));
+  }
+  ++open;
+  return key;
+}
+
+void BnnServiceImpl::ReleaseWatcher(const std::string& key) {
+  absl::MutexLock lock(&watchers_mu_);
+  const auto it = watchers_.find(key);
+  if (it == watchers_.end()) return;
+  if (--it->second <= 0) watchers_.erase(it);
+}
+
 grpc::ServerUnaryReactor* BnnServiceImpl::Predict(
     grpc::CallbackServerContext* context, const v1::PredictRequest* request,
     v1::PredictResponse* response) {
@@ -429,6 +460,32 @@ absl::Status BnnServiceImpl::DoCancelJob(const v1::CancelJobRequest& request,
                        jobs_->Cancel(request.job_id()));
   ToJob(job, response);
   response->set_error(HideDataDir(response->error(), options_.data_dir));
+  return absl::OkStatus();
+}
+
+absl::Status BnnServiceImpl::DoListJobs(const v1::ListJobsRequest& request,
+                                        v1::ListJobsResponse* response) {
+  BNN_ASSIGN_OR_RETURN(const int page_size,
+                       ResolveJobsPageSize(request.page_size()));
+  BNN_ASSIGN_OR_RETURN(const JobFilter filter, JobFilterOf(request));
+  std::optional<JobCursor> after;
+  if (!request.page_token().empty()) {
+    BNN_ASSIGN_OR_RETURN(after, DecodeJobsPageToken(request.page_token()));
+  }
+  bool more = false;
+  const std::vector<store::JobRecord> jobs =
+      jobs_->List(filter, after, page_size, &more);
+  for (const store::JobRecord& job : jobs) {
+    v1::Job* out = response->add_jobs();
+    ToJob(job, out);
+    // Up to 1000 points per job: GetJob returns them.
+    out->clear_loss_curve();
+    out->set_error(HideDataDir(out->error(), options_.data_dir));
+  }
+  if (more && !jobs.empty()) {
+    response->set_next_page_token(EncodeJobsPageToken(
+        JobCursor{jobs.back().created_unix_ms(), jobs.back().job_id()}));
+  }
   return absl::OkStatus();
 }
 

@@ -7,19 +7,22 @@
 // whose threads finish the calls.
 //
 // The handlers of client- and server-streaming RPCs are defined with their
-// reactors, in dataset_streams.cc and snapshot_streams.cc.
+// reactors, in dataset_streams.cc, snapshot_streams.cc and job_streams.cc.
 #ifndef BNN_SERVER_API_BNN_V1_BNN_SERVICE_H_
 #define BNN_SERVER_API_BNN_V1_BNN_SERVICE_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <absl/base/thread_annotations.h>
 #include <absl/functional/any_invocable.h>
 #include <absl/functional/function_ref.h>
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
+#include <absl/synchronization/mutex.h>
 #include <absl/time/time.h>
 #include <grpcpp/grpcpp.h>
 
@@ -89,6 +92,10 @@ class BnnServiceImpl final : public BnnServiceBase {
     // A client stream waiting longer than this for its next message is
     // ended with DEADLINE_EXCEEDED (--stream-idle-seconds).
     absl::Duration stream_idle_timeout = absl::Seconds(60);
+    // WatchJob streams one client (ClientKey) may have open at once
+    // (--max-watchers-per-client); further ones are refused with
+    // RESOURCE_EXHAUSTED.
+    int max_watchers_per_client = 8;
   };
 
   // Every pointer is borrowed and must outlive the service, which must
@@ -130,6 +137,13 @@ class BnnServiceImpl final : public BnnServiceBase {
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
                                       const v1::CancelJobRequest* request,
                                       v1::Job* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const v1::ListJobsRequest* request,
+                                     v1::ListJobsResponse* response) override;
+  // Defined with its reactor in job_streams.cc.
+  grpc::ServerWriteReactor<v1::JobEvent>* WatchJob(
+      grpc::CallbackServerContext* context,
+      const v1::WatchJobRequest* request) override;
   grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
                                     const v1::PredictRequest* request,
                                     v1::PredictResponse* response) override;
@@ -199,6 +213,7 @@ class BnnServiceImpl final : public BnnServiceBase {
   class AppendReactor;
   class ImportReactor;
   class ExportReactor;
+  class WatchReactor;
 
   absl::Status DoGetDataset(const v1::GetDatasetRequest& request,
                             v1::DatasetInfo* response);
@@ -208,6 +223,8 @@ class BnnServiceImpl final : public BnnServiceBase {
   absl::Status DoGetJob(const v1::GetJobRequest& request, v1::Job* response);
   absl::Status DoCancelJob(const v1::CancelJobRequest& request,
                            v1::Job* response);
+  absl::Status DoListJobs(const v1::ListJobsRequest& request,
+                          v1::ListJobsResponse* response);
   absl::Status DoPredict(const v1::PredictRequest& request,
                          const Interrupt& interrupt,
                          v1::PredictResponse* response);
@@ -262,6 +279,13 @@ class BnnServiceImpl final : public BnnServiceBase {
   absl::StatusOr<std::string> Authorize(grpc::CallbackServerContext* context,
                                         absl::string_view rpc) const;
 
+  // Takes one of the options_.max_watchers_per_client WatchJob slots of
+  // the call's client (ClientKey of `caller`) and returns the key to
+  // release it with; ResourceExhausted naming the flag when none is free.
+  absl::StatusOr<std::string> AdmitWatcher(
+      const grpc::CallbackServerContext& context, absl::string_view caller);
+  void ReleaseWatcher(const std::string& key);
+
   // Metrics and, on failure, a log line (SafeText) for one finished RPC;
   // returns the status to send the client (HideDataDir).
   absl::Status RecordOutcome(grpc::CallbackServerContext* context,
@@ -310,6 +334,9 @@ class BnnServiceImpl final : public BnnServiceBase {
   // Predict and Acquire, options_.compute_workers at a time, fair across
   // clients, time-sliced between chunks of rows (kComputeSlice).
   ThreadPool compute_pool_;
+  // Open WatchJob streams per client.
+  absl::Mutex watchers_mu_;
+  std::map<std::string, int> watchers_ ABSL_GUARDED_BY(watchers_mu_);
 };
 
 }  // namespace bnn::server

@@ -16,6 +16,7 @@ constexpr std::pair<absl::string_view, Scope> kMethodScopes[] = {
     {"AppendRows", Scope::kTrain},      {"GetDataset", Scope::kTrain},
     {"ListDatasets", Scope::kTrain},    {"StartTraining", Scope::kTrain},
     {"GetJob", Scope::kTrain},          {"CancelJob", Scope::kTrain},
+    {"ListJobs", Scope::kTrain},        {"WatchJob", Scope::kTrain},
     {"DeleteSnapshot", Scope::kAdmin},  {"ExportSnapshot", Scope::kAdmin},
     {"ImportSnapshot", Scope::kAdmin},  {"ListModels", Scope::kPredict},
     {"GetModel", Scope::kPredict},      {"PublishModel", Scope::kTrain},

@@ -4,13 +4,19 @@
 #include <cmath>
 #include <vector>
 
+#include <absl/strings/escaping.h>
+#include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
+#include <absl/strings/str_split.h>
 
 #include "bnn/data/dataset.h"
 #include "bnn/model/model_spec.h"
+#include "bnn/status.h"
 
+#include "server/api/bnn_v1/to_wire.h"
 #include "server/store/ids.h"
+#include "server/store/model_store.h"
 
 namespace bnn::server {
 namespace {
@@ -316,6 +322,83 @@ absl::Status ValidateStreamBytes(absl::string_view stream, int64_t bytes,
   if (bytes <= max_bytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       stream, " exceeds ", max_bytes, " bytes, the server limit (", flag, ")"));
+}
+
+absl::Status ValidateTrainingModel(const v1::StartTrainingRequest& request) {
+  if (!request.model_name().empty()) {
+    return ValidateModelName("model_name", request.model_name());
+  }
+  if (request.publish()) {
+    return absl::InvalidArgumentError(
+        "publish is set but model_name is empty; name the model to publish "
+        "the snapshot under");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> ResolveJobsPageSize(int requested) {
+  if (requested < 0 || requested > kMaxJobsPageSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size = ", requested, " must be in [0, ",
+                     kMaxJobsPageSize, "] (0 = ", kDefaultJobsPageSize, ")"));
+  }
+  return requested == 0 ? kDefaultJobsPageSize : requested;
+}
+
+absl::StatusOr<JobFilter> JobFilterOf(const v1::ListJobsRequest& request) {
+  JobFilter filter;
+  for (int i = 0; i < request.states_size(); ++i) {
+    absl::StatusOr<store::JobRecord::State> state =
+        FromWireJobState(request.states(i));
+    if (!state.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("states[", i, "]: ", state.status().message()));
+    }
+    filter.states.push_back(*state);
+  }
+  if (!request.dataset_id().empty()) {
+    BNN_RETURN_IF_ERROR(RequireId("dataset_id", request.dataset_id()));
+  }
+  if (!request.model_name().empty()) {
+    BNN_RETURN_IF_ERROR(ValidateModelName("model_name", request.model_name()));
+  }
+  if (request.method().size() > kMaxIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("method has ", request.method().size(),
+                     " bytes; method names have at most ", kMaxIdBytes));
+  }
+  filter.dataset_id = request.dataset_id();
+  filter.method = request.method();
+  filter.model_name = request.model_name();
+  return filter;
+}
+
+std::string EncodeJobsPageToken(const JobCursor& last) {
+  return absl::WebSafeBase64Escape(
+      absl::StrCat(last.created_unix_ms, ":", last.job_id));
+}
+
+absl::StatusOr<JobCursor> DecodeJobsPageToken(absl::string_view token) {
+  const auto bad = [] {
+    return absl::InvalidArgumentError(
+        "page_token is not a next_page_token of ListJobs; start again with "
+        "an empty page_token");
+  };
+  std::string decoded;
+  if (token.size() > 4 * kMaxIdBytes ||
+      !absl::WebSafeBase64Unescape(token, &decoded)) {
+    return bad();
+  }
+  const std::vector<absl::string_view> parts =
+      absl::StrSplit(decoded, absl::MaxSplits(':', 1));
+  JobCursor cursor;
+  if (parts.size() != 2 ||
+      !absl::SimpleAtoi(parts[0], &cursor.created_unix_ms) ||
+      !IsId(kJobIdPrefix, parts[1])) {
+    return bad();
+  }
+  cursor.job_id = std::string(parts[1]);
+  return cursor;
 }
 
 }  // namespace bnn::server

@@ -15,6 +15,8 @@
 
 #include "bnn/v1/bnn_service.pb.h"
 
+#include "server/store/job_store.h"
+
 namespace bnn::server {
 
 // Server limits, set by flags.
@@ -107,6 +109,27 @@ absl::StatusOr<std::optional<int64_t>> RequestedVersion(absl::string_view field,
 
 // Layer count and widths against bnn's bounds, activation count and names.
 absl::Status ValidateModelSpec(const v1::ModelSpec& model);
+
+// StartTraining's model_name and publish: a name if one is given, and one
+// is required to publish.
+absl::Status ValidateTrainingModel(const v1::StartTrainingRequest& request);
+
+// --- ListJobs ----------------------------------------------------------------
+
+// Jobs per ListJobs page: by default and at most.
+inline constexpr int kDefaultJobsPageSize = 100;
+inline constexpr int kMaxJobsPageSize = 1000;
+
+// The page size of a ListJobs request: `requested`, or
+// kDefaultJobsPageSize for 0; negative or above kMaxJobsPageSize fails.
+absl::StatusOr<int> ResolveJobsPageSize(int requested);
+// The filter of a ListJobs request (states checked).
+absl::StatusOr<JobFilter> JobFilterOf(const v1::ListJobsRequest& request);
+// The page token after `last` (the last job of a page), and back: an opaque
+// string (URL-safe base64); a token ListJobs did not make fails with
+// InvalidArgument naming page_token.
+std::string EncodeJobsPageToken(const JobCursor& last);
+absl::StatusOr<JobCursor> DecodeJobsPageToken(absl::string_view token);
 
 // --- Predict, Acquire --------------------------------------------------------
 

@@ -1,5 +1,7 @@
 #include "server/api/bnn_v1/to_wire.h"
 
+#include <algorithm>
+
 #include <absl/strings/str_cat.h>
 
 #include "bnn/data/dataset.h"
@@ -21,6 +23,10 @@ v1::JobState ToJobState(store::JobRecord::State state) {
       return v1::JOB_STATE_FAILED;
     case store::JobRecord::CANCELLED:
       return v1::JOB_STATE_CANCELLED;
+    case store::JobRecord::INTERRUPTED:
+      return v1::JOB_STATE_INTERRUPTED;
+    case store::JobRecord::CANCELLING:
+      return v1::JOB_STATE_CANCELLING;
     default:
       return v1::JOB_STATE_UNSPECIFIED;
   }
@@ -73,6 +79,64 @@ void ToJob(const store::JobRecord& record, v1::Job* job) {
   job->set_created_unix_ms(record.created_unix_ms());
   job->set_started_unix_ms(record.started_unix_ms());
   job->set_finished_unix_ms(record.finished_unix_ms());
+  job->set_dataset_version(record.dataset_version());
+  job->set_model_name(record.model_name());
+  job->set_publish(record.publish());
+  const int points =
+      std::min(record.loss_curve_steps_size(), record.loss_curve_losses_size());
+  job->mutable_loss_curve()->Reserve(points);
+  for (int i = 0; i < points; ++i) {
+    v1::LossPoint* out = job->add_loss_curve();
+    out->set_step(record.loss_curve_steps(i));
+    out->set_loss(record.loss_curve_losses(i));
+  }
+}
+
+absl::StatusOr<store::JobRecord::State> FromWireJobState(v1::JobState state) {
+  switch (state) {
+    case v1::JOB_STATE_QUEUED:
+      return store::JobRecord::QUEUED;
+    case v1::JOB_STATE_RUNNING:
+      return store::JobRecord::RUNNING;
+    case v1::JOB_STATE_SUCCEEDED:
+      return store::JobRecord::SUCCEEDED;
+    case v1::JOB_STATE_FAILED:
+      return store::JobRecord::FAILED;
+    case v1::JOB_STATE_CANCELLED:
+      return store::JobRecord::CANCELLED;
+    case v1::JOB_STATE_INTERRUPTED:
+      return store::JobRecord::INTERRUPTED;
+    case v1::JOB_STATE_CANCELLING:
+      return store::JobRecord::CANCELLING;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("job state ", static_cast<int>(state),
+                       " is not a state; see JobState"));
+  }
+}
+
+void ToJobEvent(const JobEvent& event, v1::JobEvent* out) {
+  switch (event.kind) {
+    case JobEvent::Kind::kCurrent:
+      out->set_kind(v1::JobEvent::KIND_CURRENT);
+      break;
+    case JobEvent::Kind::kProgress:
+      out->set_kind(v1::JobEvent::KIND_PROGRESS);
+      break;
+    case JobEvent::Kind::kState:
+      out->set_kind(v1::JobEvent::KIND_STATE);
+      break;
+  }
+  out->set_state(ToJobState(event.state));
+  out->set_epoch(event.epoch);
+  out->set_step(event.step);
+  out->set_total_steps(event.total_steps);
+  out->set_loss(event.loss);
+  out->set_steps_per_second(event.steps_per_second);
+  out->set_eta_seconds(event.eta_seconds);
+  out->set_unix_ms(event.unix_ms);
+  out->set_error(event.error);
+  out->set_snapshot_id(event.snapshot_id);
 }
 
 void ToSnapshotInfo(const store::SnapshotMeta& meta, v1::SnapshotInfo* info) {
@@ -100,6 +164,7 @@ void ToSnapshotInfo(const store::SnapshotMeta& meta, v1::SnapshotInfo* info) {
   info->set_parent_snapshot_id(meta.parent_snapshot_id());
   info->set_prior_from_parent(meta.prior_from_parent());
   *info->mutable_class_values() = meta.class_values();
+  info->set_job_id(meta.job_id());
 }
 
 void ToModelVersion(const store::ModelRecord& model, int64_t version,

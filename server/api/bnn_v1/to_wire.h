@@ -6,10 +6,12 @@
 
 #include <cstdint>
 
+#include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 
 #include "bnn/v1/bnn_service.pb.h"
 
+#include "server/jobs/job_events.h"
 #include "store/store.pb.h"
 
 namespace bnn::server {
@@ -28,6 +30,10 @@ void ToModelVersion(const store::ModelRecord& model, int64_t version,
 // the counts and aliases (ListModels).
 void ToModelInfo(const store::ModelRecord& model, bool with_versions,
                  v1::ModelInfo* info);
+void ToJobEvent(const JobEvent& event, v1::JobEvent* out);
+// A wire state as stored; InvalidArgument for JOB_STATE_UNSPECIFIED and
+// values that are no state.
+absl::StatusOr<store::JobRecord::State> FromWireJobState(v1::JobState state);
 
 }  // namespace bnn::server
 

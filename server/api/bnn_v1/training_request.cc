@@ -76,6 +76,7 @@ absl::StatusOr<TrainingJob> BuildTrainingJob(
     return absl::InvalidArgumentError("method is required; see ListMethods");
   }
   BNN_RETURN_IF_ERROR(registry.Find(request.method()).status());
+  BNN_RETURN_IF_ERROR(ValidateTrainingModel(request));
   TrainRequest core;
   core.method = request.method();
   // Typed options: whichever field of the oneof is set, by reflection.
@@ -127,6 +128,8 @@ absl::StatusOr<TrainingJob> BuildTrainingJob(
                           parent_model.has_value() ? &*parent_model : nullptr,
                           registry));
   job.record = JobRecordOf(job.plan);
+  job.record.set_model_name(request.model_name());
+  job.record.set_publish(request.publish());
   return job;
 }
 

@@ -37,7 +37,7 @@ struct TrainingJob {
 // bnn::ResolveTrainingPlan against the dataset version it trains on, its
 // parent snapshot (null without parent_snapshot_id) and the registered
 // methods. A warm start keeps the parent's architecture, so the job records
-// the parent's.
+// the parent's. The record also holds model_name and publish (validated).
 absl::StatusOr<TrainingJob> BuildTrainingJob(
     const v1::StartTrainingRequest& request, const store::DatasetMeta& dataset,
     const MethodRegistry& registry,

@@ -1,12 +1,19 @@
 #include "server/jobs/job_runner.h"
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <absl/time/clock.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bnn/io/snapshot.h"
 #include "bnn/methods/registry.h"
 #include "bnn/train/trainer.h"
 
@@ -18,9 +25,12 @@ namespace bnn::server {
 namespace {
 
 using ::bnn::server::testutil::CubicDataset;
+using ::bnn::server::testutil::ReadFileOrEmpty;
 using ::bnn::server::testutil::StatusIs;
 using ::bnn::server::testutil::TempDir;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
 
 class JobRunnerTest : public ::testing::Test {
  protected:
@@ -33,6 +43,28 @@ class JobRunnerTest : public ::testing::Test {
     runner_ = *JobRunner::Create(
         {}, jobs_.get(), datasets_.get(), snapshots_.get(), predictors_.get(),
         &MethodRegistry::Builtin(), &metrics_, &budget_);
+  }
+
+  // Stops the runner and starts the next process's: the job store opened
+  // again and a runner with `options`.
+  void Restart(const JobRunner::Options& options = {}) {
+    runner_.reset();
+    jobs_ = *JobStore::Open(dir_.path() + "/jobs");
+    runner_ = *JobRunner::Create(
+        options, jobs_.get(), datasets_.get(), snapshots_.get(),
+        predictors_.get(), &MethodRegistry::Builtin(), &metrics_, &budget_);
+  }
+
+  // The snapshot's bytes without its times (training seconds, creation).
+  std::string TimelessSnapshot(const std::string& snapshot_id) {
+    absl::StatusOr<std::shared_ptr<const Snapshot>> loaded =
+        predictors_->GetSnapshot(snapshot_id);
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    if (!loaded.ok()) return "";
+    Snapshot copy = **loaded;
+    copy.training.seconds = 0;
+    copy.created_unix_ms = 0;
+    return EncodeSnapshot(copy).value_or("");
   }
 
   // A job of `epochs` passes of 3 steps each.
@@ -141,40 +173,104 @@ TEST_F(JobRunnerTest, CancelsQueuedAndRunningJobs) {
   ASSERT_TRUE(cancelled.ok()) << cancelled.status();
   EXPECT_EQ(cancelled->state(), store::JobRecord::CANCELLED);
 
-  EXPECT_EQ(runner_->Cancel(running)->state(), store::JobRecord::RUNNING);
+  // CANCELLING until its step ends, then CANCELLED.
+  EXPECT_EQ(runner_->Cancel(running)->state(), store::JobRecord::CANCELLING);
   const store::JobRecord stopped =
       WaitForState(running, store::JobRecord::CANCELLED);
   EXPECT_LT(stopped.step(), stopped.total_steps());
   EXPECT_EQ(stopped.snapshot_id(), "");
+  EXPECT_GT(stopped.finished_unix_ms(), 0);
+  // A cancelled job leaves no checkpoint.
+  EXPECT_EQ(ReadFileOrEmpty(jobs_->CheckpointPath(running)), "");
   // The cancelled queued job never ran, and cancelling again is a no-op.
   EXPECT_EQ(runner_->Get(queued)->started_unix_ms(), 0);
   EXPECT_EQ(runner_->Cancel(queued)->state(), store::JobRecord::CANCELLED);
+  EXPECT_EQ(runner_->Cancel(running)->state(), store::JobRecord::CANCELLED);
   ExpectJobsGauge("cancelled", 2);
 }
 
-TEST_F(JobRunnerTest, ShutdownFailsRunningJobsAndKeepsQueuedOnesForRestart) {
+TEST_F(JobRunnerTest, AFullQueueRefusesNewJobs) {
+  JobRunner::Options options;
+  options.max_queued_jobs = 2;
+  Restart(options);
+  const std::string running = runner_->Submit(Job(1000000))->job_id();
+  WaitFor(running, [](const store::JobRecord& job) { return job.step() > 0; });
+  ASSERT_TRUE(runner_->Submit(Job(1)).ok());
+  const std::string second = runner_->Submit(Job(1))->job_id();
+  EXPECT_THAT(runner_->Submit(Job(1)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       "2 jobs are queued, the server limit "
+                       "(--max-queued-jobs = 2)"));
+  // A cancelled job frees its place.
+  ASSERT_TRUE(runner_->Cancel(second).ok());
+  EXPECT_TRUE(runner_->Submit(Job(1)).ok());
+  runner_->Cancel(running).IgnoreError();
+}
+
+TEST_F(JobRunnerTest, ShutdownInterruptsRunningJobsThatResumeBitForBit) {
+  // 3 steps per pass: long enough to stop mid-way, short to finish.
+  constexpr int kEpochs = 4000;
+  const std::string reference = runner_->Submit(Job(kEpochs))->job_id();
+  const store::JobRecord undisturbed =
+      WaitForState(reference, store::JobRecord::SUCCEEDED);
+
+  const std::string running = runner_->Submit(Job(kEpochs))->job_id();
+  const std::string queued = runner_->Submit(Job(1))->job_id();
+  WaitFor(running,
+          [](const store::JobRecord& job) { return job.step() > 100; });
+  runner_->Shutdown();
+  const store::JobRecord interrupted = *runner_->Get(running);
+  ASSERT_EQ(interrupted.state(), store::JobRecord::INTERRUPTED)
+      << interrupted.error();
+  EXPECT_EQ(interrupted.error(), "");
+  EXPECT_LT(interrupted.step(), interrupted.total_steps());
+  EXPECT_NE(ReadFileOrEmpty(jobs_->CheckpointPath(running)), "");
+  EXPECT_EQ(runner_->Get(queued)->state(), store::JobRecord::QUEUED);
+  EXPECT_THAT(runner_->Submit(Job(1)).status(),
+              StatusIs(absl::StatusCode::kUnavailable, "shutting down"));
+  ExpectJobsGauge("interrupted", 1);
+
+  // The next process resumes the interrupted job (before the queued one)
+  // from its checkpoint, to the undisturbed run's snapshot.
+  Restart();
+  const store::JobRecord resumed =
+      WaitForState(running, store::JobRecord::SUCCEEDED);
+  EXPECT_EQ(resumed.step(), undisturbed.step());
+  EXPECT_EQ(TimelessSnapshot(resumed.snapshot_id()),
+            TimelessSnapshot(undisturbed.snapshot_id()));
+  EXPECT_EQ(snapshots_->GetMeta(resumed.snapshot_id())->job_id(), running);
+  // Its loss curve: steps increasing, none repeated, the last one last.
+  const auto& steps = resumed.loss_curve_steps();
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps.size(), resumed.loss_curve_losses_size());
+  for (int i = 1; i < steps.size(); ++i) EXPECT_LT(steps[i - 1], steps[i]);
+  EXPECT_EQ(steps[steps.size() - 1], resumed.total_steps());
+  EXPECT_LE(steps.size(), 1000);
+  // Finished: its checkpoint is gone.
+  EXPECT_EQ(ReadFileOrEmpty(jobs_->CheckpointPath(running)), "");
+  EXPECT_NE(WaitForState(queued, store::JobRecord::SUCCEEDED).snapshot_id(),
+            "");
+}
+
+TEST_F(JobRunnerTest, ACorruptCheckpointFailsItsJobAlone) {
   const std::string running = runner_->Submit(Job(1000000))->job_id();
   const std::string queued = runner_->Submit(Job(1))->job_id();
   WaitFor(running, [](const store::JobRecord& job) { return job.step() > 0; });
   runner_->Shutdown();
-  const store::JobRecord failed = *runner_->Get(running);
-  EXPECT_EQ(failed.state(), store::JobRecord::FAILED);
-  EXPECT_EQ(failed.error(), kRestartedJobError);
-  EXPECT_EQ(runner_->Get(queued)->state(), store::JobRecord::QUEUED);
-  EXPECT_THAT(runner_->Submit(Job(1)).status(),
-              StatusIs(absl::StatusCode::kUnavailable, "shutting down"));
+  const std::string path = jobs_->CheckpointPath(running);
+  std::string bytes = ReadFileOrEmpty(path);
+  ASSERT_FALSE(bytes.empty());
+  bytes[bytes.size() / 2] ^= 0x10;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 
-  // The next process's store keeps the queued job queued, and its runner
-  // trains it.
-  runner_.reset();
-  jobs_ = *JobStore::Open(dir_.path() + "/jobs");
-  EXPECT_EQ(jobs_->Get(queued)->state(), store::JobRecord::QUEUED);
-  EXPECT_EQ(jobs_->Get(running)->state(), store::JobRecord::FAILED);
-  runner_ = *JobRunner::Create({}, jobs_.get(), datasets_.get(),
-                               snapshots_.get(), predictors_.get(),
-                               &MethodRegistry::Builtin(), &metrics_, &budget_);
+  Restart();
+  const store::JobRecord failed =
+      WaitForState(running, store::JobRecord::FAILED);
+  EXPECT_THAT(failed.error(), HasSubstr("DATA_LOSS"));
+  EXPECT_THAT(failed.error(), HasSubstr("checkpoint " + path + " is corrupt"));
   EXPECT_NE(WaitForState(queued, store::JobRecord::SUCCEEDED).snapshot_id(),
             "");
+  EXPECT_EQ(ReadFileOrEmpty(path), "");
 }
 
 TEST_F(JobRunnerTest, AwaitStoppedRecordsJobsStillRunningAtTheDeadline) {
@@ -184,10 +280,126 @@ TEST_F(JobRunnerTest, AwaitStoppedRecordsJobsStillRunningAtTheDeadline) {
   // in a long step would.
   EXPECT_FALSE(runner_->AwaitStopped(absl::Now() + absl::Milliseconds(50)));
   const store::JobRecord job = *runner_->Get(running);
-  EXPECT_EQ(job.state(), store::JobRecord::FAILED);
-  EXPECT_EQ(job.error(), kRestartedJobError);
+  EXPECT_EQ(job.state(), store::JobRecord::INTERRUPTED);
+  EXPECT_EQ(job.error(), "");
   runner_->BeginShutdown();
   EXPECT_TRUE(runner_->AwaitStopped(absl::Now() + absl::Seconds(30)));
+}
+
+TEST_F(JobRunnerTest, CheckpointsPeriodicallyAndDeletesTheLastWhenDone) {
+  JobRunner::Options options;
+  options.checkpoint_interval = absl::Milliseconds(1);
+  Restart(options);
+  const std::string id = runner_->Submit(Job(1000000))->job_id();
+  const std::string path = jobs_->CheckpointPath(id);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (ReadFileOrEmpty(path).empty() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_NE(ReadFileOrEmpty(path), "");
+  // The record is persisted with the checkpoint: a process killed now
+  // leaves the progress it resumes from (read from a copy of the files).
+  const std::string copy = dir_.path() + "/copy";
+  std::filesystem::create_directories(copy);
+  int64_t persisted_step = 0;
+  while (persisted_step == 0 && absl::Now() < deadline) {
+    std::filesystem::copy_file(
+        dir_.path() + "/jobs/" + id + ".job", copy + "/" + id + ".job",
+        std::filesystem::copy_options::overwrite_existing);
+    persisted_step = JobStore::Open(copy).value()->Get(id)->step();
+  }
+  EXPECT_GT(persisted_step, 0);
+  // The metrics see the checkpoints: after 300 ms of running, the job has
+  // gone far less than that without one.
+  absl::SleepFor(absl::Milliseconds(300));
+  double age = -1;
+  for (const prometheus::MetricFamily& family : metrics_.registry().Collect()) {
+    if (family.name != "bnn_training_checkpoint_age_seconds") continue;
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      age = metric.gauge.value;
+    }
+  }
+  EXPECT_GE(age, 0);
+  EXPECT_LT(age, 0.2);
+  runner_->Cancel(id).IgnoreError();
+  WaitForState(id, store::JobRecord::CANCELLED);
+  EXPECT_EQ(ReadFileOrEmpty(path), "");
+
+  const std::string done = runner_->Submit(Job(100))->job_id();
+  WaitForState(done, store::JobRecord::SUCCEEDED);
+  EXPECT_EQ(ReadFileOrEmpty(jobs_->CheckpointPath(done)), "");
+}
+
+TEST_F(JobRunnerTest, OnSucceededSeesTheJobAndItsErrorFailsTheJob) {
+  absl::Mutex mu;
+  std::vector<std::pair<std::string, std::string>> calls;
+  JobRunner::Options options;
+  options.on_succeeded = [&](const store::JobRecord& job,
+                             const std::string& snapshot_id) {
+    absl::MutexLock lock(&mu);
+    calls.emplace_back(job.model_name(), snapshot_id);
+    return job.model_name() == "bad"
+               ? absl::FailedPreconditionError("model 'bad' is locked")
+               : absl::OkStatus();
+  };
+  Restart(options);
+  store::JobRecord good = Job(1);
+  good.set_model_name("good");
+  good.set_publish(true);
+  store::JobRecord bad = Job(1);
+  bad.set_model_name("bad");
+  const std::string good_id = runner_->Submit(good)->job_id();
+  const std::string bad_id = runner_->Submit(bad)->job_id();
+  const store::JobRecord succeeded =
+      WaitForState(good_id, store::JobRecord::SUCCEEDED);
+  const store::JobRecord failed =
+      WaitForState(bad_id, store::JobRecord::FAILED);
+  EXPECT_THAT(failed.error(), HasSubstr("model 'bad' is locked"));
+  EXPECT_NE(failed.snapshot_id(), "");  // stored, not lost
+  absl::MutexLock lock(&mu);
+  EXPECT_THAT(calls, ElementsAre(Pair("good", succeeded.snapshot_id()),
+                                 Pair("bad", failed.snapshot_id())));
+}
+
+TEST_F(JobRunnerTest, WatchersGetProgressInStepOrderAndTheFinalState) {
+  absl::Mutex mu;
+  std::vector<JobEvent> seen;
+  uint64_t last_seq = 0;
+  JobEvents& events = runner_->events();
+  const std::string id = runner_->Submit(Job(3000))->job_id();
+  std::optional<JobEvents::Start> start;
+  {
+    // Wake-ups wait until the subscription's start is known.
+    absl::MutexLock lock(&mu);
+    start = events.Watch(id, std::nullopt, [&] {
+      absl::MutexLock lock(&mu);
+      for (JobEvent& event : events.Take(id, &last_seq)) {
+        seen.push_back(std::move(event));
+      }
+    });
+    last_seq = std::max(last_seq, start->last_seq);
+  }
+  WaitForState(id, store::JobRecord::SUCCEEDED);
+  // The final event follows the record's update.
+  const auto final_seen = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return !seen.empty() && seen.back().kind == JobEvent::Kind::kState &&
+           seen.back().state == store::JobRecord::SUCCEEDED;
+  };
+  absl::MutexLock lock(&mu);
+  mu.AwaitWithTimeout(absl::Condition(&final_seen), absl::Seconds(10));
+  events.Unsubscribe(id, start->subscription);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().kind, JobEvent::Kind::kState);
+  EXPECT_EQ(seen.back().state, store::JobRecord::SUCCEEDED);
+  EXPECT_NE(seen.back().snapshot_id, "");
+  int64_t step = 0;
+  for (const JobEvent& event : seen) {
+    if (event.kind != JobEvent::Kind::kProgress) continue;
+    EXPECT_GT(event.step, step);
+    EXPECT_EQ(event.total_steps, 9000);
+    step = event.step;
+  }
+  EXPECT_EQ(step, 9000);  // the last step is always reported
 }
 
 TEST_F(JobRunnerTest, TrainsTheRecordedDatasetVersion) {

@@ -105,46 +105,127 @@ TEST_F(JobStoreTest, DeclinedUpdatesChangeNothing) {
   EXPECT_EQ(store->Get(id)->error(), "");
 }
 
-TEST_F(JobStoreTest, RestartFailsRunningJobsAndKeepsQueuedOnes) {
-  std::string queued, later_queued, running, succeeded, cancelled;
+TEST_F(JobStoreTest, RestartInterruptsRunningJobsAndKeepsQueuedOnes) {
+  std::string queued, later_queued, running, cancelling, succeeded, cancelled;
   {
     std::unique_ptr<JobStore> store = Open();
     queued = store->Create(Request())->job_id();
     running = store->Create(Request())->job_id();
+    cancelling = store->Create(Request())->job_id();
     succeeded = store->Create(Request())->job_id();
     cancelled = store->Create(Request())->job_id();
     absl::SleepFor(absl::Milliseconds(2));  // a later creation time
     later_queued = store->Create(Request())->job_id();
     SetState(store.get(), running, store::JobRecord::RUNNING);
+    SetState(store.get(), cancelling, store::JobRecord::CANCELLING);
     SetState(store.get(), succeeded, store::JobRecord::SUCCEEDED);
     SetState(store.get(), cancelled, store::JobRecord::CANCELLED);
   }
   std::unique_ptr<JobStore> store = Open();
-  const absl::StatusOr<store::JobRecord> failed = store->Get(running);
-  ASSERT_TRUE(failed.ok()) << failed.status();
-  EXPECT_EQ(failed->state(), store::JobRecord::FAILED);
-  EXPECT_EQ(failed->error(), "server restarted while the job was running");
-  EXPECT_GT(failed->finished_unix_ms(), 0);
-  EXPECT_EQ(failed->method(), "slang");  // the request is kept
+  const absl::StatusOr<store::JobRecord> interrupted = store->Get(running);
+  ASSERT_TRUE(interrupted.ok()) << interrupted.status();
+  EXPECT_EQ(interrupted->state(), store::JobRecord::INTERRUPTED);
+  EXPECT_EQ(interrupted->error(), "");
+  EXPECT_EQ(interrupted->finished_unix_ms(), 0);
+  EXPECT_EQ(interrupted->method(), "slang");  // the request is kept
+  EXPECT_EQ(store->Get(cancelling)->state(), store::JobRecord::CANCELLED);
+  EXPECT_GT(store->Get(cancelling)->finished_unix_ms(), 0);
   EXPECT_EQ(store->Get(queued)->state(), store::JobRecord::QUEUED);
-  EXPECT_EQ(store->Get(queued)->error(), "");
   EXPECT_EQ(store->Get(succeeded)->state(), store::JobRecord::SUCCEEDED);
   EXPECT_EQ(store->Get(cancelled)->state(), store::JobRecord::CANCELLED);
   EXPECT_THAT(store->CountByState(),
               UnorderedElementsAre(Pair(store::JobRecord::QUEUED, 2),
-                                   Pair(store::JobRecord::FAILED, 1),
+                                   Pair(store::JobRecord::INTERRUPTED, 1),
                                    Pair(store::JobRecord::SUCCEEDED, 1),
-                                   Pair(store::JobRecord::CANCELLED, 1)));
+                                   Pair(store::JobRecord::CANCELLED, 2)));
   // Oldest first.
   std::vector<std::string> queued_ids;
   for (const store::JobRecord& job : store->Queued()) {
     queued_ids.push_back(job.job_id());
   }
   EXPECT_THAT(queued_ids, ElementsAre(queued, later_queued));
+  ASSERT_EQ(store->Interrupted().size(), 1u);
+  EXPECT_EQ(store->Interrupted()[0].job_id(), running);
   // The recovery was written: a second restart sees the same.
   store.reset();
-  EXPECT_EQ(Open()->Get(running)->error(),
-            "server restarted while the job was running");
+  EXPECT_EQ(Open()->Get(running)->state(), store::JobRecord::INTERRUPTED);
+}
+
+TEST_F(JobStoreTest, OpeningDeletesCheckpointsOfFinishedAndUnknownJobs) {
+  std::string interrupted, succeeded;
+  std::unique_ptr<JobStore> store = Open();
+  interrupted = store->Create(Request())->job_id();
+  succeeded = store->Create(Request())->job_id();
+  SetState(store.get(), interrupted, store::JobRecord::INTERRUPTED);
+  SetState(store.get(), succeeded, store::JobRecord::SUCCEEDED);
+  const std::string unknown = "job-00000000000000ff";
+  for (const std::string& id : {interrupted, succeeded, unknown}) {
+    std::ofstream(store->CheckpointPath(id)) << "checkpoint";
+  }
+  EXPECT_EQ(store->CheckpointPath(interrupted),
+            dir_.path() + "/jobs/" + interrupted + ".ckpt");
+  store.reset();
+  store = Open();
+  EXPECT_EQ(ReadFileOrEmpty(store->CheckpointPath(interrupted)), "checkpoint");
+  EXPECT_EQ(ReadFileOrEmpty(store->CheckpointPath(succeeded)), "");
+  EXPECT_EQ(ReadFileOrEmpty(store->CheckpointPath(unknown)), "");
+}
+
+TEST_F(JobStoreTest, ListsNewestFirstFilteredAndPaged) {
+  std::unique_ptr<JobStore> store = Open();
+  std::vector<std::string> ids;  // oldest first
+  for (int i = 0; i < 7; ++i) {
+    store::JobRecord request = Request();
+    request.set_method(i % 2 == 0 ? "slang" : "bali");
+    if (i == 3) request.set_model_name("m");
+    if (i == 5) request.set_dataset_id("ds-00000000000000bb");
+    ids.push_back(store->Create(request)->job_id());
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  SetState(store.get(), ids[1], store::JobRecord::SUCCEEDED);
+  const auto list = [&](const JobFilter& filter,
+                        const std::optional<JobCursor>& after, int limit,
+                        bool* more) {
+    std::vector<std::string> listed;
+    for (const store::JobRecord& job :
+         store->ListNewestFirst(filter, after, limit, more)) {
+      listed.push_back(job.job_id());
+    }
+    return listed;
+  };
+  bool more = false;
+  EXPECT_THAT(list({}, std::nullopt, 3, &more),
+              ElementsAre(ids[6], ids[5], ids[4]));
+  EXPECT_TRUE(more);
+  const store::JobRecord fifth = *store->Get(ids[4]);
+  EXPECT_THAT(list({}, JobCursor{fifth.created_unix_ms(), ids[4]}, 3, &more),
+              ElementsAre(ids[3], ids[2], ids[1]));
+  EXPECT_TRUE(more);
+  const store::JobRecord second = *store->Get(ids[1]);
+  EXPECT_THAT(list({}, JobCursor{second.created_unix_ms(), ids[1]}, 3, &more),
+              ElementsAre(ids[0]));
+  EXPECT_FALSE(more);
+
+  JobFilter bali;
+  bali.method = "bali";
+  EXPECT_THAT(list(bali, std::nullopt, 10, &more),
+              ElementsAre(ids[5], ids[3], ids[1]));
+  EXPECT_FALSE(more);
+  JobFilter succeeded;
+  succeeded.states = {store::JobRecord::SUCCEEDED};
+  EXPECT_THAT(list(succeeded, std::nullopt, 10, &more), ElementsAre(ids[1]));
+  JobFilter queued_or_succeeded;
+  queued_or_succeeded.states = {store::JobRecord::QUEUED,
+                                store::JobRecord::SUCCEEDED};
+  EXPECT_EQ(list(queued_or_succeeded, std::nullopt, 10, &more).size(), 7u);
+  JobFilter model;
+  model.model_name = "m";
+  EXPECT_THAT(list(model, std::nullopt, 10, &more), ElementsAre(ids[3]));
+  JobFilter dataset;
+  dataset.dataset_id = "ds-00000000000000bb";
+  EXPECT_THAT(list(dataset, std::nullopt, 10, &more), ElementsAre(ids[5]));
+  dataset.method = "slang";  // and
+  EXPECT_TRUE(list(dataset, std::nullopt, 10, &more).empty());
 }
 
 TEST_F(JobStoreTest, UnknownIdIsNotFound) {

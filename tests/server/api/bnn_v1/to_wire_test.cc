@@ -41,6 +41,7 @@ TEST(ToSnapshotInfoTest, CopiesEveryField) {
   meta.set_size_bytes(999);
   meta.set_format_version(1);
   meta.set_library_version("0.1.0");
+  meta.set_job_id("job-00000000000000dd");
   v1::SnapshotInfo info;
   ToSnapshotInfo(meta, &info);
   EXPECT_EQ(info.snapshot_id(), "snap-00000000000000aa");
@@ -67,10 +68,50 @@ TEST(ToSnapshotInfoTest, CopiesEveryField) {
   EXPECT_EQ(info.size_bytes(), 999);
   EXPECT_EQ(info.format_version(), 1u);
   EXPECT_EQ(info.library_version(), "0.1.0");
+  EXPECT_EQ(info.job_id(), "job-00000000000000dd");
   // Every wire field is set from the record (none is left at its default).
   std::vector<const google::protobuf::FieldDescriptor*> set;
   info.GetReflection()->ListFields(info, &set);
   EXPECT_EQ(static_cast<int>(set.size()), info.GetDescriptor()->field_count());
+}
+
+TEST(ToJobTest, CopiesTheStateModelAndLossCurve) {
+  store::JobRecord record;
+  record.set_job_id("job-00000000000000aa");
+  record.set_state(store::JobRecord::INTERRUPTED);
+  record.set_dataset_version(2);
+  record.set_model_name("m");
+  record.set_publish(true);
+  record.add_loss_curve_steps(4);
+  record.add_loss_curve_losses(0.5);
+  v1::Job job;
+  ToJob(record, &job);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_INTERRUPTED);
+  EXPECT_EQ(job.dataset_version(), 2);
+  EXPECT_EQ(job.model_name(), "m");
+  EXPECT_TRUE(job.publish());
+  ASSERT_EQ(job.loss_curve_size(), 1);
+  EXPECT_EQ(job.loss_curve(0).step(), 4);
+  EXPECT_EQ(job.loss_curve(0).loss(), 0.5);
+  record.set_state(store::JobRecord::CANCELLING);
+  ToJob(record, &job);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_CANCELLING);
+}
+
+TEST(FromWireJobStateTest, RoundTripsEveryStateAndRejectsTheRest) {
+  for (int value = v1::JOB_STATE_QUEUED; value <= v1::JOB_STATE_CANCELLING;
+       ++value) {
+    const auto state = static_cast<v1::JobState>(value);
+    absl::StatusOr<store::JobRecord::State> stored = FromWireJobState(state);
+    ASSERT_TRUE(stored.ok()) << value;
+    store::JobRecord record;
+    record.set_state(*stored);
+    v1::Job job;
+    ToJob(record, &job);
+    EXPECT_EQ(job.state(), state);
+  }
+  EXPECT_FALSE(FromWireJobState(v1::JOB_STATE_UNSPECIFIED).ok());
+  EXPECT_FALSE(FromWireJobState(static_cast<v1::JobState>(99)).ok());
 }
 
 TEST(ToDatasetInfoTest, CopiesTheVersion) {
