@@ -18,6 +18,8 @@ BUILD_PACKAGES=(
   # Bearer tokens (SHA-256, CSPRNG) and TLS certificate checks; the tests
   # make their certificates with the openssl tool.
   libssl-dev openssl
+  # The metadata store (server/store/sqlite_metadata_store.h).
+  libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # bnnctl: --json output (nlohmann-json) and its command line (CLI11); the
   # tests parse that output with the same JSON parser, and bnn-server writes
@@ -40,6 +42,7 @@ RUNTIME_PACKAGES=(
   # /metrics, /healthz, /readyz: prometheus-cpp's core and civetweb.
   libprometheus-cpp-core1.0 libcivetweb1
   libssl3
+  libsqlite3-0
 )
 
 packages=("${BUILD_PACKAGES[@]}")

@@ -3,9 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <filesystem>
 #include <sys/file.h>
-#include <system_error>
 #include <unistd.h>
 
 #include <absl/strings/ascii.h>
@@ -15,6 +13,8 @@
 #include "bnn/io/file.h"
 #include "bnn/status.h"
 
+#include "server/store/record_dir.h"
+
 namespace bnn::server {
 namespace {
 
@@ -23,30 +23,11 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path) {
       absl::StrCat("cannot ", what, " ", path, ": ", std::strerror(errno)));
 }
 
-// Creates `dir` and every missing parent, fsyncing each new directory's
-// parent so that the creation survives a crash.
-absl::Status CreateDirectoryDurably(const std::filesystem::path& dir) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  if (fs::is_directory(dir, error)) return absl::OkStatus();
-  const fs::path parent =
-      dir.has_parent_path() ? dir.parent_path() : fs::path(".");
-  if (dir.has_parent_path() && dir.parent_path() != dir) {
-    BNN_RETURN_IF_ERROR(CreateDirectoryDurably(parent));
-  }
-  if (!fs::create_directory(dir, error) && error) {
-    return absl::InternalError(absl::StrCat(
-        "cannot create directory ", dir.string(), ": ", error.message()));
-  }
-  return SyncDirectory(parent.empty() ? "." : parent.string());
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(
     const std::string& dir) {
-  BNN_RETURN_IF_ERROR(
-      CreateDirectoryDurably(std::filesystem::path(dir).lexically_normal()));
+  BNN_RETURN_IF_ERROR(CreateDirectoryDurably(dir));
   const std::string path = absl::StrCat(dir, "/", kFileName);
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError("open the lock file", path);

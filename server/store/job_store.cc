@@ -37,16 +37,6 @@ bool IsFinalJobState(store::JobRecord::State state) {
          state == store::JobRecord::CANCELLED;
 }
 
-bool JobFilter::Matches(const store::JobRecord& job) const {
-  if (!states.empty() &&
-      std::find(states.begin(), states.end(), job.state()) == states.end()) {
-    return false;
-  }
-  return (dataset_id.empty() || job.dataset_id() == dataset_id) &&
-         (method.empty() || job.method() == method) &&
-         (model_name.empty() || job.model_name() == model_name);
-}
-
 absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(std::string dir) {
   BNN_ASSIGN_OR_RETURN(const std::vector<std::string> ids,
                        ScanRecordDir(dir, kJobIdPrefix, kExtension));

@@ -20,6 +20,7 @@
 #include <absl/strings/string_view.h>
 #include <absl/synchronization/mutex.h>
 
+#include "server/store/job_filter.h"
 #include "store/store.pb.h"
 
 namespace bnn::server {
@@ -32,17 +33,6 @@ inline constexpr absl::string_view kRestartedJobError =
 
 // True for SUCCEEDED, FAILED and CANCELLED: the job will not change again.
 bool IsFinalJobState(store::JobRecord::State state);
-
-// Which jobs a listing returns; empty fields match every job.
-struct JobFilter {
-  // Any of these states.
-  std::vector<store::JobRecord::State> states;
-  std::string dataset_id;
-  std::string method;
-  std::string model_name;
-
-  bool Matches(const store::JobRecord& job) const;
-};
 
 // A position in the newest-first order of jobs (creation time, then id,
 // both descending): the last job of a page.

@@ -57,4 +57,21 @@ absl::StatusOr<std::vector<std::string>> ScanRecordStems(
   return stems;
 }
 
+absl::Status CreateDirectoryDurably(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path path = fs::path(dir).lexically_normal();
+  std::error_code error;
+  if (fs::is_directory(path, error)) return absl::OkStatus();
+  const fs::path parent =
+      path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (path.has_parent_path() && path.parent_path() != path) {
+    BNN_RETURN_IF_ERROR(CreateDirectoryDurably(parent.string()));
+  }
+  if (!fs::create_directory(path, error) && error) {
+    return absl::InternalError(absl::StrCat(
+        "cannot create directory ", path.string(), ": ", error.message()));
+  }
+  return SyncDirectory(parent.empty() ? "." : parent.string());
+}
+
 }  // namespace bnn::server

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <absl/status/status.h>
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 
@@ -23,6 +24,11 @@ absl::StatusOr<std::vector<std::string>> ScanRecordStems(
 absl::StatusOr<std::vector<std::string>> ScanRecordDir(
     const std::string& dir, absl::string_view id_prefix,
     absl::string_view extension);
+
+// Creates `dir` and every missing parent, fsyncing each new directory's
+// parent so that the creation survives a crash. Internal naming the
+// directory on failure.
+absl::Status CreateDirectoryDurably(const std::string& dir);
 
 }  // namespace bnn::server
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "bnn/io/sha256.h"
+
 namespace bnn::internal {
 namespace {
 
@@ -135,3 +137,13 @@ std::optional<Sha256> Sha256::LoadState(absl::string_view state) {
 }
 
 }  // namespace bnn::internal
+
+namespace bnn {
+
+std::string Sha256Hex(absl::string_view data) {
+  internal::Sha256 sha;
+  sha.Update(data);
+  return sha.HexDigest();
+}
+
+}  // namespace bnn

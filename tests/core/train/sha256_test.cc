@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "bnn/io/sha256.h"
+
 namespace bnn {
 namespace {
 
@@ -115,6 +117,13 @@ TEST(Sha256Test, RejectsStatesItDidNotSave) {
   std::string state = sha.SaveState();
   state.pop_back();  // the partial block no longer matches the length
   EXPECT_FALSE(Sha256::LoadState(state).has_value());
+}
+
+TEST(Sha256Test, PublicHexOfBytesEqualsTheHasher) {
+  EXPECT_EQ(Sha256Hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const std::string binary("\0\xff\x80 bytes", 9);
+  EXPECT_EQ(Sha256Hex(binary), Hash(binary));
 }
 
 }  // namespace

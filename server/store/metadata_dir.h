@@ -1,0 +1,114 @@
+// The store of a data directory in the metadata-store layout:
+//   <data-dir>/metadata.db   SQLite metadata (sqlite_metadata_store.h)
+//   <data-dir>/blobs/        dataset rows and snapshot files (blob_store.h)
+// and the one-time migration of a data directory of the record-file layout
+// (datasets/, jobs/, snapshots/ as DatasetStore, JobStore and SnapshotStore
+// write them) into it.
+//
+// The migration reads the old directories with those stores, links every
+// dataset version file and snapshot file into the blob store (hard links:
+// no copy, no extra space) and writes every record into a new database,
+// metadata.db.migrating, in one transaction with a rollback journal. Only
+// when that database is complete and fsync'd is it renamed to metadata.db
+// (the commit point; the database records that it was migrated), and then
+// the old directories are moved into <data-dir>/record-files.migrated/ for
+// the operator to delete. A crash before the rename leaves the old
+// directories untouched and the next open migrates again from scratch
+// (blobs already linked are found by content, a stale .migrating file is
+// deleted, links of a failed attempt are swept); a crash after it leaves
+// metadata.db and the old directories, which the next open moves aside.
+//
+// Not yet used by the server (Server::Create still opens the record-file
+// stores).
+#ifndef BNN_SERVER_STORE_METADATA_DIR_H_
+#define BNN_SERVER_STORE_METADATA_DIR_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
+
+#include "server/store/blob_store.h"
+#include "server/store/sqlite_metadata_store.h"
+
+namespace bnn::server {
+
+inline constexpr absl::string_view kMetadataDbName = "metadata.db";
+inline constexpr absl::string_view kBlobDirName = "blobs";
+// Where the migration moves the record-file directories.
+inline constexpr absl::string_view kMigratedRecordFilesDirName =
+    "record-files.migrated";
+// The store property (MetadataReader::GetProperty) a migrated database
+// holds: when and from what it was migrated.
+inline constexpr absl::string_view kMigratedFromProperty =
+    "migrated_from_record_files";
+
+// What a migration did.
+struct MigrationReport {
+  // Whether records were migrated by this call.
+  bool migrated = false;
+  // Whether this call moved the old directories aside (after a migration,
+  // or finishing one a crash interrupted).
+  bool moved_aside = false;
+  int64_t datasets = 0;
+  int64_t dataset_versions = 0;
+  int64_t snapshots = 0;
+  int64_t jobs = 0;
+  // Records that could not be read (corrupt, truncated, newer format),
+  // each "<file>: <error>"; they stay in the moved-aside directories.
+  std::vector<std::string> skipped;
+  // Dataset names several datasets shared (allowed by old servers): each
+  // "<name>: <ids>"; those datasets are migrated without their name, which
+  // names are unique in the metadata store.
+  std::vector<std::string> dropped_names;
+};
+
+struct MigrationOptions {
+  // Called with the name of each step as it is reached ("records_written":
+  // the new database is complete but not yet in place; "renamed": it is in
+  // place, the old directories not yet moved); an error stops the
+  // migration there, as a crash would. For tests of crash safety.
+  std::function<absl::Status(absl::string_view step)> on_step;
+};
+
+// Migrates `data_dir` if it holds record-file directories and no metadata
+// database (or finishes a migration a crash interrupted); otherwise does
+// nothing. FailedPrecondition if the directory holds both a database that
+// was not migrated and record-file directories, naming them. The caller
+// holds the data directory's lock (DataDirLock).
+absl::StatusOr<MigrationReport> MigrateRecordFiles(
+    const std::string& data_dir, const MigrationOptions& options = {});
+
+struct MetadataDir {
+  struct Options {
+    SqliteMetadataStore::Options metadata;
+    BlobStore::Options blobs;
+    // Delete blobs no record refers to (left by a crash between a blob's
+    // write and its record's commit, or by deletions) when the store opens.
+    bool sweep_unreferenced_blobs = true;
+    MigrationOptions migration;
+  };
+
+  // Migrates `data_dir` if needed (MigrateRecordFiles), then opens its
+  // metadata and blobs, verifying and sweeping the blobs as the options
+  // say. The caller holds the data directory's lock.
+  static absl::StatusOr<MetadataDir> Open(const std::string& data_dir,
+                                          const Options& options);
+
+  std::unique_ptr<SqliteMetadataStore> metadata;
+  std::unique_ptr<BlobStore> blobs;
+  MigrationReport migration;
+  // Temporaries deleted, blobs found and quarantined (for the start-up log
+  // line and metric).
+  BlobStore::OpenReport blob_report;
+  int64_t blobs_swept = 0;
+};
+
+}  // namespace bnn::server
+
+#endif  // BNN_SERVER_STORE_METADATA_DIR_H_
