@@ -1,7 +1,9 @@
 // bnn_crash_test: kills the real bnn-server with SIGKILL at random moments
-// during uploads, appends, snapshot imports and training jobs, restarts it on
-// the same data directory and checks the store (StoreModel::Verify), for
-// --cycles cycles. Exits 1 if any guarantee was broken, listing each.
+// during uploads, appends, snapshot imports, training jobs (a third of them
+// publishing their snapshot as a model version) and runs of model publishes
+// and alias moves, restarts it on the same data directory and checks the
+// store (StoreModel::Verify, ModelTracker::Verify), for --cycles cycles. Exits
+// 1 if any guarantee was broken, listing each.
 //
 // Each cycle runs a primary operation, often with one or two others beside
 // it, and kills the server after a delay drawn from a seeded RNG: half the
@@ -41,6 +43,7 @@
 
 #include "bnn/data/dataset_hash.h"
 
+#include "bench/faults/model_tracker.h"
 #include "bench/faults/store_model.h"
 #include "bench/faults/workload.h"
 #include "client/bnn_client.h"
@@ -80,6 +83,12 @@ constexpr double kAimAtEndProbability = 0.5;
 constexpr absl::Duration kJobPoll = absl::Milliseconds(20);
 constexpr absl::Duration kRpcTimeout = absl::Seconds(120);
 constexpr absl::Duration kStartupTimeout = absl::Seconds(60);
+// Probability that a training job publishes its snapshot as the next
+// version of ModelTracker::kJobModel when it succeeds.
+constexpr double kPublishingJobProbability = 1.0 / 3;
+// The models model operations publish to, and the most calls of one.
+constexpr int kNumModels = 3;
+constexpr int kMaxModelCalls = 8;
 
 // The server's flags besides --listen, --data-dir and --metrics-listen: one
 // thread per computation and one job at a time, on a shared machine.
@@ -160,6 +169,9 @@ struct Op {
   // job_end_seconds[i] is when job i is expected to end.
   std::vector<JobPlan> jobs;
   std::vector<double> job_end_seconds;
+  // kModel: calls on one model, made one after another.
+  std::string model_name;
+  std::vector<ModelCall> calls;
 
   // Results.
   bool returned = false;
@@ -171,6 +183,9 @@ struct Op {
   std::vector<std::string> job_ids;  // acknowledged, in order
   std::vector<v1::Job> job_seen;     // the last GetJob of each
   bool submit_failed = false;        // StartTraining of jobs[job_ids.size()]
+  // kModel: the version each call that returned OK answered with (a
+  // publish's new version, a SetAlias's version); the next call failed.
+  std::vector<int64_t> call_versions;
 };
 
 struct KindStats {
@@ -258,11 +273,13 @@ class CrashTest {
   std::unique_ptr<Op> PlanAppend(const std::vector<std::string>& taken);
   std::unique_ptr<Op> PlanImport();
   std::unique_ptr<Op> PlanTrain();
+  std::unique_ptr<Op> PlanModel(const std::vector<std::string>& taken);
   JobPlan PlanJob(int config, int dataset);
   double KillDelay(const Op& primary);
 
   void Run(Op& op, BnnClient& client);
   void RunTrain(Op& op, BnnClient& client);
+  void RunModel(Op& op, BnnClient& client);
   // Acknowledges or records as pending what `op` did.
   void Apply(int cycle, Op& op);
 
@@ -271,6 +288,7 @@ class CrashTest {
   const std::string log_path_;
   std::mt19937_64 rng_;
   StoreModel model_;
+  ModelTracker models_;
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<BnnClient> client_;
   bool restart_failed_ = false;
@@ -282,7 +300,7 @@ class CrashTest {
   std::vector<int> train_configs_;  // indices into TrainConfigs()
   std::vector<ImportSource> sources_;
   std::map<std::pair<int, int>, double> train_seconds_;  // (config, dataset)
-  DurationModel upload_model_, append_model_, import_model_;
+  DurationModel upload_model_, append_model_, import_model_, model_ops_model_;
   uint64_t next_job_seed_ = 1000;
   int64_t next_row_seed_ = 1;
 
@@ -446,9 +464,20 @@ bool CrashTest::Setup() {
     Apply(0, op);
     import_model_.Observe(op.units, absl::ToDoubleSeconds(op.duration));
   }
+  // The rate of model calls, from one run of them on each model.
+  for (int m = 0; m < kNumModels; ++m) {
+    std::unique_ptr<Op> op = PlanModel({});
+    Run(*op, client);
+    if (!op->status.ok()) {
+      std::cerr << "setup models: " << op->status << "\n";
+      return false;
+    }
+    Apply(0, *op);
+  }
   Outcomes ignored;
   model_.Verify(client, 0, std::nullopt,
                 absl::Seconds(absl::GetFlag(FLAGS_job_timeout)), &ignored);
+  models_.Verify(client, 0, model_, &ignored);
   setup_seconds_ = absl::ToDoubleSeconds(absl::Now() - start);
   std::cout << absl::StrFormat(
       "setup: %d datasets, %d import files (%s bytes), %.1f s; %d "
@@ -542,7 +571,48 @@ JobPlan CrashTest::PlanJob(int config, int dataset) {
   (*request.mutable_params())["rank"] = absl::StrCat(c.rank);
   (*request.mutable_params())["mc_samples"] = "1";
   (*request.mutable_params())["batch_size"] = "32";
+  if (Uniform(0, 1) < kPublishingJobProbability) {
+    request.set_model_name(ModelTracker::kJobModel);
+    request.set_publish(true);
+  }
   return plan;
+}
+
+std::unique_ptr<Op> CrashTest::PlanModel(
+    const std::vector<std::string>& taken) {
+  std::vector<std::string> free;
+  for (int m = 0; m < kNumModels; ++m) {
+    std::string name = absl::StrCat("m", m);
+    if (std::find(taken.begin(), taken.end(), name) == taken.end()) {
+      free.push_back(std::move(name));
+    }
+  }
+  const std::vector<std::string> snapshots = model_.SnapshotIds();
+  if (free.empty() || snapshots.empty()) return nullptr;
+  auto op = std::make_unique<Op>();
+  op->kind = OpKind::kModel;
+  op->model_name = free[rng_() % free.size()];
+  // Alias moves name versions acknowledged before this operation.
+  const std::vector<int64_t> versions = models_.Versions(op->model_name);
+  const std::vector<std::string>& aliases = ModelTracker::UserAliases();
+  const int num_calls = 1 + static_cast<int>(rng_() % kMaxModelCalls);
+  for (int i = 0; i < num_calls; ++i) {
+    ModelCall call;
+    call.publish = versions.empty() || Uniform(0, 1) < 0.5;
+    if (call.publish) {
+      call.snapshot_id = snapshots[rng_() % snapshots.size()];
+      if (Uniform(0, 1) < 0.5) {
+        call.aliases.push_back(aliases[rng_() % aliases.size()]);
+      }
+    } else {
+      call.alias = aliases[rng_() % aliases.size()];
+      call.version = versions[rng_() % versions.size()];
+    }
+    op->calls.push_back(std::move(call));
+  }
+  op->units = num_calls;
+  op->expected_seconds = model_ops_model_.Predict(op->units);
+  return op;
 }
 
 std::unique_ptr<Op> CrashTest::PlanTrain() {
@@ -580,6 +650,10 @@ void CrashTest::Run(Op& op, BnnClient& client) {
     RunTrain(op, client);
     return;
   }
+  if (op.kind == OpKind::kModel) {
+    RunModel(op, client);
+    return;
+  }
   absl::Status status;
   v1::DatasetInfo dataset_info;
   v1::SnapshotInfo snapshot_info;
@@ -612,6 +686,7 @@ void CrashTest::Run(Op& op, BnnClient& client) {
       break;
     }
     case OpKind::kTrain:
+    case OpKind::kModel:
       break;
   }
   absl::MutexLock lock(&mu_);
@@ -655,6 +730,34 @@ void CrashTest::RunTrain(Op& op, BnnClient& client) {
     }
     if (all_done) break;
     absl::SleepFor(kJobPoll);
+  }
+  absl::MutexLock lock(&mu_);
+  op.returned = true;
+  op.duration = absl::Now() - start;
+}
+
+void CrashTest::RunModel(Op& op, BnnClient& client) {
+  const absl::Time start = absl::Now();
+  for (const ModelCall& call : op.calls) {
+    absl::Status status;
+    int64_t version = 0;
+    if (call.publish) {
+      absl::StatusOr<v1::ModelVersion> published =
+          client.PublishModel(op.model_name, call.snapshot_id, call.aliases);
+      status = published.status();
+      if (published.ok()) version = published->version();
+    } else {
+      status =
+          client.SetAlias(op.model_name, call.alias, call.version).status();
+      version = call.version;
+    }
+    absl::MutexLock lock(&mu_);
+    if (!status.ok()) {
+      op.returned = true;
+      op.status = status;
+      return;
+    }
+    op.call_versions.push_back(version);
   }
   absl::MutexLock lock(&mu_);
   op.returned = true;
@@ -734,6 +837,14 @@ void CrashTest::Apply(int cycle, Op& op) {
         if (cycle > 0) ++stats.jobs_submitted;
       }
       break;
+    case OpKind::kModel:
+      for (size_t i = 0; i < op.call_versions.size(); ++i) {
+        models_.AckCall(op.model_name, op.calls[i], op.call_versions[i]);
+      }
+      if (!op.status.ok() && !refused) {
+        models_.AddPending(op.model_name, op.calls[op.call_versions.size()]);
+      }
+      break;
   }
   if (cycle > 0 && op.kind == OpKind::kTrain) {
     stats.acknowledged += op.job_ids.size();
@@ -748,6 +859,9 @@ void CrashTest::Apply(int cycle, Op& op) {
       if (op.kind == OpKind::kUpload) upload_model_.Observe(op.units, seconds);
       if (op.kind == OpKind::kAppend) append_model_.Observe(op.units, seconds);
       if (op.kind == OpKind::kImport) import_model_.Observe(op.units, seconds);
+      if (op.kind == OpKind::kModel) {
+        model_ops_model_.Observe(op.units, seconds);
+      }
     }
   }
 }
@@ -763,6 +877,7 @@ void CrashTest::RunCycle(int cycle) {
   }
   std::vector<std::unique_ptr<Op>> ops;
   std::vector<std::string> appended;
+  std::vector<std::string> modelled;
   for (size_t i = 0; i < kinds.size(); ++i) {
     std::unique_ptr<Op> op;
     switch (kinds[i]) {
@@ -778,6 +893,10 @@ void CrashTest::RunCycle(int cycle) {
         break;
       case OpKind::kTrain:
         op = PlanTrain();
+        break;
+      case OpKind::kModel:
+        op = PlanModel(modelled);
+        if (op != nullptr) modelled.push_back(op->model_name);
         break;
     }
     if (op == nullptr) continue;
@@ -823,6 +942,7 @@ void CrashTest::RunCycle(int cycle) {
     const absl::Time verify_start = absl::Now();
     model_.Verify(*client_, cycle, Restart{kill_time, start_time},
                   absl::Seconds(absl::GetFlag(FLAGS_job_timeout)), &outcomes_);
+    models_.Verify(*client_, cycle, model_, &outcomes_);
     verify = absl::ToDoubleSeconds(absl::Now() - verify_start);
     verify_seconds_.push_back(verify);
   }

@@ -152,6 +152,18 @@ std::vector<StoreModel::DatasetSummary> StoreModel::Datasets() const {
   return out;
 }
 
+std::vector<std::string> StoreModel::SnapshotIds() const {
+  std::vector<std::string> ids;
+  for (const auto& [id, snapshot] : snapshots_) ids.push_back(id);
+  return ids;
+}
+
+std::vector<v1::Job> StoreModel::SeenJobs() const {
+  std::vector<v1::Job> jobs;
+  for (const auto& [id, job] : jobs_) jobs.push_back(job.last_seen);
+  return jobs;
+}
+
 int64_t StoreModel::num_dataset_versions() const {
   int64_t n = 0;
   for (const auto& [id, dataset] : datasets_) n += dataset.versions.size();

@@ -158,6 +158,10 @@ class StoreModel {
     return static_cast<int64_t>(snapshots_.size());
   }
   int64_t num_jobs() const { return static_cast<int64_t>(jobs_.size()); }
+  // The acknowledged snapshots' ids, and the last state seen of every job
+  // (after Verify: the state the restart left it in).
+  std::vector<std::string> SnapshotIds() const;
+  std::vector<v1::Job> SeenJobs() const;
   int64_t num_dataset_versions() const;
 
  private:

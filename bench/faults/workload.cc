@@ -26,6 +26,8 @@ const char* OpKindName(OpKind kind) {
       return "import";
     case OpKind::kTrain:
       return "train";
+    case OpKind::kModel:
+      return "model";
   }
   return "unknown";
 }

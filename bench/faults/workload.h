@@ -21,11 +21,13 @@ namespace bnn::faults {
 
 // What a cycle's operations do. Every cycle has a primary operation, whose
 // expected duration sets the kill moment, and may run others beside it.
-enum class OpKind { kUpload, kAppend, kImport, kTrain };
-inline constexpr int kNumOpKinds = 4;
+// kModel: publishes of snapshots as model versions and alias moves.
+enum class OpKind { kUpload, kAppend, kImport, kTrain, kModel };
+inline constexpr int kNumOpKinds = 5;
 inline constexpr OpKind kAllOpKinds[kNumOpKinds] = {
-    OpKind::kUpload, OpKind::kAppend, OpKind::kImport, OpKind::kTrain};
-// "upload", "append", "import", "train".
+    OpKind::kUpload, OpKind::kAppend, OpKind::kImport, OpKind::kTrain,
+    OpKind::kModel};
+// "upload", "append", "import", "train", "model".
 const char* OpKindName(OpKind kind);
 
 // The schema a dataset's hash depends on: task, feature count and, for
