@@ -1,0 +1,63 @@
+#include "server/admission/compute_rate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_format.h>
+
+namespace bnn::server {
+
+double PredictWorkUnits(int64_t rows, int64_t samples, int64_t weights,
+                        bool samples_cached) {
+  const double per_sample = static_cast<double>(weights);
+  return static_cast<double>(samples) * per_sample *
+         (static_cast<double>(rows) + (samples_cached ? 0.0 : 1.0));
+}
+
+int ComputeRate::GroupOf(double units) {
+  if (!(units >= 1)) return 0;
+  return std::min(kNumGroups - 1, static_cast<int>(std::log2(units)));
+}
+
+void ComputeRate::Observe(double units, absl::Duration duration) {
+  if (!(units >= 1) || duration < kMinObserved) return;
+  const double rate = absl::ToDoubleSeconds(duration) / units;
+  absl::MutexLock lock(&mu_);
+  Group& group = groups_[GroupOf(units)];
+  group.rates[group.next] = rate;
+  group.next = (group.next + 1) % kWindow;
+}
+
+std::optional<absl::Duration> ComputeRate::LowerBound(double units) const {
+  if (!(units >= 1)) return std::nullopt;
+  double fastest = std::numeric_limits<double>::infinity();
+  {
+    absl::MutexLock lock(&mu_);
+    for (int g = GroupOf(units); g < kNumGroups; ++g) {
+      for (double rate : groups_[g].rates) {
+        if (rate > 0) fastest = std::min(fastest, rate);
+      }
+    }
+  }
+  if (!std::isfinite(fastest)) return std::nullopt;
+  return absl::Seconds(units * fastest);
+}
+
+absl::Status ComputeRate::Admit(absl::string_view what, double units,
+                                absl::Duration remaining) const {
+  const std::optional<absl::Duration> bound = LowerBound(units);
+  if (!bound.has_value() || *bound <= remaining) return absl::OkStatus();
+  return absl::DeadlineExceededError(absl::StrFormat(
+      "%s needs at least %s of computation (%.3g work units at the fastest "
+      "rate this server reached recently for calls of its size), more than "
+      "the %s left before the client's deadline; refused without computing",
+      what, absl::FormatDuration(absl::Trunc(*bound, absl::Microseconds(100))),
+      units,
+      absl::FormatDuration(
+          absl::Trunc(std::max(remaining, absl::ZeroDuration()),
+                      absl::Microseconds(100)))));
+}
+
+}  // namespace bnn::server
