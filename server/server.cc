@@ -372,8 +372,8 @@ void Server::SetServing(bool serving, std::string reason) {
       grpc_server_->GetHealthCheckService();
   health->SetServingStatus("", serving);
   health->SetServingStatus(v1::BnnService::service_full_name(), serving);
-  health->SetServingStatus(
-      inference::GRPCInferenceService::service_full_name(), serving);
+  health->SetServingStatus(inference::GRPCInferenceService::service_full_name(),
+                           serving);
   serving_ = serving;
   not_ready_reason_ = std::move(reason);
 }

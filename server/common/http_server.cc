@@ -104,20 +104,19 @@ absl::Status HttpServer::CheckListen(absl::string_view listen) {
   int port = 0;
   BNN_RETURN_IF_ERROR(SplitHostPort(listen, &host, &port));
   if (absl::StrContains(host, ':')) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        listen,
-        ": the HTTP endpoints take an IPv4 address or a host name "
-        "(Debian's civetweb is built without IPv6)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(listen,
+                     ": the HTTP endpoints take an IPv4 address or a host name "
+                     "(Debian's civetweb is built without IPv6)"));
   }
   if (host.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(listen, ": the HTTP endpoints need a host"));
+        absl::StrCat(listen, ": an HTTP endpoint needs a host"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
-    Options options) {
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(Options options) {
   BNN_RETURN_IF_ERROR(CheckListen(options.listen));
   std::string host;
   int port = 0;
@@ -226,10 +225,10 @@ int HttpServer::Dispatch(mg_connection* connection, void* data) {
     allowed = allowed || method == info->request_method;
   }
   if (!allowed) {
-    return Send(connection,
-                server->Refuse(405, absl::StrCat("only ", absl::StrJoin(
-                                                             route->methods,
-                                                             " and "))));
+    return Send(
+        connection,
+        server->Refuse(405, absl::StrCat("only ", absl::StrJoin(route->methods,
+                                                                " and "))));
   }
   Request request;
   request.method = info->request_method;
@@ -239,20 +238,21 @@ int HttpServer::Dispatch(mg_connection* connection, void* data) {
       request.authorization.emplace_back(info->http_headers[i].value);
     }
   }
-  request.peer = absl::StrCat("ipv4:", info->remote_addr, ":",
-                              info->remote_port);
+  request.peer =
+      absl::StrCat("ipv4:", info->remote_addr, ":", info->remote_port);
   std::optional<std::string> body =
       ReadBody(connection, server->options_.max_body_bytes);
   if (!body.has_value()) {
     const Options& o = server->options_;
-    return Send(connection,
-                server->Refuse(
-                    413, absl::StrCat("the request body is larger than ",
-                                      o.max_body_bytes, " bytes",
-                                      o.max_body_flag.empty()
-                                          ? ""
-                                          : absl::StrCat(", the server's limit (",
-                                                         o.max_body_flag, ")"))));
+    return Send(
+        connection,
+        server->Refuse(413,
+                       absl::StrCat("the request body is larger than ",
+                                    o.max_body_bytes, " bytes",
+                                    o.max_body_flag.empty()
+                                        ? ""
+                                        : absl::StrCat(", the server's limit (",
+                                                       o.max_body_flag, ")"))));
   }
   request.body = *std::move(body);
   return Send(connection, route->handler(request));

@@ -50,10 +50,10 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
   };
   HttpServer::Route ready;
   ready.path = "/readyz";
-  ready.handler =
-      [check = std::move(options.ready)](const HttpServer::Request&) {
-        return ReplyHealth(check);
-      };
+  ready.handler = [check =
+                       std::move(options.ready)](const HttpServer::Request&) {
+    return ReplyHealth(check);
+  };
   server.routes = {std::move(metrics), std::move(live), std::move(ready)};
   BNN_ASSIGN_OR_RETURN(std::unique_ptr<HttpServer> started,
                        HttpServer::Start(std::move(server)));

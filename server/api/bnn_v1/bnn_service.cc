@@ -497,23 +497,23 @@ void BnnServiceImpl::PredictFor(
     absl::AnyInvocable<void(absl::Status) &&> done) {
   const absl::Time start = absl::Now();
   const std::string client = call.client;
-  compute_pool_.Schedule(
-      client, [this, call = std::move(call), target = std::move(target),
-               request, response, start, done = std::move(done)]() mutable {
-        const absl::Time turn = absl::Now();
-        metrics_->RecordComputeQueueWait(call.rpc, turn - start);
-        const Interrupt interrupt =
-            CallInterrupt(&compute_pool_, call.deadline, call.cancelled,
-                          call.rpc, turn, options_.max_request_time);
-        absl::Status status = interrupt.Check();
-        if (status.ok()) {
-          status = PredictOn(target, *request, interrupt, call.rpc, response);
-        } else {
-          status = absl::Status(status.code(), absl::StrCat(status.message(),
-                                                            " before it started"));
-        }
-        std::move(done)(HideDataDir(status, options_.data_dir));
-      });
+  compute_pool_.Schedule(client, [this, call = std::move(call),
+                                  target = std::move(target), request, response,
+                                  start, done = std::move(done)]() mutable {
+    const absl::Time turn = absl::Now();
+    metrics_->RecordComputeQueueWait(call.rpc, turn - start);
+    const Interrupt interrupt =
+        CallInterrupt(&compute_pool_, call.deadline, call.cancelled, call.rpc,
+                      turn, options_.max_request_time);
+    absl::Status status = interrupt.Check();
+    if (status.ok()) {
+      status = PredictOn(target, *request, interrupt, call.rpc, response);
+    } else {
+      status = absl::Status(
+          status.code(), absl::StrCat(status.message(), " before it started"));
+    }
+    std::move(done)(HideDataDir(status, options_.data_dir));
+  });
 }
 
 absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
@@ -545,10 +545,10 @@ absl::Status BnnServiceImpl::PredictOn(const Target& target,
                MulBytes({request.rows_size(), predictor->num_features(),
                          sizeof(double)}));
   estimate.Add("response message", estimate.kept_bytes);
-  BNN_ASSIGN_OR_RETURN(const MemoryBudget::Reservation reservation,
-                       memory_budget_->TryReserve(
-                           absl::StrCat(rpc, " on ", target.snapshot_id),
-                           estimate.bytes, estimate.PartsToString()));
+  BNN_ASSIGN_OR_RETURN(
+      const MemoryBudget::Reservation reservation,
+      memory_budget_->TryReserve(absl::StrCat(rpc, " on ", target.snapshot_id),
+                                 estimate.bytes, estimate.PartsToString()));
   const std::vector<double> rows =
       FeatureMatrix(request.rows(), predictor->num_features());
   BNN_ASSIGN_OR_RETURN(const Prediction prediction,

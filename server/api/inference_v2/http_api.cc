@@ -180,8 +180,7 @@ HttpServer::Route InferenceRoute(InferenceApi* api) {
     }
     spdlog::info("http method={} path={} status={} peer={} latency_ms={}",
                  request.method, SafeText(request.path, 256), response.status,
-                 request.peer,
-                 absl::ToDoubleMilliseconds(absl::Now() - start));
+                 request.peer, absl::ToDoubleMilliseconds(absl::Now() - start));
     return response;
   };
   return route;

@@ -57,9 +57,9 @@ absl::Status ApplyParameters(
       if (value.parameter_choice_case() ==
           inference::InferParameter::kStringParam) {
         if (!absl::SimpleAtoi(value.string_param(), &seed)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "parameters['seed'] = '", value.string_param(),
-              "' is not a decimal 64-bit unsigned integer"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("parameters['seed'] = '", value.string_param(),
+                           "' is not a decimal 64-bit unsigned integer"));
         }
       } else {
         BNN_ASSIGN_OR_RETURN(const int64_t signed_seed,
@@ -92,10 +92,9 @@ absl::StatusOr<std::vector<double>> InputValues(
           "elements in one of them");
     }
     if (request.raw_input_contents_size() != 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("raw_input_contents has ",
-                       request.raw_input_contents_size(),
-                       " entries; it needs one per input (1)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "raw_input_contents has ", request.raw_input_contents_size(),
+          " entries; it needs one per input (1)"));
     }
     const std::string& raw = request.raw_input_contents(0);
     const size_t width = fp32 ? sizeof(float) : sizeof(double);
@@ -120,19 +119,19 @@ absl::StatusOr<std::vector<double>> InputValues(
     return values;
   }
   const inference::InferTensorContents& contents = input.contents();
-  const int given = fp32 ? contents.fp32_contents_size()
-                         : contents.fp64_contents_size();
+  const int given =
+      fp32 ? contents.fp32_contents_size() : contents.fp64_contents_size();
   const char* field = fp32 ? "fp32_contents" : "fp64_contents";
-  const int other = fp32 ? contents.fp64_contents_size()
-                         : contents.fp32_contents_size();
+  const int other =
+      fp32 ? contents.fp64_contents_size() : contents.fp32_contents_size();
   if (other > 0 || contents.bool_contents_size() > 0 ||
       contents.int_contents_size() > 0 || contents.int64_contents_size() > 0 ||
       contents.uint_contents_size() > 0 ||
       contents.uint64_contents_size() > 0 ||
       contents.bytes_contents_size() > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "inputs[0].contents has elements in a field other than ", field,
-        ", the field of datatype ", input.datatype()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("inputs[0].contents has elements in a field other than ",
+                     field, ", the field of datatype ", input.datatype()));
   }
   if (given != count) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -189,16 +188,14 @@ absl::StatusOr<InferPlan> PlanInfer(const inference::ModelInferRequest& request,
   const inference::ModelInferRequest::InferInputTensor& input =
       request.inputs(0);
   if (input.name() != kInputName) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("inputs[0].name '", input.name(),
-                     "' is not an input of the model; its one input is ",
-                     kInputName));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "inputs[0].name '", input.name(),
+        "' is not an input of the model; its one input is ", kInputName));
   }
   if (input.datatype() != kFp32 && input.datatype() != kFp64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("inputs[0].datatype '", input.datatype(),
-                     "' is not supported; ", kInputName, " is ", kFp32,
-                     " or ", kFp64));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "inputs[0].datatype '", input.datatype(), "' is not supported; ",
+        kInputName, " is ", kFp32, " or ", kFp64));
   }
   if (!input.parameters().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -207,10 +204,10 @@ absl::StatusOr<InferPlan> PlanInfer(const inference::ModelInferRequest& request,
   }
   const int64_t features = meta.num_features();
   if (input.shape_size() != 2 || input.shape(1) != features) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "inputs[0].shape ", ShapeText(input.shape()),
-        " must be [batch, features] = [N, ", features, "]: the model has ",
-        features, " features"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("inputs[0].shape ", ShapeText(input.shape()),
+                     " must be [batch, features] = [N, ", features,
+                     "]: the model has ", features, " features"));
   }
   const int64_t batch = input.shape(0);
   if (batch < 1) {
@@ -272,7 +269,8 @@ absl::StatusOr<InferPlan> PlanInfer(const inference::ModelInferRequest& request,
   return plan;
 }
 
-void ToInferResponse(const InferPlan& plan, const v1::PredictResponse& predicted,
+void ToInferResponse(const InferPlan& plan,
+                     const v1::PredictResponse& predicted,
                      const std::string& model_name, int64_t model_version,
                      const std::string& id,
                      inference::ModelInferResponse* response) {

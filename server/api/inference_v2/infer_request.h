@@ -15,8 +15,8 @@
 #include <absl/strings/string_view.h>
 
 #include "bnn/v1/bnn_service.pb.h"
-#include "inference/grpc_predict_v2.pb.h"
 
+#include "inference/grpc_predict_v2.pb.h"
 #include "server/api/bnn_v1/request_validation.h"
 #include "store/store.pb.h"
 
@@ -64,7 +64,8 @@ absl::StatusOr<InferPlan> PlanInfer(const inference::ModelInferRequest& request,
 // model's name and version, the request's id and the parameters seed,
 // num_samples, snapshot_id and (classifiers) class_values. All outputs are
 // FP64: scalars per row of shape [batch], probabilities [batch, classes].
-void ToInferResponse(const InferPlan& plan, const v1::PredictResponse& predicted,
+void ToInferResponse(const InferPlan& plan,
+                     const v1::PredictResponse& predicted,
                      const std::string& model_name, int64_t model_version,
                      const std::string& id,
                      inference::ModelInferResponse* response);

@@ -57,8 +57,7 @@ InferenceApi::InferenceApi(const Options& options, const Authenticator* auth,
 
 absl::StatusOr<std::string> InferenceApi::Authorize(
     const grpc::ServerContextBase& context, absl::string_view rpc) const {
-  BNN_ASSIGN_OR_RETURN(const std::optional<Scope> required,
-                       RequiredScope(rpc));
+  BNN_ASSIGN_OR_RETURN(const std::optional<Scope> required, RequiredScope(rpc));
   if (!required.has_value()) return std::string();
   return auth_->Authorize(context, rpc, *required);
 }
@@ -66,8 +65,7 @@ absl::StatusOr<std::string> InferenceApi::Authorize(
 absl::StatusOr<std::string> InferenceApi::Authorize(
     absl::Span<const absl::string_view> authorization,
     absl::string_view rpc) const {
-  BNN_ASSIGN_OR_RETURN(const std::optional<Scope> required,
-                       RequiredScope(rpc));
+  BNN_ASSIGN_OR_RETURN(const std::optional<Scope> required, RequiredScope(rpc));
   if (!required.has_value()) return std::string();
   return auth_->Authorize(authorization, rpc, *required);
 }
@@ -140,8 +138,8 @@ void InferenceApi::ModelInfer(BnnServiceImpl::ForeignCall call,
   auto state = std::make_unique<State>();
   state->done = std::move(done);
   absl::Status checked = [&]() -> absl::Status {
-    BNN_ASSIGN_OR_RETURN(state->model, Resolve(request->model_name(),
-                                               request->model_version()));
+    BNN_ASSIGN_OR_RETURN(
+        state->model, Resolve(request->model_name(), request->model_version()));
     BNN_ASSIGN_OR_RETURN(const store::SnapshotMeta meta,
                          snapshots_->GetMeta(state->model.snapshot_id));
     BNN_ASSIGN_OR_RETURN(state->plan,

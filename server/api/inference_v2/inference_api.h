@@ -24,7 +24,6 @@
 #include <grpcpp/server_context.h>
 
 #include "inference/grpc_predict_v2.pb.h"
-
 #include "server/api/bnn_v1/bnn_service.h"
 #include "server/api/bnn_v1/request_validation.h"
 #include "server/auth/authenticator.h"

@@ -13,7 +13,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include "inference/grpc_predict_v2.grpc.pb.h"
-
 #include "server/api/inference_v2/inference_api.h"
 
 namespace bnn::server::oip {

@@ -28,9 +28,9 @@ absl::Status CheckKeys(const json& object, absl::string_view field,
     for (const absl::string_view k : known) found = found || key == k;
     if (!found) {
       return absl::InvalidArgumentError(absl::StrCat(
-          field.empty() ? "" : absl::StrCat(field, "."), key,
-          " is not a field", field.empty() ? " of an inference request" : "",
-          "; the fields are ", absl::StrJoin(known, ", ")));
+          field.empty() ? "" : absl::StrCat(field, "."), key, " is not a field",
+          field.empty() ? " of an inference request" : "", "; the fields are ",
+          absl::StrJoin(known, ", ")));
     }
   }
   return absl::OkStatus();
@@ -96,9 +96,8 @@ absl::Status Flatten(const json& data, const std::string& field,
 absl::Status ParseInput(const json& input, const std::string& field,
                         inference::ModelInferRequest::InferInputTensor* out) {
   if (!input.is_object()) return FieldError(field, "must be an object");
-  BNN_RETURN_IF_ERROR(CheckKeys(input, field,
-                                {"name", "shape", "datatype", "parameters",
-                                 "data"}));
+  BNN_RETURN_IF_ERROR(CheckKeys(
+      input, field, {"name", "shape", "datatype", "parameters", "data"}));
   const std::string prefix = absl::StrCat(field, ".");
   BNN_ASSIGN_OR_RETURN(*out->mutable_name(),
                        StringField(input, prefix, "name", true));
@@ -196,8 +195,8 @@ absl::StatusOr<inference::ModelInferRequest> ParseInferRequest(
   if (inputs == root.end()) return FieldError("inputs", "is required");
   if (!inputs->is_array()) return FieldError("inputs", "must be an array");
   for (size_t i = 0; i < inputs->size(); ++i) {
-    BNN_RETURN_IF_ERROR(ParseInput((*inputs)[i], absl::StrCat("inputs[", i, "]"),
-                                   request.add_inputs()));
+    BNN_RETURN_IF_ERROR(ParseInput(
+        (*inputs)[i], absl::StrCat("inputs[", i, "]"), request.add_inputs()));
   }
   if (const auto outputs = root.find("outputs"); outputs != root.end()) {
     if (!outputs->is_array()) return FieldError("outputs", "must be an array");
@@ -234,12 +233,12 @@ std::string InferResponseJson(const inference::ModelInferResponse& response) {
       data.resize(raw.size() / sizeof(double));
       std::memcpy(data.data(), raw.data(), data.size() * sizeof(double));
     }
-    outputs.push_back(
-        json{{"name", output.name()},
-             {"datatype", output.datatype()},
-             {"shape", std::vector<int64_t>(output.shape().begin(),
-                                            output.shape().end())},
-             {"data", std::move(data)}});
+    outputs.push_back(json{
+        {"name", output.name()},
+        {"datatype", output.datatype()},
+        {"shape",
+         std::vector<int64_t>(output.shape().begin(), output.shape().end())},
+        {"data", std::move(data)}});
   }
   root["outputs"] = std::move(outputs);
   return root.dump();
@@ -247,18 +246,19 @@ std::string InferResponseJson(const inference::ModelInferResponse& response) {
 
 std::string ServerMetadataJson(
     const inference::ServerMetadataResponse& response) {
-  return json{{"name", response.name()},
-              {"version", response.version()},
-              {"extensions", std::vector<std::string>(
-                                 response.extensions().begin(),
-                                 response.extensions().end())}}
+  return json{
+      {"name", response.name()},
+      {"version", response.version()},
+      {"extensions", std::vector<std::string>(response.extensions().begin(),
+                                              response.extensions().end())}}
       .dump();
 }
 
 std::string ModelMetadataJson(
     const inference::ModelMetadataResponse& response) {
   json inputs = json::array();
-  for (const auto& t : response.inputs()) inputs.push_back(TensorMetadataJson(t));
+  for (const auto& t : response.inputs())
+    inputs.push_back(TensorMetadataJson(t));
   json outputs = json::array();
   for (const auto& t : response.outputs()) {
     outputs.push_back(TensorMetadataJson(t));

@@ -8,14 +8,10 @@ namespace {
 // Health needs no token; the model-level calls reveal which models exist,
 // so they need predict, as GetModel and Predict do; ServerMetadata names
 // the server's version, which is no business of an anonymous caller.
-constexpr std::pair<absl::string_view, std::optional<Scope>> kMethodScopes[] =
-    {
-        {"ServerLive", std::nullopt},
-        {"ServerReady", std::nullopt},
-        {"ModelReady", Scope::kPredict},
-        {"ServerMetadata", Scope::kPredict},
-        {"ModelMetadata", Scope::kPredict},
-        {"ModelInfer", Scope::kPredict},
+constexpr std::pair<absl::string_view, std::optional<Scope>> kMethodScopes[] = {
+    {"ServerLive", std::nullopt},       {"ServerReady", std::nullopt},
+    {"ModelReady", Scope::kPredict},    {"ServerMetadata", Scope::kPredict},
+    {"ModelMetadata", Scope::kPredict}, {"ModelInfer", Scope::kPredict},
 };
 
 }  // namespace
