@@ -16,6 +16,15 @@ namespace {
 
 using nlohmann::json;
 
+// Tensor data nests at most this deep (a model input is [batch, features]).
+constexpr int kMaxDataDepth = 8;
+
+// Client text (ids, names) need not be UTF-8: invalid bytes are replaced
+// rather than thrown at.
+std::string Dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 absl::Status FieldError(absl::string_view field, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(field, " ", what));
 }
@@ -79,16 +88,20 @@ absl::Status ParseParameters(
 
 // Appends the numbers of `data` (nested arrays or a number) in row-major
 // order; `field` names the first offending element.
-absl::Status Flatten(const json& data, const std::string& field,
+absl::Status Flatten(const json& data, const std::string& field, int depth,
                      std::vector<double>* out) {
   if (data.is_number()) {
     out->push_back(data.get<double>());
     return absl::OkStatus();
   }
   if (!data.is_array()) return FieldError(field, "is not a number");
+  if (depth >= kMaxDataDepth) {
+    return FieldError(field, absl::StrCat("nests arrays deeper than ",
+                                          kMaxDataDepth, " levels"));
+  }
   for (size_t i = 0; i < data.size(); ++i) {
     BNN_RETURN_IF_ERROR(
-        Flatten(data[i], absl::StrCat(field, "[", i, "]"), out));
+        Flatten(data[i], absl::StrCat(field, "[", i, "]"), depth + 1, out));
   }
   return absl::OkStatus();
 }
@@ -126,7 +139,7 @@ absl::Status ParseInput(const json& input, const std::string& field,
     return absl::OkStatus();  // PlanInfer names the datatype
   }
   std::vector<double> values;
-  BNN_RETURN_IF_ERROR(Flatten(*data, prefix + "data", &values));
+  BNN_RETURN_IF_ERROR(Flatten(*data, prefix + "data", 0, &values));
   if (out->datatype() == "FP32") {
     auto* contents = out->mutable_contents()->mutable_fp32_contents();
     contents->Reserve(static_cast<int>(values.size()));
@@ -174,7 +187,7 @@ absl::StatusOr<inference::ModelInferRequest> ParseInferRequest(
   json root;
   try {
     root = json::parse(body.begin(), body.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("the request body is not JSON: ", e.what()));
   }
@@ -241,17 +254,16 @@ std::string InferResponseJson(const inference::ModelInferResponse& response) {
         {"data", std::move(data)}});
   }
   root["outputs"] = std::move(outputs);
-  return root.dump();
+  return Dump(root);
 }
 
 std::string ServerMetadataJson(
     const inference::ServerMetadataResponse& response) {
-  return json{
+  return Dump(json{
       {"name", response.name()},
       {"version", response.version()},
       {"extensions", std::vector<std::string>(response.extensions().begin(),
-                                              response.extensions().end())}}
-      .dump();
+                                              response.extensions().end())}});
 }
 
 std::string ModelMetadataJson(
@@ -263,20 +275,19 @@ std::string ModelMetadataJson(
   for (const auto& t : response.outputs()) {
     outputs.push_back(TensorMetadataJson(t));
   }
-  return json{{"name", response.name()},
-              {"versions", std::vector<std::string>(response.versions().begin(),
-                                                    response.versions().end())},
-              {"platform", response.platform()},
-              {"inputs", std::move(inputs)},
-              {"outputs", std::move(outputs)}}
-      .dump();
+  return Dump(
+      json{{"name", response.name()},
+           {"versions", std::vector<std::string>(response.versions().begin(),
+                                                 response.versions().end())},
+           {"platform", response.platform()},
+           {"inputs", std::move(inputs)},
+           {"outputs", std::move(outputs)}});
 }
 
 std::string ErrorJson(absl::string_view message) {
   // Messages quote what clients sent, which need not be UTF-8: replace
   // invalid bytes rather than throw.
-  return json{{"error", std::string(message)}}.dump(
-      -1, ' ', false, json::error_handler_t::replace);
+  return Dump(json{{"error", std::string(message)}});
 }
 
 }  // namespace bnn::server::oip
