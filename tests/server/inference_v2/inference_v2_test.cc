@@ -493,6 +493,15 @@ HttpResponse Rest(const std::string& method, const std::string& path,
   return response.value_or(HttpResponse());
 }
 
+// A request whose data nests 10 arrays deep.
+std::string json_deep_data() {
+  json data = 1.0;
+  for (int i = 0; i < 10; ++i) data = json::array({data});
+  json body = json::parse(InferJson(1));
+  body["inputs"][0]["data"] = data;
+  return body.dump();
+}
+
 TEST_F(InferenceV2Test, EveryRestEndpoint) {
   // Health: no token, empty bodies.
   HttpResponse r = Rest("GET", "/v2/health/live", "", "");
@@ -557,6 +566,11 @@ TEST_F(InferenceV2Test, EveryRestEndpoint) {
   r = Rest("POST", "/v2/models/cubic/infer", "{\"inputs\": [], \"x\": 1}");
   EXPECT_THAT(json::parse(r.body)["error"].get<std::string>(),
               HasSubstr("x is not a field of an inference request"));
+  r = Rest("POST", "/v2/models/cubic/infer", json_deep_data());
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(json::parse(r.body)["error"].get<std::string>(),
+              HasSubstr("inputs[0].data[0][0][0][0][0][0][0][0] nests arrays "
+                        "deeper than 8 levels"));
   r = Rest("POST", "/v2/models/cubic/infer", "not json");
   EXPECT_EQ(r.status, 400);
   EXPECT_THAT(json::parse(r.body)["error"].get<std::string>(),
