@@ -27,6 +27,10 @@ BUILD_PACKAGES=(
   nlohmann-json3-dev libcli11-dev
   # Integration tests and the demo: data generation, metrics scraping.
   python3 curl prometheus
+  # The Python Open Inference Protocol client test
+  # (tests/server/inference_v2/python_client_test.py): stubs generated at
+  # test time.
+  python3-grpcio python3-grpc-tools python3-protobuf
   # bnn_client_test makes TLS certificates at test time.
   openssl
   # bench/fuzz/run.sh: the fuzz targets under libFuzzer with ASan/UBSan

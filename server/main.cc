@@ -42,6 +42,10 @@ ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "HTTP address (IPv4 or host name, plain HTTP) of /metrics "
           "(Prometheus), /healthz and /readyz; empty disables it. Must be "
           "loopback with --tls-cert.");
+ABSL_FLAG(std::string, http_listen, kDefaults.http_listen,
+          "HTTP address (IPv4 or host name, plain HTTP) of the Open Inference "
+          "Protocol's REST form (/v2/...); empty (the default) disables it. "
+          "Must be loopback with --tls-cert.");
 ABSL_FLAG(int, max_concurrent_jobs, kDefaults.max_concurrent_jobs,
           "Training jobs run at once.");
 ABSL_FLAG(int, max_queued_jobs, kDefaults.max_queued_jobs,
@@ -149,6 +153,7 @@ Server::Options OptionsFromFlags() {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  options.http_listen = absl::GetFlag(FLAGS_http_listen);
   options.max_concurrent_jobs = absl::GetFlag(FLAGS_max_concurrent_jobs);
   options.max_queued_jobs = absl::GetFlag(FLAGS_max_queued_jobs);
   options.checkpoint_seconds = absl::GetFlag(FLAGS_checkpoint_seconds);
@@ -192,6 +197,9 @@ absl::Status Serve(Server::Options options, const sigset_t& signals) {
   if (const std::string metrics = server->metrics_address(); !metrics.empty()) {
     std::cout << "bnn-server metrics on http://" << metrics << "/metrics"
               << std::endl;
+  }
+  if (const std::string http = server->http_address(); !http.empty()) {
+    std::cout << "bnn-server http on " << http << std::endl;
   }
   // Tests and scripts parse this line for the bound port.
   std::cout << "bnn-server listening on " << server->address() << std::endl;

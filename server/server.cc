@@ -22,6 +22,7 @@
 #include "bnn/methods/registry.h"
 #include "bnn/status.h"
 
+#include "server/api/inference_v2/http_api.h"
 #include "server/common/address.h"
 #include "server/common/log.h"
 #include "server/common/request_log.h"
@@ -151,6 +152,27 @@ absl::Status Server::Options::Validate() const {
   BNN_RETURN_IF_ERROR(CheckInRange(
       "max-snapshot-bytes", limits.max_snapshot_bytes, 1, int64_t{2} << 30));
   BNN_RETURN_IF_ERROR(tls.Validate());
+  if (!http_listen.empty()) {
+    if (const absl::Status status = HttpServer::CheckListen(http_listen);
+        !status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--http-listen ", status.message()));
+    }
+  }
+  if (tls.enabled() && !http_listen.empty()) {
+    std::string http_host;
+    int http_port = 0;
+    BNN_RETURN_IF_ERROR(SplitHostPort(http_listen, &http_host, &http_port));
+    if (!IsLoopbackHost(http_host)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--http-listen ", http_listen,
+          " is not a loopback address, and --tls-cert is given: the REST "
+          "endpoint serves plain HTTP only (Debian 12's civetweb cannot serve "
+          "TLS with OpenSSL 3), so tokens and predictions would cross the "
+          "network unencrypted. Put it on a loopback address behind a TLS "
+          "proxy, or use the gRPC form of the protocol"));
+    }
+  }
   if (tls.enabled() && !metrics_listen.empty()) {
     std::string metrics_host;
     int metrics_port = 0;
@@ -299,6 +321,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
       &server->metrics_, server->memory_budget_.get(), server->auth_.get(),
       server->models_.get(), server->jobs_.get());
 
+  oip::InferenceApi::Options inference_options;
+  inference_options.limits = o.limits;
+  inference_options.data_dir = o.data_dir;
+  Server* const self = server.get();
+  server->inference_ = std::make_unique<oip::InferenceApi>(
+      inference_options, server->auth_.get(), server->models_.get(),
+      server->snapshots_.get(), server->service_.get(), &server->metrics_,
+      [self] { return self->serving(); });
+  server->inference_service_ =
+      std::make_unique<oip::InferenceServiceImpl>(server->inference_.get());
+
   // Read at each scrape; cleared by the destructor before the parts go.
   BnnServiceImpl* service = server->service_.get();
   server->metrics_.SetComputeQueueSource(
@@ -339,6 +372,8 @@ void Server::SetServing(bool serving, std::string reason) {
       grpc_server_->GetHealthCheckService();
   health->SetServingStatus("", serving);
   health->SetServingStatus(v1::BnnService::service_full_name(), serving);
+  health->SetServingStatus(inference::GRPCInferenceService::service_full_name(),
+                           serving);
   serving_ = serving;
   not_ready_reason_ = std::move(reason);
 }
@@ -363,6 +398,7 @@ absl::Status Server::Start() {
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(options_.limits.max_message_bytes));
   builder.RegisterService(service_.get());
+  builder.RegisterService(inference_service_.get());
   std::vector<
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
@@ -393,6 +429,27 @@ absl::Status Server::Start() {
       return started.status();
     }
     metrics_endpoint_ = *std::move(started);
+  }
+  if (!options_.http_listen.empty()) {
+    HttpServer::Options http;
+    http.name = "HTTP (--http-listen)";
+    http.listen = options_.http_listen;
+    http.threads = kHttpThreads;
+    http.request_timeout_ms = kHttpRequestTimeoutMs;
+    http.keep_alive_timeout_ms = kHttpKeepAliveTimeoutMs;
+    http.max_body_bytes = options_.limits.max_message_bytes;
+    http.max_body_flag = "--max-message-bytes";
+    http.routes = {oip::InferenceRoute(inference_.get())};
+    http.refusal = oip::JsonRefusal;
+    absl::StatusOr<std::unique_ptr<HttpServer>> started =
+        HttpServer::Start(std::move(http));
+    if (!started.ok()) {
+      metrics_endpoint_.reset();
+      grpc_server_->Shutdown();
+      grpc_server_.reset();
+      return started.status();
+    }
+    http_server_ = *std::move(started);
   }
   RefreshStoreBytes();
   {
@@ -453,6 +510,9 @@ absl::Status Server::Shutdown() {
     draining_ = true;
     not_ready_reason_ = "draining: the server is shutting down";
   }
+  // The REST calls, which gRPC's shutdown does not reach: refused from now
+  // on, cancelled at the same time as the gRPC ones.
+  if (inference_ != nullptr) inference_->BeginShutdown(cancel_deadline);
   stop_watchdog_.Notify();
   if (watchdog_.joinable()) watchdog_.join();
   if (store_sizer_.joinable()) store_sizer_.join();
@@ -479,6 +539,7 @@ absl::Status Server::Shutdown() {
   if (runner_ != nullptr && !runner_->AwaitStopped(exit_deadline)) {
     unfinished.push_back("training job(s) in a step");
   }
+  http_server_.reset();
   metrics_endpoint_.reset();
   if (unfinished.empty()) {
     shutdown_status_ = absl::OkStatus();
@@ -500,6 +561,10 @@ absl::StatusOr<int> Server::ReloadTokens() {
 }
 
 std::string Server::address() const { return JoinHostPort(host_, port_); }
+
+std::string Server::http_address() const {
+  return http_server_ == nullptr ? std::string() : http_server_->address();
+}
 
 std::string Server::metrics_address() const {
   return metrics_endpoint_ == nullptr ? std::string()

@@ -20,9 +20,12 @@
 #include "server/admission/memory_budget.h"
 #include "server/api/bnn_v1/bnn_service.h"
 #include "server/api/bnn_v1/request_validation.h"
+#include "server/api/inference_v2/inference_api.h"
+#include "server/api/inference_v2/inference_service.h"
 #include "server/auth/authenticator.h"
 #include "server/auth/tls.h"
 #include "server/common/call_counter.h"
+#include "server/common/http_server.h"
 #include "server/jobs/job_runner.h"
 #include "server/metrics/http_endpoint.h"
 #include "server/metrics/server_metrics.h"
@@ -51,6 +54,13 @@ class Server {
     // a port (0 picks a free port); empty disables the endpoint. Plain HTTP
     // (http_endpoint.h): with --tls-cert it must be a loopback address.
     std::string metrics_listen = "127.0.0.1:9464";
+    // --http-listen: address of the Open Inference Protocol's REST form
+    // (/v2/...; server/api/inference_v2/http_api.h): an IPv4 address or
+    // host name and a port (0 picks a free port); empty (the default)
+    // disables it. Plain HTTP, like the metrics endpoint: with --tls-cert it
+    // must be a loopback address. Request bodies are bounded by
+    // --max-message-bytes.
+    std::string http_listen;
     // --max-concurrent-jobs: training jobs run at once; later ones wait in
     // FIFO order. >= 1.
     int max_concurrent_jobs = 1;
@@ -162,6 +172,13 @@ class Server {
   // reach its next interrupt check).
   static constexpr absl::Duration kWatchdogPeriod = absl::Milliseconds(250);
   static constexpr absl::Duration kWatchdogMargin = absl::Seconds(1);
+  // The REST endpoint of --http-listen: connections served at once (each
+  // holds a thread while its ModelInfer computes on the compute workers), how
+  // long a connection may take to send a request (a 64 MiB body over a slow
+  // link) and how long an idle keep-alive connection stays open.
+  static constexpr int kHttpThreads = 16;
+  static constexpr int kHttpRequestTimeoutMs = 10000;
+  static constexpr int kHttpKeepAliveTimeoutMs = 2000;
   // bnn_store_bytes is refreshed this often (and when Start() runs).
   static constexpr absl::Duration kStoreBytesPeriod = absl::Seconds(10);
 
@@ -227,6 +244,9 @@ class Server {
   // After Start(): the bound "host:port" of the metrics endpoint, or empty
   // if it is disabled.
   std::string metrics_address() const;
+  // After Start(): the bound "host:port" of --http-listen, or empty if it
+  // is disabled.
+  std::string http_address() const;
 
   const Options& options() const { return options_; }
   // The parts, for tests and for callers that embed the server. Owned by
@@ -271,10 +291,15 @@ class Server {
   std::unique_ptr<JobStore> jobs_;
   std::unique_ptr<JobRunner> runner_;
   std::unique_ptr<BnnServiceImpl> service_;
+  // The Open Inference Protocol: its operations, and its gRPC form.
+  std::unique_ptr<oip::InferenceApi> inference_;
+  std::unique_ptr<oip::InferenceServiceImpl> inference_service_;
   // Counts in-flight RPCs for Shutdown(); outlives grpc_server_.
   CallCounter calls_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<HttpEndpoint> metrics_endpoint_;
+  // The Open Inference Protocol's REST form (--http-listen).
+  std::unique_ptr<HttpServer> http_server_;
 
   mutable absl::Mutex health_mu_;
   bool serving_ ABSL_GUARDED_BY(health_mu_) = false;

@@ -18,6 +18,54 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
       std::string(Utf8Prefix(status.message(), kMaxStatusMessageBytes)));
 }
 
+HttpStatus ToHttpStatus(const absl::Status& status) {
+  HttpStatus out;
+  out.message =
+      std::string(Utf8Prefix(status.message(), kMaxStatusMessageBytes));
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      out.code = 200;
+      break;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+      out.code = 400;
+      break;
+    case absl::StatusCode::kUnauthenticated:
+      out.code = 401;
+      break;
+    case absl::StatusCode::kPermissionDenied:
+      out.code = 403;
+      break;
+    case absl::StatusCode::kNotFound:
+      out.code = 404;
+      break;
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kAborted:
+      out.code = 409;
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      out.code = 429;
+      break;
+    case absl::StatusCode::kCancelled:
+      out.code = 499;
+      break;
+    case absl::StatusCode::kUnimplemented:
+      out.code = 501;
+      break;
+    case absl::StatusCode::kUnavailable:
+      out.code = 503;
+      break;
+    case absl::StatusCode::kDeadlineExceeded:
+      out.code = 504;
+      break;
+    default:
+      out.code = 500;
+      break;
+  }
+  return out;
+}
+
 std::string HideDataDir(absl::string_view text, absl::string_view data_dir) {
   if (data_dir.empty()) return std::string(text);
   return absl::StrReplaceAll(text,

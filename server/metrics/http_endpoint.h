@@ -1,29 +1,20 @@
 // The HTTP endpoint of the metrics port: GET /metrics (a MetricsRegistry in
-// the Prometheus text format), /healthz (liveness) and /readyz (readiness),
-// served by civetweb on threads of its own.
-//
-// Plain HTTP over IPv4 only: Debian 12's civetweb (1.15) is built without
-// IPv6, and its TLS support loads OpenSSL at run time by names that OpenSSL 3
-// no longer has all of (SSL_get_peer_certificate), so the first TLS
-// connection would crash the process. Server::Options::Validate keeps the
-// endpoint on a loopback address when the gRPC port uses TLS.
+// the Prometheus text format), /healthz (liveness) and /readyz (readiness):
+// three routes of an HttpServer (server/common/http_server.h, which says
+// why it is plain HTTP over IPv4 only).
 #ifndef BNN_SERVER_METRICS_HTTP_ENDPOINT_H_
 #define BNN_SERVER_METRICS_HTTP_ENDPOINT_H_
 
 #include <functional>
 #include <memory>
-#include <netinet/in.h>
-#include <optional>
 #include <string>
 
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 
+#include "server/common/http_server.h"
 #include "server/metrics/registry.h"
-
-struct mg_context;
-struct mg_connection;
 
 namespace bnn::server {
 
@@ -57,7 +48,9 @@ class HttpEndpoint {
 
   // InvalidArgument unless `listen` is a "host:port" the endpoint can bind
   // (not an IPv6 address).
-  static absl::Status CheckListen(absl::string_view listen);
+  static absl::Status CheckListen(absl::string_view listen) {
+    return HttpServer::CheckListen(listen);
+  }
 
   // Binds options.listen and starts serving; Unavailable naming the address
   // if it cannot be bound. `registry` is borrowed and must outlive the
@@ -66,29 +59,19 @@ class HttpEndpoint {
       Options options, const MetricsRegistry* registry);
   // Stops serving and joins the threads (waiting for requests in progress,
   // which the request timeouts bound).
-  ~HttpEndpoint();
+  ~HttpEndpoint() = default;
 
   HttpEndpoint(const HttpEndpoint&) = delete;
   HttpEndpoint& operator=(const HttpEndpoint&) = delete;
 
   // host:port actually bound.
-  const std::string& address() const { return address_; }
+  const std::string& address() const { return server_->address(); }
 
  private:
-  HttpEndpoint(Options options, const MetricsRegistry* registry)
-      : options_(std::move(options)), registry_(registry) {}
+  explicit HttpEndpoint(std::unique_ptr<HttpServer> server)
+      : server_(std::move(server)) {}
 
-  // civetweb request handlers; `data` is the endpoint.
-  static int ServeMetrics(mg_connection* connection, void* data);
-  static int ServeLive(mg_connection* connection, void* data);
-  static int ServeReady(mg_connection* connection, void* data);
-
-  const Options options_;
-  const MetricsRegistry* const registry_;
-  std::string address_;
-  // Where the destructor connects to wake civetweb's accept loop.
-  std::optional<sockaddr_in> wake_address_;
-  mg_context* context_ = nullptr;
+  std::unique_ptr<HttpServer> server_;
 };
 
 }  // namespace bnn::server

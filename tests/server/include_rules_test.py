@@ -18,6 +18,7 @@ ALLOWED = {
     "admission": {"common"},
     "jobs": {"admission", "store", "metrics", "common"},
     "api/bnn_v1": {"auth", "jobs", "admission", "store", "metrics", "common"},
+    "api/inference_v2": {"api/bnn_v1", "auth", "store", "metrics", "common"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"server/([^"]+)"', re.M)
 

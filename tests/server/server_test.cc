@@ -89,10 +89,20 @@ TEST_F(ServerTest, ValidateNamesTheFlagAndItsBound) {
        "--log-level = 'loud' must be one of: trace, debug, info, warn, "
        "error, critical"},
       {[](Server::Options* o) { o->metrics_listen = "[::1]:0"; },
-       "--metrics-listen [::1]:0: the metrics endpoint takes an IPv4 "
+       "--metrics-listen [::1]:0: the HTTP endpoints take an IPv4 "
        "address or a host name"},
       {[](Server::Options* o) { o->metrics_listen = "9464"; },
        "--metrics-listen '9464' is not host:port"},
+      {[](Server::Options* o) { o->http_listen = "[::1]:0"; },
+       "--http-listen [::1]:0: the HTTP endpoints take an IPv4 "
+       "address or a host name"},
+      {[](Server::Options* o) {
+         o->http_listen = "0.0.0.0:0";
+         o->tls.cert_file = "cert.pem";
+         o->tls.key_file = "key.pem";
+       },
+       "--http-listen 0.0.0.0:0 is not a loopback address, and --tls-cert "
+       "is given"},
   };
   EXPECT_TRUE(Options().Validate().ok());
   for (const auto& [change, message] : cases) {

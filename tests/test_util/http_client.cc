@@ -64,6 +64,14 @@ absl::StatusOr<HttpResponse> HttpGet(absl::string_view host_port,
                                      absl::string_view path_and_query,
                                      absl::Duration timeout,
                                      absl::string_view method) {
+  return HttpRequest(host_port, method, path_and_query, "", {}, timeout);
+}
+
+absl::StatusOr<HttpResponse> HttpRequest(
+    absl::string_view host_port, absl::string_view method,
+    absl::string_view path_and_query, absl::string_view body,
+    const std::vector<std::pair<std::string, std::string>>& headers,
+    absl::Duration timeout) {
   const size_t colon = host_port.rfind(':');
   if (colon == absl::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat(host_port, ": no port"));
@@ -76,14 +84,27 @@ absl::StatusOr<HttpResponse> HttpGet(absl::string_view host_port,
     return absl::UnavailableError(absl::StrCat("cannot connect to ", host_port,
                                                ": ", std::strerror(errno)));
   }
-  const std::string request = absl::StrCat(method, " ", path_and_query,
-                                           " HTTP/1.1\r\nHost: ", host_port,
-                                           "\r\nConnection: close\r\n\r\n");
+  std::string request = absl::StrCat(method, " ", path_and_query,
+                                     " HTTP/1.1\r\nHost: ", host_port,
+                                     "\r\nConnection: close\r\n");
+  for (const auto& [name, value] : headers) {
+    absl::StrAppend(&request, name, ": ", value, "\r\n");
+  }
+  if (!body.empty() || method == "POST" || method == "PUT") {
+    absl::StrAppend(&request, "Content-Length: ", body.size(), "\r\n");
+  }
+  absl::StrAppend(&request, "\r\n", body);
   std::string raw;
   absl::Status status = absl::OkStatus();
-  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(request.size())) {
-    status = absl::UnavailableError("send failed");
+  // A server may answer (e.g. 413) and stop reading before the body ends:
+  // what it sent is read below all the same.
+  size_t sent = 0;
+  while (sent < request.size()) {
+    const ssize_t n =
+        send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
   }
   while (status.ok()) {
     const absl::Duration left = deadline - absl::Now();
@@ -128,13 +149,13 @@ absl::StatusOr<HttpResponse> HttpGet(absl::string_view host_port,
     response.headers[absl::AsciiStrToLower(lines[i].substr(0, separator))] =
         std::string(absl::StripAsciiWhitespace(lines[i].substr(separator + 1)));
   }
-  const absl::string_view body = absl::string_view(raw).substr(head_end + 4);
+  const absl::string_view payload = absl::string_view(raw).substr(head_end + 4);
   if (response.headers["transfer-encoding"] == "chunked") {
-    absl::StatusOr<std::string> dechunked = Dechunk(body);
+    absl::StatusOr<std::string> dechunked = Dechunk(payload);
     if (!dechunked.ok()) return dechunked.status();
     response.body = *std::move(dechunked);
   } else {
-    response.body = std::string(body);
+    response.body = std::string(payload);
   }
   return response;
 }

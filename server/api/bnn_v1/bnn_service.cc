@@ -1,5 +1,6 @@
 #include "server/api/bnn_v1/bnn_service.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,13 +62,13 @@ std::string ClientKey(const grpc::CallbackServerContext& context,
 // shutdown once its grace period ends). Between checks, lets the call give
 // its turn on `pool` to another client's (ThreadPool::Yield); the time
 // waiting for the next turn does not count against `time_limit`.
-Interrupt CallInterrupt(ThreadPool* pool, grpc::CallbackServerContext* context,
-                        absl::string_view rpc, absl::Time start,
-                        absl::Duration time_limit) {
-  const absl::Time client_deadline = absl::FromChrono(context->deadline());
+Interrupt CallInterrupt(ThreadPool* pool, absl::Time client_deadline,
+                        std::function<bool()> cancelled, absl::string_view rpc,
+                        absl::Time start, absl::Duration time_limit) {
   // Shared by the Interrupt's copies; used by the computing thread only.
   auto yielded = std::make_shared<absl::Duration>();
-  const auto check = [context, rpc, start, client_deadline, time_limit,
+  const auto check = [cancelled = std::move(cancelled), rpc = std::string(rpc),
+                      start, client_deadline, time_limit,
                       yielded]() -> absl::Status {
     const absl::Time now = absl::Now();
     // The deadline first: gRPC also reports a call past its deadline as
@@ -78,7 +79,7 @@ Interrupt CallInterrupt(ThreadPool* pool, grpc::CallbackServerContext* context,
           absl::FormatDuration(absl::Trunc(now - start, absl::Milliseconds(1))),
           " of computation"));
     }
-    if (context->IsCancelled()) {
+    if (cancelled && cancelled()) {
       return absl::CancelledError(absl::StrCat(rpc, " was cancelled"));
     }
     if (now - start - *yielded >= time_limit) {
@@ -181,8 +182,9 @@ grpc::ServerUnaryReactor* BnnServiceImpl::FinishOnPool(
     const absl::Time turn = absl::Now();
     if (pool == &compute_pool_)
       metrics_->RecordComputeQueueWait(rpc, turn - start);
-    const Interrupt interrupt =
-        CallInterrupt(pool, context, rpc, turn, time_limit);
+    const Interrupt interrupt = CallInterrupt(
+        pool, absl::FromChrono(context->deadline()),
+        [context] { return context->IsCancelled(); }, rpc, turn, time_limit);
     absl::Status status = interrupt.Check();
     if (status.ok()) {
       status = std::move(work)(interrupt);
@@ -489,11 +491,44 @@ absl::Status BnnServiceImpl::DoListJobs(const v1::ListJobsRequest& request,
   return absl::OkStatus();
 }
 
+void BnnServiceImpl::PredictFor(
+    ForeignCall call, Target target, const v1::PredictRequest* request,
+    v1::PredictResponse* response,
+    absl::AnyInvocable<void(absl::Status) &&> done) {
+  const absl::Time start = absl::Now();
+  const std::string client = call.client;
+  compute_pool_.Schedule(client, [this, call = std::move(call),
+                                  target = std::move(target), request, response,
+                                  start, done = std::move(done)]() mutable {
+    const absl::Time turn = absl::Now();
+    metrics_->RecordComputeQueueWait(call.rpc, turn - start);
+    const Interrupt interrupt =
+        CallInterrupt(&compute_pool_, call.deadline, call.cancelled, call.rpc,
+                      turn, options_.max_request_time);
+    absl::Status status = interrupt.Check();
+    if (status.ok()) {
+      status = PredictOn(target, *request, interrupt, call.rpc, response);
+    } else {
+      status = absl::Status(
+          status.code(), absl::StrCat(status.message(), " before it started"));
+    }
+    std::move(done)(HideDataDir(status, options_.data_dir));
+  });
+}
+
 absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
                                        const Interrupt& interrupt,
                                        v1::PredictResponse* response) {
-  const absl::Time start = absl::Now();
   BNN_ASSIGN_OR_RETURN(const Target target, ResolveTarget(request));
+  return PredictOn(target, request, interrupt, "Predict", response);
+}
+
+absl::Status BnnServiceImpl::PredictOn(const Target& target,
+                                       const v1::PredictRequest& request,
+                                       const Interrupt& interrupt,
+                                       absl::string_view rpc,
+                                       v1::PredictResponse* response) {
+  const absl::Time start = absl::Now();
   // Before the lookup: loading a snapshot decodes its posterior with GEMMs
   // whose blocking, and so whose last bits, depend on the thread count, and
   // the predictor keeps what it decoded.
@@ -510,10 +545,10 @@ absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
                MulBytes({request.rows_size(), predictor->num_features(),
                          sizeof(double)}));
   estimate.Add("response message", estimate.kept_bytes);
-  BNN_ASSIGN_OR_RETURN(const MemoryBudget::Reservation reservation,
-                       memory_budget_->TryReserve(
-                           absl::StrCat("Predict on ", target.snapshot_id),
-                           estimate.bytes, estimate.PartsToString()));
+  BNN_ASSIGN_OR_RETURN(
+      const MemoryBudget::Reservation reservation,
+      memory_budget_->TryReserve(absl::StrCat(rpc, " on ", target.snapshot_id),
+                                 estimate.bytes, estimate.PartsToString()));
   const std::vector<double> rows =
       FeatureMatrix(request.rows(), predictor->num_features());
   BNN_ASSIGN_OR_RETURN(const Prediction prediction,
@@ -524,7 +559,7 @@ absl::Status BnnServiceImpl::DoPredict(const v1::PredictRequest& request,
   response->set_model_version(target.model_version);
   metrics_->predict_rows().Increment(static_cast<double>(request.rows_size()));
   // Labelled by the model a reference named ("unnamed" for a snapshot id).
-  metrics_->RecordInference("Predict", snapshot.method, target.model_name,
+  metrics_->RecordInference(rpc, snapshot.method, target.model_name,
                             absl::Now() - start, prediction.num_samples);
   PublishCacheCounts();
   return absl::OkStatus();

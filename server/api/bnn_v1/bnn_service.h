@@ -11,6 +11,7 @@
 #ifndef BNN_SERVER_API_BNN_V1_BNN_SERVICE_H_
 #define BNN_SERVER_API_BNN_V1_BNN_SERVICE_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -197,6 +198,45 @@ class BnnServiceImpl final : public BnnServiceBase {
       const v1::ListMethodsRequest* request,
       v1::ListMethodsResponse* response) override;
 
+  // What a Predict, Acquire or ExportSnapshot request names: its
+  // snapshot_id, or the snapshot its model reference resolves to now. It is
+  // resolved once, so the request keeps its snapshot whatever alias moves
+  // happen while it computes.
+  struct Target {
+    std::string snapshot_id;
+    // Empty and 0 without a model reference.
+    std::string model_name;
+    int64_t model_version = 0;
+  };
+
+  // A call of another protocol the server speaks (the Open Inference
+  // Protocol, server/api/inference_v2) that predicts as Predict does.
+  struct ForeignCall {
+    // The RPC, for the metrics and messages ("ModelInfer").
+    std::string rpc;
+    // The client whose turn on the compute workers the call takes: its
+    // token's name, or its peer address without tokens (as for Predict).
+    std::string client;
+    // The client's deadline; the call stops with DeadlineExceeded past it.
+    absl::Time deadline = absl::InfiniteFuture();
+    // Whether the client (or the server's shutdown) cancelled the call;
+    // checked between chunks of rows. Null: never.
+    std::function<bool()> cancelled;
+  };
+  // Predicts `request`'s rows with the snapshot of `target` exactly as
+  // Predict does (the same validation, compute queue and fair turns,
+  // interrupts, --max-request-seconds, memory admission, predictor and
+  // metrics, labelled call.rpc): `request` carries rows, num_samples and
+  // seed, its target fields are ignored. Returns at once; `done` runs on a
+  // compute worker with the status (data directory hidden, not yet
+  // converted) once `response` is filled or the call failed. `request` and
+  // `response` must stay valid until then. The caller has authorised the
+  // call.
+  void PredictFor(ForeignCall call, Target target,
+                  const v1::PredictRequest* request,
+                  v1::PredictResponse* response,
+                  absl::AnyInvocable<void(absl::Status) &&> done);
+
   // Zero while a compute worker is free; otherwise for how long every one
   // has been busy (ThreadPool::AllBusyFor), for the health watchdog.
   absl::Duration ComputeBusyFor() const { return compute_pool_.AllBusyFor(); }
@@ -228,6 +268,11 @@ class BnnServiceImpl final : public BnnServiceBase {
   absl::Status DoPredict(const v1::PredictRequest& request,
                          const Interrupt& interrupt,
                          v1::PredictResponse* response);
+  // DoPredict's work once the target is resolved; `rpc` labels the metrics.
+  absl::Status PredictOn(const Target& target,
+                         const v1::PredictRequest& request,
+                         const Interrupt& interrupt, absl::string_view rpc,
+                         v1::PredictResponse* response);
   absl::Status DoAcquire(const v1::AcquireRequest& request,
                          const Interrupt& interrupt,
                          v1::AcquireResponse* response);
@@ -244,16 +289,6 @@ class BnnServiceImpl final : public BnnServiceBase {
                                v1::DeleteDatasetResponse* response);
   absl::Status DoListMethods(v1::ListMethodsResponse* response);
 
-  // What a Predict, Acquire or ExportSnapshot request names: its
-  // snapshot_id, or the snapshot its model reference resolves to now. It is
-  // resolved once, so the request keeps its snapshot whatever alias moves
-  // happen while it computes.
-  struct Target {
-    std::string snapshot_id;
-    // Empty and 0 without a model reference.
-    std::string model_name;
-    int64_t model_version = 0;
-  };
   absl::StatusOr<Target> ResolveTarget(bool by_model,
                                        absl::string_view snapshot_id,
                                        absl::string_view model) const;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <signal.h>
 #include <stdlib.h>
 #include <string>
@@ -26,7 +27,9 @@
 
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
+#include "inference/grpc_predict_v2.grpc.pb.h"
 #include "server/api/bnn_v1/method_scopes.h"
+#include "server/api/inference_v2/method_scopes.h"
 #include "server/auth/scope.h"
 #include "server/auth/token_file.h"
 #include "tests/server/auth/test_certs.h"
@@ -216,6 +219,100 @@ TEST_F(BnnServerAuthTest, EveryRpcChecksItsScopeForEveryKindOfToken) {
   EXPECT_THAT(log, HasSubstr("rejected: PERMISSION_DENIED: token 't-predict' "
                              "(scopes predict) may not call DeleteSnapshot"));
   EXPECT_THAT(log, HasSubstr("from ipv4:127.0.0.1:"));
+  EXPECT_EQ(Stop(), 0);
+}
+
+// The same for every RPC of the Open Inference Protocol's service
+// (inference.GRPCInferenceService), and its REST endpoints on --http-listen:
+// the health checks need no token (and ignore a bad one), the others their
+// scope (server/api/inference_v2/method_scopes.cc).
+TEST_F(BnnServerAuthTest, EveryInferenceRpcChecksItsScopeForEveryKindOfToken) {
+  std::map<std::string, std::string> tokens;  // scopes -> token
+  for (const char* scopes : {"predict", "train", "admin", "predict,train"}) {
+    tokens[scopes] = AddToken(
+        scopes, absl::StrCat("t-", absl::StrReplaceAll(scopes, {{",", "-"}})));
+  }
+  WriteTokenFile();
+  ASSERT_NE(
+      Start({"--token-file", token_file_, "--http-listen", "127.0.0.1:0"}), "");
+  const std::string http = *server_->process().WaitForLine(
+      "bnn-server http on ", absl::ZeroDuration());
+  const std::shared_ptr<grpc::Channel> channel = Plaintext();
+  const google::protobuf::ServiceDescriptor* service =
+      inference::ModelInferRequest::descriptor()->file()->FindServiceByName(
+          "GRPCInferenceService");
+  ASSERT_NE(service, nullptr);
+  ASSERT_EQ(service->method_count(), 6);
+  // The REST endpoint of each method (a model that does not exist: past
+  // authentication it is 404, never 401 or 403).
+  const std::map<std::string, std::pair<std::string, std::string>> rest = {
+      {"ServerLive", {"GET", "/v2/health/live"}},
+      {"ServerReady", {"GET", "/v2/health/ready"}},
+      {"ModelReady", {"GET", "/v2/models/m/ready"}},
+      {"ServerMetadata", {"GET", "/v2"}},
+      {"ModelMetadata", {"GET", "/v2/models/m"}},
+      {"ModelInfer", {"POST", "/v2/models/m/infer"}},
+  };
+  int denials = 0;
+  for (int i = 0; i < service->method_count(); ++i) {
+    const std::string method = service->method(i)->name();
+    SCOPED_TRACE(method);
+    const std::string path = "/inference.GRPCInferenceService/" + method;
+    const std::optional<Scope> required = *oip::RequiredScope(method);
+    const auto& [verb, url] = rest.at(method);
+    const auto rest_status = [&, verb = verb,
+                              url = url](const std::string& authorization) {
+      std::vector<std::pair<std::string, std::string>> headers;
+      if (!authorization.empty()) {
+        headers.emplace_back("Authorization", authorization);
+      }
+      const absl::StatusOr<bnn::testing::HttpResponse> response =
+          bnn::testing::HttpRequest(http, verb, url, "{}", headers);
+      EXPECT_TRUE(response.ok()) << response.status();
+      return response.ok() ? response->status : 0;
+    };
+    for (const std::string& unauthenticated :
+         {std::string(), std::string("Bearer bnn_not-a-token"),
+          std::string("Basic dXNlcjpwYXNz"), tokens["admin"]}) {
+      const grpc::Status status =
+          CallWithEmptyMessage(channel, path, unauthenticated);
+      const int http_status = rest_status(unauthenticated);
+      if (required.has_value()) {
+        EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED)
+            << unauthenticated << ": " << status.error_message();
+        EXPECT_EQ(http_status, 401) << unauthenticated;
+        denials += 2;
+      } else {
+        EXPECT_TRUE(status.ok()) << status.error_message();
+        EXPECT_EQ(http_status, 200);
+      }
+    }
+    for (const auto& [scopes, token] : tokens) {
+      const grpc::Status status =
+          CallWithEmptyMessage(channel, path, "Bearer " + token);
+      const int http_status = rest_status("Bearer " + token);
+      if (!required.has_value() || ScopeSet::Parse(scopes)->Grants(*required)) {
+        EXPECT_FALSE(IsAuthError(status))
+            << scopes << ": " << status.error_code() << " "
+            << status.error_message();
+        EXPECT_NE(http_status, 401);
+        EXPECT_NE(http_status, 403);
+      } else {
+        EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+            << scopes;
+        EXPECT_THAT(
+            status.error_message(),
+            HasSubstr(absl::StrCat("needs scope ", ScopeToString(*required))));
+        EXPECT_EQ(http_status, 403) << scopes;
+        denials += 2;
+      }
+    }
+  }
+  EXPECT_EQ(Denials(), denials);
+  const std::string log = Log();
+  for (const auto& [scopes, token] : tokens) {
+    EXPECT_THAT(log, Not(HasSubstr(token)));
+  }
   EXPECT_EQ(Stop(), 0);
 }
 

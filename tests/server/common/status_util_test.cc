@@ -53,5 +53,25 @@ TEST(HideDataDirTest, WritesDataDirectoryPathsRelatively) {
   EXPECT_EQ(HideDataDir("no path here", "/var/lib/bnn"), "no path here");
 }
 
+TEST(StatusUtilTest, HttpStatusOfEachCode) {
+  EXPECT_EQ(ToHttpStatus(absl::OkStatus()).code, 200);
+  EXPECT_EQ(ToHttpStatus(absl::InvalidArgumentError("x")).code, 400);
+  EXPECT_EQ(ToHttpStatus(absl::FailedPreconditionError("x")).code, 400);
+  EXPECT_EQ(ToHttpStatus(absl::UnauthenticatedError("x")).code, 401);
+  EXPECT_EQ(ToHttpStatus(absl::PermissionDeniedError("x")).code, 403);
+  EXPECT_EQ(ToHttpStatus(absl::NotFoundError("x")).code, 404);
+  EXPECT_EQ(ToHttpStatus(absl::AlreadyExistsError("x")).code, 409);
+  EXPECT_EQ(ToHttpStatus(absl::ResourceExhaustedError("x")).code, 429);
+  EXPECT_EQ(ToHttpStatus(absl::CancelledError("x")).code, 499);
+  EXPECT_EQ(ToHttpStatus(absl::UnavailableError("x")).code, 503);
+  EXPECT_EQ(ToHttpStatus(absl::DeadlineExceededError("x")).code, 504);
+  EXPECT_EQ(ToHttpStatus(absl::DataLossError("x")).code, 500);
+  EXPECT_EQ(ToHttpStatus(absl::InternalError("x")).code, 500);
+  // The message is cut as ToGrpcStatus cuts it.
+  const HttpStatus cut =
+      ToHttpStatus(absl::InvalidArgumentError(std::string(5000, 'm')));
+  EXPECT_EQ(cut.message.size(), kMaxStatusMessageBytes);
+}
+
 }  // namespace
 }  // namespace bnn::server
