@@ -101,4 +101,8 @@ absl::StatusOr<std::string> Authenticator::Authorize(
   return match->name;
 }
 
+std::string ClientKey(absl::string_view peer, absl::string_view caller) {
+  return caller.empty() ? std::string(peer) : absl::StrCat("token ", caller);
+}
+
 }  // namespace bnn::server

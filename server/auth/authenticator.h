@@ -64,6 +64,12 @@ class Authenticator {
   std::shared_ptr<const std::vector<TokenEntry>> tokens_ ABSL_GUARDED_BY(mu_);
 };
 
+// The client a call counts against for fair scheduling and per-client
+// limits: the name of its token (`caller`, from Authorize), so that a
+// client cannot gain turns by opening connections; without a token file,
+// the peer's address ("ipv4:127.0.0.1:50312"), i.e. one connection.
+std::string ClientKey(absl::string_view peer, absl::string_view caller);
+
 }  // namespace bnn::server
 
 #endif  // BNN_SERVER_AUTH_AUTHENTICATOR_H_

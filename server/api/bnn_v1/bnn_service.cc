@@ -48,15 +48,6 @@ bool IsServerError(absl::string_view rpc, const absl::Status& status) {
   }
 }
 
-// The client a call counts against for fair scheduling: the name of its
-// token (`caller`), so that a client cannot gain turns by opening
-// connections; without a token file, the peer's address
-// ("ipv4:127.0.0.1:50312"), i.e. one connection.
-std::string ClientKey(const grpc::CallbackServerContext& context,
-                      absl::string_view caller) {
-  return caller.empty() ? context.peer() : absl::StrCat("token ", caller);
-}
-
 // Stops a computation once the client's deadline or the server's time limit
 // passes, or the call is cancelled (by the client, or by the server's
 // shutdown once its grace period ends). Between checks, lets the call give
@@ -175,10 +166,11 @@ grpc::ServerUnaryReactor* BnnServiceImpl::FinishOnPool(
   if (!caller.ok()) return Finish(context, rpc, start, caller.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // The request and response stay valid until the reactor finishes.
-  pool->Schedule(ClientKey(*context, *caller), [this, pool, context, reactor,
-                                                rpc, start, time_limit,
-                                                work =
-                                                    std::move(work)]() mutable {
+  pool->Schedule(ClientKey(context->peer(), *caller), [this, pool, context,
+                                                       reactor, rpc, start,
+                                                       time_limit,
+                                                       work = std::move(
+                                                           work)]() mutable {
     const absl::Time turn = absl::Now();
     if (pool == &compute_pool_)
       metrics_->RecordComputeQueueWait(rpc, turn - start);
@@ -241,7 +233,7 @@ grpc::ServerUnaryReactor* BnnServiceImpl::ListJobs(
 
 absl::StatusOr<std::string> BnnServiceImpl::AdmitWatcher(
     const grpc::CallbackServerContext& context, absl::string_view caller) {
-  std::string key = ClientKey(context, caller);
+  std::string key = ClientKey(context.peer(), caller);
   absl::MutexLock lock(&watchers_mu_);
   int& open = watchers_[key];
   if (open >= options_.max_watchers_per_client) {

@@ -13,6 +13,7 @@
 #include "bnn/status.h"
 
 #include "server/api/inference_v2/json_codec.h"
+#include "server/auth/authenticator.h"
 #include "server/common/status_util.h"
 #include "server/common/user_text.h"
 
@@ -121,7 +122,7 @@ HttpServer::Response Answer(InferenceApi* api, const Endpoint& endpoint,
   infer->set_model_version(endpoint.version);
   BnnServiceImpl::ForeignCall call;
   call.rpc = absl::StrCat(kRestPrefix, endpoint.rpc);
-  call.client = caller.empty() ? request.peer : absl::StrCat("token ", caller);
+  call.client = ClientKey(request.peer, caller);
   call.cancelled = [api] { return api->Cancelled(); };
   inference::ModelInferResponse response;
   absl::Notification done;

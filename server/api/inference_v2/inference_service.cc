@@ -7,6 +7,7 @@
 
 #include "bnn/status.h"
 
+#include "server/auth/authenticator.h"
 #include "server/common/status_util.h"
 
 namespace bnn::server::oip {
@@ -90,8 +91,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(
   BnnServiceImpl::ForeignCall call;
   call.rpc = std::string(kRpc);
   // Fair turns as for Predict: by token, or by connection without tokens.
-  call.client =
-      caller->empty() ? context->peer() : absl::StrCat("token ", *caller);
+  call.client = ClientKey(context->peer(), *caller);
   call.deadline = absl::FromChrono(context->deadline());
   call.cancelled = [context] { return context->IsCancelled(); };
   api_->ModelInfer(std::move(call), request, response,
