@@ -1,5 +1,9 @@
 #include "bnn/interrupt.h"
 
+#include <algorithm>
+#include <memory>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace bnn {
@@ -13,19 +17,27 @@ Interrupt Interrupt::OnFlag(const std::atomic<bool>* flag, std::string what) {
 }
 
 Interrupt Interrupt::AtDeadline(absl::Time deadline) {
-  return Interrupt([deadline] {
-    return absl::Now() > deadline
-               ? absl::DeadlineExceededError(absl::StrCat(
-                     "deadline passed (", absl::FormatTime(deadline), ")"))
-               : absl::OkStatus();
-  });
+  return Interrupt(
+      [deadline] {
+        return absl::Now() > deadline
+                   ? absl::DeadlineExceededError(absl::StrCat(
+                         "deadline passed (", absl::FormatTime(deadline), ")"))
+                   : absl::OkStatus();
+      },
+      [deadline] { return deadline - absl::Now(); });
 }
 
 Interrupt Interrupt::Either(Interrupt first, Interrupt second) {
-  return Interrupt([first = std::move(first), second = std::move(second)] {
-    absl::Status status = first.Check();
-    return status.ok() ? second.Check() : status;
-  });
+  auto both = std::make_shared<std::pair<Interrupt, Interrupt>>(
+      std::move(first), std::move(second));
+  return Interrupt(
+      [both] {
+        absl::Status status = both->first.Check();
+        return status.ok() ? both->second.Check() : status;
+      },
+      [both] {
+        return std::min(both->first.TimeLeft(), both->second.TimeLeft());
+      });
 }
 
 }  // namespace bnn

@@ -9,11 +9,9 @@
 
 namespace bnn::server {
 
-double PredictWorkUnits(int64_t rows, int64_t samples, int64_t weights,
-                        bool samples_cached) {
-  const double per_sample = static_cast<double>(weights);
-  return static_cast<double>(samples) * per_sample *
-         (static_cast<double>(rows) + (samples_cached ? 0.0 : 1.0));
+double PredictWorkUnits(int64_t rows, int64_t samples, int64_t weights) {
+  return static_cast<double>(samples) * static_cast<double>(weights) *
+         (static_cast<double>(rows) + 1.0);
 }
 
 int ComputeRate::GroupOf(double units) {

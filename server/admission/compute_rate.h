@@ -33,10 +33,11 @@ namespace bnn::server {
 
 // The work units of a prediction over `rows` rows with `samples` weight
 // samples of a net of `weights` weights: rows x samples x weights for the
-// forward passes, samples x weights for drawing the samples (0 if they are
-// cached).
-double PredictWorkUnits(int64_t rows, int64_t samples, int64_t weights,
-                        bool samples_cached);
+// forward passes plus samples x weights for drawing the samples (counted
+// like one more row: a call whose samples are cached is overstated by
+// 1/(rows + 1), which matters only for calls of a few rows, far below any
+// deadline).
+double PredictWorkUnits(int64_t rows, int64_t samples, int64_t weights);
 
 // Thread-safe.
 class ComputeRate {

@@ -42,5 +42,25 @@ TEST(InterruptTest, EitherReportsTheFirstThatFires) {
   EXPECT_EQ(both.Check().code(), absl::StatusCode::kCancelled);
 }
 
+TEST(InterruptTest, TimeLeftIsTheDeadlinesAndTheSmallerOfTwo) {
+  EXPECT_EQ(Interrupt().TimeLeft(), absl::InfiniteDuration());
+  std::atomic<bool> flag{false};
+  EXPECT_EQ(Interrupt::OnFlag(&flag).TimeLeft(), absl::InfiniteDuration());
+  const Interrupt hour = Interrupt::AtDeadline(absl::Now() + absl::Hours(1));
+  EXPECT_GT(hour.TimeLeft(), absl::Minutes(59));
+  EXPECT_LE(hour.TimeLeft(), absl::Hours(1));
+  const Interrupt sooner = Interrupt::Either(
+      hour, Interrupt::AtDeadline(absl::Now() + absl::Seconds(10)));
+  EXPECT_GT(sooner.TimeLeft(), absl::Seconds(9));
+  EXPECT_LE(sooner.TimeLeft(), absl::Seconds(10));
+  EXPECT_EQ(Interrupt::Either(Interrupt::OnFlag(&flag), hour).TimeLeft() >
+                absl::Minutes(59),
+            true);
+  // A custom one reports what its function says.
+  const Interrupt custom([] { return absl::OkStatus(); },
+                         [] { return absl::Milliseconds(7); });
+  EXPECT_EQ(custom.TimeLeft(), absl::Milliseconds(7));
+}
+
 }  // namespace
 }  // namespace bnn

@@ -346,6 +346,30 @@ TEST_F(LifecycleTest, ALongPredictGivesItsTurnToAnotherClient) {
   EXPECT_EQ(Stop(SIGTERM), 0);
 }
 
+TEST_F(LifecycleTest, ACallThatCannotFinishBeforeItsDeadlineIsRefusedAtOnce) {
+  // Deadline admission (server/admission/compute_rate.h): once the server
+  // has computed a Predict of 16000 rows x 8 samples (about 2.4 s on one
+  // core), the same call with a 1 s deadline is refused before it computes,
+  // with a message that says why, instead of holding the worker for 1 s.
+  Start({"--threads=1", "--compute-workers=1"});
+  const v1::PredictRequest large = PredictRows(*snapshot_id_, 16000, 8);
+  const Timed first = TimedPredict(stub_.get(), large);
+  ASSERT_TRUE(first.status.ok()) << first.status.error_message();
+  ASSERT_GT(first.took, absl::Seconds(1.2)) << "too fast to test on this core";
+  const Timed refused = TimedPredict(stub_.get(), large, absl::Seconds(1));
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(refused.status.error_message(),
+              HasSubstr("Predict of 16000 rows x 8 samples needs at least"));
+  EXPECT_THAT(refused.status.error_message(),
+              HasSubstr("refused without computing"));
+  EXPECT_LT(refused.took, absl::Milliseconds(500));
+  // A call that can finish is still computed.
+  EXPECT_TRUE(TimedPredict(stub_.get(), PredictRows(*snapshot_id_, 10, 8),
+                           absl::Seconds(1))
+                  .status.ok());
+  EXPECT_EQ(Stop(SIGTERM), 0);
+}
+
 TEST_F(LifecycleTest, WatchdogReportsWedgedComputeWorkers) {
   BNN_SKIP_IF_SANITIZED("timing bound for an optimised build");
   // One worker and a 2 s cap: the watchdog's threshold is 3 s. A first

@@ -26,21 +26,35 @@ class Interrupt {
   // of work (milliseconds apart), so it must be cheap.
   explicit Interrupt(std::function<absl::Status()> check)
       : check_(std::move(check)) {}
+  // Also knows how long the computation may still run before `check` stops
+  // it with DeadlineExceeded (a client's deadline, a server's time limit):
+  // `time_left` returns that time, so that a computation that can tell
+  // beforehand that it will not finish refuses at once instead of working
+  // until it is stopped.
+  Interrupt(std::function<absl::Status()> check,
+            std::function<absl::Duration()> time_left)
+      : check_(std::move(check)), time_left_(std::move(time_left)) {}
 
   // Cancelled("<what> cancelled") once *flag is true. Borrows `flag`, which
   // must outlive the Interrupt.
   static Interrupt OnFlag(const std::atomic<bool>* flag,
                           std::string what = "computation");
-  // DeadlineExceeded once absl::Now() passes `deadline`.
+  // DeadlineExceeded once absl::Now() passes `deadline` (TimeLeft: until
+  // then).
   static Interrupt AtDeadline(absl::Time deadline);
-  // Checks `first`, then `second`.
+  // Checks `first`, then `second`; TimeLeft is the smaller of theirs.
   static Interrupt Either(Interrupt first, Interrupt second);
 
   absl::Status Check() const { return check_ ? check_() : absl::OkStatus(); }
+  // InfiniteDuration if unknown (no deadline).
+  absl::Duration TimeLeft() const {
+    return time_left_ ? time_left_() : absl::InfiniteDuration();
+  }
   explicit operator bool() const { return static_cast<bool>(check_); }
 
  private:
   std::function<absl::Status()> check_;
+  std::function<absl::Duration()> time_left_;
 };
 
 }  // namespace bnn

@@ -80,13 +80,19 @@ Interrupt CallInterrupt(ThreadPool* pool, absl::Time client_deadline,
     }
     return absl::OkStatus();
   };
-  return Interrupt([pool, check, yielded]() -> absl::Status {
-    BNN_RETURN_IF_ERROR(check());
-    const absl::Duration waited = pool->Yield();
-    if (waited == absl::ZeroDuration()) return absl::OkStatus();
-    *yielded += waited;
-    return check();
-  });
+  return Interrupt(
+      [pool, check, yielded]() -> absl::Status {
+        BNN_RETURN_IF_ERROR(check());
+        const absl::Duration waited = pool->Yield();
+        if (waited == absl::ZeroDuration()) return absl::OkStatus();
+        *yielded += waited;
+        return check();
+      },
+      [start, client_deadline, time_limit, yielded] {
+        const absl::Time now = absl::Now();
+        return std::min(client_deadline - now,
+                        time_limit - (now - start - *yielded));
+      });
 }
 
 }  // namespace
@@ -541,10 +547,19 @@ absl::Status BnnServiceImpl::PredictOn(const Target& target,
       const MemoryBudget::Reservation reservation,
       memory_budget_->TryReserve(absl::StrCat(rpc, " on ", target.snapshot_id),
                                  estimate.bytes, estimate.PartsToString()));
+  // Deadline admission: refused at once if it cannot finish in time.
+  const double units = PredictWorkUnits(
+      request.rows_size(), options.num_samples, snapshot.model.NumParameters());
+  BNN_RETURN_IF_ERROR(compute_rate_.Admit(
+      absl::StrCat(rpc, " of ", request.rows_size(), " rows x ",
+                   options.num_samples, " samples"),
+      units, interrupt.TimeLeft()));
   const std::vector<double> rows =
       FeatureMatrix(request.rows(), predictor->num_features());
+  const absl::Time compute_start = absl::Now();
   BNN_ASSIGN_OR_RETURN(const Prediction prediction,
                        predictor->Predict(rows, request.rows_size(), options));
+  compute_rate_.Observe(units, absl::Now() - compute_start);
   ToPredictResponse(prediction, options, target.snapshot_id, snapshot,
                     response);
   response->set_model_name(target.model_name);
@@ -580,8 +595,18 @@ absl::Status BnnServiceImpl::DoAcquire(const v1::AcquireRequest& request,
                        memory_budget_->TryReserve(
                            absl::StrCat("Acquire on ", target.snapshot_id),
                            estimate.bytes, estimate.PartsToString()));
+  // Deadline admission, as in PredictOn.
+  const double units =
+      PredictWorkUnits(pool->num_rows(), options.num_samples,
+                       predictor->snapshot().model.NumParameters());
+  BNN_RETURN_IF_ERROR(compute_rate_.Admit(
+      absl::StrCat("Acquire over ", pool->num_rows(), " rows x ",
+                   options.num_samples, " samples"),
+      units, interrupt.TimeLeft()));
+  const absl::Time compute_start = absl::Now();
   BNN_ASSIGN_OR_RETURN(const Acquisition acquisition,
                        bnn::Acquire(*predictor, *pool, options));
+  compute_rate_.Observe(units, absl::Now() - compute_start);
   response->mutable_indices()->Add(acquisition.indices.begin(),
                                    acquisition.indices.end());
   response->mutable_scores()->Add(acquisition.scores.begin(),

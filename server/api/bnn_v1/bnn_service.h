@@ -32,6 +32,7 @@
 #include "bnn/predict/acquisition.h"
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
+#include "server/admission/compute_rate.h"
 #include "server/admission/memory_budget.h"
 #include "server/api/bnn_v1/request_validation.h"
 #include "server/auth/authenticator.h"
@@ -369,6 +370,9 @@ class BnnServiceImpl final : public BnnServiceBase {
   // Predict and Acquire, options_.compute_workers at a time, fair across
   // clients, time-sliced between chunks of rows (kComputeSlice).
   ThreadPool compute_pool_;
+  // How fast Predict and Acquire computed lately, to refuse at once a call
+  // that cannot finish before its deadline (server/admission/compute_rate.h).
+  ComputeRate compute_rate_;
   // Open WatchJob streams per client.
   absl::Mutex watchers_mu_;
   std::map<std::string, int> watchers_ ABSL_GUARDED_BY(watchers_mu_);

@@ -9,10 +9,7 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(PredictWorkUnitsTest, CountsForwardPassesAndDrawing) {
-  EXPECT_DOUBLE_EQ(PredictWorkUnits(100, 64, 751, /*samples_cached=*/false),
-                   64.0 * 751 * 101);
-  EXPECT_DOUBLE_EQ(PredictWorkUnits(100, 64, 751, /*samples_cached=*/true),
-                   64.0 * 751 * 100);
+  EXPECT_DOUBLE_EQ(PredictWorkUnits(100, 64, 751), 64.0 * 751 * 101);
 }
 
 TEST(ComputeRateTest, AdmitsEverythingBeforeItHasSeenACallOfTheSize) {
