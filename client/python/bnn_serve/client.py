@@ -19,7 +19,7 @@ import math
 import os
 import re
 import time
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Union
 
 import grpc
 import numpy as np

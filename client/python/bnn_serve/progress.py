@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable, TextIO, Union
+from typing import Callable, Optional, TextIO, Union
 
 from bnn_serve.types import JobEvent
 
@@ -21,17 +21,17 @@ class Progress:
     """Shows a job's events; use as a context manager (``close`` ends the bar)."""
 
     def __init__(self, job_id: str, option: ProgressOption = True,
-                 stream: TextIO = sys.stderr, line_interval: float = 1.0) -> None:
+                 stream: Optional[TextIO] = None, line_interval: float = 1.0) -> None:
         """
         Args:
           job_id: the job, named on every line.
           option: see the module docstring.
-          stream: where bars and lines go.
+          stream: where bars and lines go; default sys.stderr (as it is now).
           line_interval: plain lines: at most one progress line per this many
             seconds (state changes are always printed).
         """
         self._job_id = job_id
-        self._stream = stream
+        self._stream = stream if stream is not None else sys.stderr
         self._line_interval = line_interval
         self._last_line = 0.0
         self._bar = None
