@@ -47,7 +47,8 @@ def test_upload_csv_and_dataframe(client, tmp_path):
     assert info.feature_names == ("a", "b") and info.target_name == "y"
     assert info.num_rows == 3 and info.num_features == 2
     by_index = client.upload(str(path), target=1, name=unique("csv-index"))
-    assert by_index.hash == info.hash or by_index.num_rows == 3
+    assert (by_index.feature_names, by_index.target_name) == (("a", "b"), "y")
+    assert by_index.hash == info.hash  # same schema and rows
 
     class Frame:
         """The DataFrame surface bnn_serve uses (columns, to_numpy, drop, []),
