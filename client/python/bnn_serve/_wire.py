@@ -35,6 +35,9 @@ except ImportError as _error:  # pragma: no cover - depends on the install
         "client/python/bnn_serve/_gen.py --out client/python`. "
         f"({_error})") from _error
 
+# The stubs, for the client; this module is their one importer.
+__all__ = ["pb", "pb_grpc"]
+
 #: Anything that names a CSV file.
 PathLike = Union[str, "os.PathLike[str]"]
 

@@ -128,6 +128,16 @@ class Client:
             raise from_rpc_error(error) from None
 
     @staticmethod
+    def _snapshot_id(value: Target, field: str) -> str:
+        """The snapshot a value names, for fields that take only a snapshot."""
+        if isinstance(value, (SnapshotInfo, Job, ModelVersion)):
+            return value.snapshot_id
+        if isinstance(value, str) and _SNAPSHOT_ID.fullmatch(value):
+            return value
+        raise ValueError(f"{field}: expected a snapshot id, SnapshotInfo, Job or ModelVersion, "
+                         f"got {value!r}")
+
+    @staticmethod
     def _set_target(request: Any, target: Target) -> None:
         if isinstance(target, SnapshotInfo):
             request.snapshot_id = target.snapshot_id
@@ -268,11 +278,7 @@ class Client:
         if dataset_version is not None:
             request.dataset_version = dataset_version
         if parent is not None:
-            holder = pb.PredictRequest()
-            self._set_target(holder, parent)
-            if not holder.snapshot_id:
-                raise ValueError(f"parent: expected a snapshot id, got {parent!r}")
-            request.parent_snapshot_id = holder.snapshot_id
+            request.parent_snapshot_id = self._snapshot_id(parent, "parent")
         job_id = self._unary(self._stub.StartTraining, request).job_id
         if not wait:
             return self.job(job_id)
@@ -493,11 +499,8 @@ class Client:
     def publish(self, snapshot: Target, model: str, aliases: Sequence[str] = ()) -> ModelVersion:
         """Publishes a snapshot as the next version of ``model`` and points
         ``aliases`` (and ``latest``) at it."""
-        holder = pb.PredictRequest()
-        self._set_target(holder, snapshot)
-        if not holder.snapshot_id:
-            raise ValueError(f"snapshot: expected a snapshot id, got {snapshot!r}")
-        request = pb.PublishModelRequest(name=model, snapshot_id=holder.snapshot_id,
+        request = pb.PublishModelRequest(name=model,
+                                         snapshot_id=self._snapshot_id(snapshot, "snapshot"),
                                          aliases=list(aliases))
         return _wire.model_version(self._unary(self._stub.PublishModel, request))
 

@@ -7,6 +7,7 @@ nothing; a callable receives every :class:`bnn_serve.types.JobEvent`.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import time
 from typing import Callable, Optional, TextIO, Union
@@ -39,11 +40,9 @@ class Progress:
         mode = "none"
         if option is True or option == "tqdm":
             mode = "tqdm"
-            try:
-                import tqdm  # noqa: F401  (optional dependency)
-            except ImportError:
+            if importlib.util.find_spec("tqdm") is None:  # an optional dependency
                 if option == "tqdm":
-                    raise
+                    raise ImportError("progress='tqdm' needs tqdm (Debian: python3-tqdm)")
                 mode = "lines"
         elif option == "lines":
             mode = "lines"

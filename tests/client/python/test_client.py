@@ -279,6 +279,9 @@ def test_targets_resolve_as_the_server_does():
     for reference in ("m", "m@stable", "m:3", "snap-model"):
         bnn_serve.Client._set_target(request, reference)
         assert request.WhichOneof("target") == "model" and request.model == reference
+    assert bnn_serve.Client._snapshot_id("snap-0123456789abcdef", "parent") == "snap-0123456789abcdef"
+    with pytest.raises(ValueError, match="parent: expected a snapshot id"):
+        bnn_serve.Client._snapshot_id("m@stable", "parent")
 
 
 def test_wait_reconnects_across_a_server_restart(server_binary, tmp_path):

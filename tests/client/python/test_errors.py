@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 import bnn_serve
-from conftest import (ADMIN_TOKEN, MAX_PREDICT_SAMPLES, PREDICT_TOKEN, cubic_data, free_port,
-                      unique)
+from conftest import MAX_PREDICT_SAMPLES, PREDICT_TOKEN, cubic_data, free_port, unique
 
 
 def check(error: bnn_serve.BnnError, cls: type, code: grpc.StatusCode, fragment: str) -> None:
