@@ -120,16 +120,16 @@ def reliability(probabilities: Any, labels: Any, class_values: Optional[Sequence
 def reliability_diagram(probabilities: Any, labels: Any, path: PathLike, *,
                         class_values: Optional[Sequence[float]] = None, bins: int = 15,
                         title: Optional[str] = None) -> Reliability:
-    """Draws accuracy against confidence per bin (and the diagonal); returns the bins."""
+    """Draws each non-empty bin's accuracy (bars) and mean confidence (red
+    marks) against confidence, with the diagonal; returns the bins."""
     stats = reliability(probabilities, labels, class_values, bins)
     figure, axes = _figure((5.0, 5.0))
     width = stats.upper - stats.lower
     filled = stats.count > 0
     axes.bar(stats.lower[filled], stats.accuracy[filled], width=width[filled], align="edge",
              edgecolor="black", color="tab:blue", alpha=0.8, label="accuracy")
-    axes.bar(stats.lower[filled], stats.mean_confidence[filled] - stats.accuracy[filled],
-             bottom=stats.accuracy[filled], width=width[filled], align="edge",
-             color="tab:red", alpha=0.3, label="gap to confidence")
+    axes.scatter((stats.lower + width / 2)[filled], stats.mean_confidence[filled], marker="_",
+                 s=400, linewidths=2.5, color="tab:red", zorder=3, label="mean confidence")
     axes.plot([0, 1], [0, 1], linestyle="--", color="gray", label="perfect calibration")
     axes.set_xlim(0, 1)
     axes.set_ylim(0, 1)
