@@ -39,6 +39,17 @@ BUILD_PACKAGES=(
   # BALI classification experiments (docs/results/bali/): Fashion-MNIST, the
   # OOD sets (bench/accuracy/make_ood_sets.py) and the plots.
   dataset-fashion-mnist python3-sklearn python3-matplotlib
+  # The Python package bnn_serve (client/python/) and its tests: Debian's
+  # gRPC, protobuf and numpy modules, tqdm (progress bars), matplotlib
+  # (bnn_serve.plot), pytest, and pip/setuptools/venv for `pip install
+  # client/python`. Its stubs are generated with protoc and
+  # grpc_python_plugin (protobuf-compiler-grpc, above), not with
+  # python3-grpc-tools, whose bundled protoc 3.5.1 is too old for the
+  # proto's `optional` fields; grpc-tools is installed for users who
+  # generate stubs of their own protos.
+  python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
+  python3-tqdm python3-pytest python3-pip python3-setuptools python3-wheel
+  python3-venv
 )
 RUNTIME_PACKAGES=(
   libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libspdlog1.10

@@ -1,0 +1,193 @@
+"""PNG figures of predictions and jobs (matplotlib, Agg; no display needed).
+
+* :func:`predictive_bands`: 1-D regression, predictive mean with ±1 and ±2
+  standard-deviation bands and the training points;
+* :func:`reliability_diagram`: accuracy against confidence per bin, with the
+  expected calibration error (computed here from predicted probabilities and
+  labels: :func:`reliability`);
+* :func:`loss_curve`: a job's loss curve (``Client.job(id).loss_curve``);
+* :func:`ood_roc`: the ROC curve of an out-of-distribution score (e.g.
+  entropy or mutual information: in-distribution rows are negatives,
+  out-of-distribution rows positives), with its AUROC (:func:`roc`).
+
+Figures are drawn on a ``matplotlib.figure.Figure`` with the Agg canvas, so
+importing this module never changes pyplot's backend. matplotlib is an
+optional dependency of the package (Debian: python3-matplotlib).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence, Tuple, Union
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from bnn_serve.types import Job, Prediction
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _figure(size: Tuple[float, float] = (6.4, 4.2)) -> Tuple[Figure, Any]:
+    figure = Figure(figsize=size, dpi=100)
+    FigureCanvasAgg(figure)
+    return figure, figure.add_subplot(1, 1, 1)
+
+
+def _save(figure: Figure, path: PathLike) -> str:
+    figure.tight_layout()
+    figure.savefig(os.fspath(path), format="png")
+    return os.fspath(path)
+
+
+def predictive_bands(x: Sequence[float], prediction: Prediction, path: PathLike, *,
+                     x_train: Optional[Sequence[float]] = None,
+                     y_train: Optional[Sequence[float]] = None,
+                     title: Optional[str] = None) -> str:
+    """1-D regression: mean and ±1/±2 std bands over ``x`` (the rows predicted).
+
+    ``x`` is the single feature of the rows ``prediction`` answered; they
+    are drawn in order of x. Returns the path written.
+    """
+    if prediction.mean is None:
+        raise ValueError("prediction: predictive bands need a regression prediction")
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    if x.shape[0] != len(prediction):
+        raise ValueError(f"x: {x.shape[0]} values for {len(prediction)} predicted rows")
+    order = np.argsort(x, kind="stable")
+    xs, mean, std = x[order], prediction.mean[order], prediction.std[order]
+    figure, axes = _figure()
+    axes.fill_between(xs, mean - 2 * std, mean + 2 * std, color="tab:blue", alpha=0.15,
+                      linewidth=0, label="±2 std")
+    axes.fill_between(xs, mean - std, mean + std, color="tab:blue", alpha=0.3,
+                      linewidth=0, label="±1 std")
+    axes.plot(xs, mean, color="tab:blue", linewidth=1.5, label="predictive mean")
+    if x_train is not None and y_train is not None:
+        axes.scatter(np.asarray(x_train).reshape(-1), np.asarray(y_train).reshape(-1), s=12,
+                     color="black", zorder=3, label="training points")
+    axes.set_xlabel("x")
+    axes.set_ylabel("y")
+    axes.set_title(title or f"Predictive distribution ({prediction.snapshot_id})")
+    axes.legend(loc="best", fontsize="small")
+    return _save(figure, path)
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """Calibration of a classifier over equal-width top-class confidence bins.
+
+    Bin b is (lower[b], upper[b]] (confidence 0 joins the first bin);
+    ``mean_confidence`` and ``accuracy`` are 0 for an empty bin. ``ece`` is
+    sum_b count[b] / n * |accuracy[b] - mean_confidence[b]|.
+    """
+    ece: float
+    lower: np.ndarray
+    upper: np.ndarray
+    count: np.ndarray
+    mean_confidence: np.ndarray
+    accuracy: np.ndarray
+
+
+def reliability(probabilities: Any, labels: Any, class_values: Optional[Sequence[float]] = None,
+                bins: int = 15) -> Reliability:
+    """The reliability bins and ECE of predicted ``probabilities`` (n, C).
+
+    ``labels`` are label values (one of ``class_values``, the columns' labels,
+    default 0..C-1).
+    """
+    probabilities = np.asarray(probabilities, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.float64).reshape(-1)
+    if probabilities.ndim != 2 or probabilities.shape[0] != labels.shape[0]:
+        raise ValueError(f"probabilities: expected ({labels.shape[0]}, C), got {probabilities.shape}")
+    if bins < 1:
+        raise ValueError(f"bins: must be >= 1, got {bins}")
+    values = (np.arange(probabilities.shape[1], dtype=np.float64) if class_values is None
+              else np.asarray(class_values, dtype=np.float64))
+    confidence = probabilities.max(axis=1)
+    correct = (values[probabilities.argmax(axis=1)] == labels).astype(np.float64)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    index = np.clip(np.ceil(confidence * bins).astype(np.int64) - 1, 0, bins - 1)
+    count = np.bincount(index, minlength=bins)
+    safe = np.maximum(count, 1)
+    mean_confidence = np.bincount(index, weights=confidence, minlength=bins) / safe
+    accuracy = np.bincount(index, weights=correct, minlength=bins) / safe
+    ece = float(np.sum(count / max(labels.shape[0], 1) * np.abs(accuracy - mean_confidence)))
+    return Reliability(ece, edges[:-1], edges[1:], count, mean_confidence, accuracy)
+
+
+def reliability_diagram(probabilities: Any, labels: Any, path: PathLike, *,
+                        class_values: Optional[Sequence[float]] = None, bins: int = 15,
+                        title: Optional[str] = None) -> Reliability:
+    """Draws each non-empty bin's accuracy (bars) and mean confidence (red
+    marks) against confidence, with the diagonal; returns the bins."""
+    stats = reliability(probabilities, labels, class_values, bins)
+    figure, axes = _figure((5.0, 5.0))
+    width = stats.upper - stats.lower
+    filled = stats.count > 0
+    axes.bar(stats.lower[filled], stats.accuracy[filled], width=width[filled], align="edge",
+             edgecolor="black", color="tab:blue", alpha=0.8, label="accuracy")
+    axes.scatter((stats.lower + width / 2)[filled], stats.mean_confidence[filled], marker="_",
+                 s=400, linewidths=2.5, color="tab:red", zorder=3, label="mean confidence")
+    axes.plot([0, 1], [0, 1], linestyle="--", color="gray", label="perfect calibration")
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("confidence (top-class probability)")
+    axes.set_ylabel("accuracy")
+    axes.set_title(title or f"Reliability diagram (ECE {stats.ece:.3f}, {int(stats.count.sum())} rows)")
+    axes.legend(loc="upper left", fontsize="small")
+    _save(figure, path)
+    return stats
+
+
+def loss_curve(job: Job, path: PathLike, *, title: Optional[str] = None) -> str:
+    """A job's loss curve (mean minibatch loss against step)."""
+    if not job.loss_curve:
+        raise ValueError(f"job {job.job_id} has no loss curve (jobs() listings leave it out; "
+                         "use Client.job(id))")
+    steps = [p.step for p in job.loss_curve]
+    losses = [p.loss for p in job.loss_curve]
+    figure, axes = _figure()
+    axes.plot(steps, losses, color="tab:blue", linewidth=1.2)
+    axes.set_xlabel("step")
+    axes.set_ylabel("loss (mean minibatch, epoch so far)")
+    axes.set_title(title or f"{job.method} loss, {job.job_id} ({job.state.value})")
+    return _save(figure, path)
+
+
+def roc(scores_in: Any, scores_out: Any) -> Tuple[np.ndarray, np.ndarray, float]:
+    """(false-positive rates, true-positive rates, AUROC) of a score where
+    higher means out of distribution; ties count one half (Mann-Whitney)."""
+    scores_in = np.asarray(scores_in, dtype=np.float64).reshape(-1)
+    scores_out = np.asarray(scores_out, dtype=np.float64).reshape(-1)
+    if scores_in.size == 0 or scores_out.size == 0:
+        raise ValueError("roc: needs at least one in- and one out-of-distribution score")
+    scores = np.concatenate([scores_out, scores_in])
+    positive = np.concatenate([np.ones(scores_out.size), np.zeros(scores_in.size)])
+    order = np.argsort(-scores, kind="stable")
+    scores, positive = scores[order], positive[order]
+    # One ROC point per distinct threshold (the last row of each run of ties).
+    last = np.r_[np.nonzero(np.diff(scores))[0], scores.size - 1]
+    tpr = np.r_[0.0, np.cumsum(positive)[last] / scores_out.size]
+    fpr = np.r_[0.0, np.cumsum(1 - positive)[last] / scores_in.size]
+    auroc = float(np.sum((fpr[1:] - fpr[:-1]) * (tpr[1:] + tpr[:-1]) / 2))
+    return fpr, tpr, auroc
+
+
+def ood_roc(scores_in: Any, scores_out: Any, path: PathLike, *, score_name: str = "entropy",
+            title: Optional[str] = None) -> float:
+    """Draws the ROC of telling out-of-distribution rows (positives) from
+    in-distribution ones by a score; returns its AUROC."""
+    fpr, tpr, auroc = roc(scores_in, scores_out)
+    figure, axes = _figure((5.0, 5.0))
+    axes.plot(fpr, tpr, color="tab:blue", linewidth=1.5, label=f"{score_name} (AUROC {auroc:.3f})")
+    axes.plot([0, 1], [0, 1], linestyle="--", color="gray", label="chance")
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("false-positive rate (in-distribution flagged)")
+    axes.set_ylabel("true-positive rate (out-of-distribution flagged)")
+    axes.set_title(title or f"OOD detection by {score_name}")
+    axes.legend(loc="lower right", fontsize="small")
+    _save(figure, path)
+    return auroc
