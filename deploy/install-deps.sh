@@ -27,10 +27,6 @@ BUILD_PACKAGES=(
   nlohmann-json3-dev libcli11-dev
   # Integration tests and the demo: data generation, metrics scraping.
   python3 curl prometheus
-  # The Python Open Inference Protocol client test
-  # (tests/server/inference_v2/python_client_test.py): stubs generated at
-  # test time.
-  python3-grpcio python3-grpc-tools python3-protobuf
   # bnn_client_test makes TLS certificates at test time.
   openssl
   # bench/fuzz/run.sh: the fuzz targets under libFuzzer with ASan/UBSan
@@ -45,8 +41,10 @@ BUILD_PACKAGES=(
   # client/python`. Its stubs are generated with protoc and
   # grpc_python_plugin (protobuf-compiler-grpc, above), not with
   # python3-grpc-tools, whose bundled protoc 3.5.1 is too old for the
-  # proto's `optional` fields; grpc-tools is installed for users who
-  # generate stubs of their own protos.
+  # proto's `optional` fields; grpc-tools is what users generating stubs of
+  # their own protos use, e.g. the Open Inference Protocol client test
+  # (tests/server/inference_v2/python_client_test.py), whose proto it can
+  # compile.
   python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
   python3-tqdm python3-pytest python3-pip python3-setuptools python3-wheel
   python3-venv

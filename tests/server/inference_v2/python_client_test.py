@@ -1,45 +1,39 @@
 #!/usr/bin/env python3
 """A Python Open Inference Protocol client against the real bnn-server.
 
-Generates Python stubs from proto/inference/grpc_predict_v2.proto (and
-proto/bnn/v1 for training) with grpc_tools.protoc at test time (Debian's
-python3-grpcio and python3-grpc-tools), starts bnn-server on a free loopback
-port, trains and publishes a small model through bnn.v1, and then calls
-every inference.GRPCInferenceService RPC as a KServe or Triton client would:
-ModelInfer with FP64 contents and with raw FP32 bytes (bit-identical to
-bnn.v1 Predict with the same seed), ModelReady, ModelMetadata, and a wrong
-datatype and an unknown model.
+Generates Python stubs from proto/inference/grpc_predict_v2.proto with
+grpc_tools.protoc at test time (as a KServe or Triton user would, with
+Debian's python3-grpcio and python3-grpc-tools), starts bnn-server on a free
+loopback port, trains and publishes a small model through the bnn_serve
+package (client/python, with the stubs the build generated), and then calls
+every inference.GRPCInferenceService RPC: ModelInfer with FP64 contents and
+with raw FP32 bytes (bit-identical to bnn.v1 Predict with the same seed),
+ModelReady, ModelMetadata, and a wrong datatype and an unknown model.
 
 Usage: python_client_test.py REPOSITORY_ROOT BNN_SERVER
+(with client/python and the build's stubs on PYTHONPATH)
 """
-import os
 import pathlib
-import shutil
 import struct
 import subprocess
 import sys
 import tempfile
 import time
 
+import numpy as np
+
 
 def generate_stubs(root: pathlib.Path, out: pathlib.Path) -> None:
-    """The inference stubs with grpc_tools (as a Python user would make
-    them); bnn.v1's, needed only to train the model, with the system protoc
-    and its gRPC plugin, as Debian's grpc_tools (1.14) predates proto3
-    `optional` fields."""
+    """The inference stubs with grpc_tools, as a Python user would make them
+    (the proto has no proto3 `optional` field, which Debian's grpc_tools 1.14
+    could not compile)."""
     from grpc_tools import protoc  # pylint: disable=import-outside-toplevel
     proto = root / "proto"
     inference = "inference/grpc_predict_v2.proto"
     if protoc.main(["protoc", f"-I{proto}", f"--python_out={out}",
                     f"--grpc_python_out={out}", str(proto / inference)]) != 0:
         raise RuntimeError(f"grpc_tools.protoc failed on {inference}")
-    plugin = shutil.which("grpc_python_plugin")
-    subprocess.run(["protoc", f"-I{proto}", f"--python_out={out}",
-                    f"--plugin=protoc-gen-grpc_python={plugin}",
-                    f"--grpc_python_out={out}",
-                    str(proto / "bnn/v1/bnn_service.proto")], check=True)
-    for package in ("inference", "bnn", "bnn/v1"):
-        (out / package / "__init__.py").touch()
+    (out / "inference" / "__init__.py").touch()
     sys.path.insert(0, str(out))
 
 
@@ -59,33 +53,22 @@ def start_server(binary: str, data_dir: str, log):
     raise RuntimeError("bnn-server did not start")
 
 
-def train_model(v1, v1_grpc, channel, name: str) -> None:
-    stub = v1_grpc.BnnServiceStub(channel)
+XS = [-2.0 + 0.5 * i for i in range(8)]
 
-    def messages():
-        yield v1.UploadDatasetRequest(header=v1.DatasetHeader(
-            name="cubic", task=v1.TASK_REGRESSION, num_features=1))
-        chunk = v1.RowChunk()
-        for i in range(30):
-            x = -3 + 6 * i / 29
-            chunk.rows.add(x=[x], y=x ** 3)
-        yield v1.UploadDatasetRequest(chunk=chunk)
 
-    dataset = stub.UploadDataset(messages(), timeout=30).dataset.dataset_id
-    request = v1.StartTrainingRequest(dataset_id=dataset, method="slang",
-                                      epochs=20, seed=1, model_name=name,
-                                      publish=True)
-    request.model.hidden_sizes.append(4)
-    job_id = stub.StartTraining(request, timeout=30).job_id
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        job = stub.GetJob(v1.GetJobRequest(job_id=job_id), timeout=30)
-        if job.state == v1.JOB_STATE_SUCCEEDED:
-            return
-        if job.state in (v1.JOB_STATE_FAILED, v1.JOB_STATE_CANCELLED):
-            raise RuntimeError(f"training failed: {job.error}")
-        time.sleep(0.05)
-    raise RuntimeError("training did not finish")
+def train_and_predict(address: str, name: str) -> list:
+    """Publishes a small model `name` and returns the means bnn.v1 Predict
+    gives for XS with 16 samples and seed 11."""
+    import bnn_serve  # pylint: disable=import-outside-toplevel
+    with bnn_serve.Client(address) as client:
+        x = np.linspace(-3, 3, 30)
+        client.upload(x.reshape(-1, 1), x ** 3, name="cubic")
+        client.train("cubic", "slang", hidden=[4], epochs=20, seed=1,
+                     model_name=name, publish=True, progress=False,
+                     timeout=120)
+        prediction = client.predict(name, np.array(XS).reshape(-1, 1),
+                                    samples=16, seed=11)
+        return [float(v) for v in prediction.mean]
 
 
 def main() -> int:
@@ -105,14 +88,12 @@ def main() -> int:
         import grpc  # pylint: disable=import-outside-toplevel
         from inference import grpc_predict_v2_pb2 as pb  # pylint: disable=import-outside-toplevel
         from inference import grpc_predict_v2_pb2_grpc as pb_grpc  # pylint: disable=import-outside-toplevel
-        from bnn.v1 import bnn_service_pb2 as v1  # pylint: disable=import-outside-toplevel
-        from bnn.v1 import bnn_service_pb2_grpc as v1_grpc  # pylint: disable=import-outside-toplevel
 
         with open(tmp / "server.log", "w") as log:
             server, address = start_server(binary, str(tmp / "data"), log)
         try:
+            means = train_and_predict(address, "cubic")
             channel = grpc.insecure_channel(address)
-            train_model(v1, v1_grpc, channel, "cubic")
             stub = pb_grpc.GRPCInferenceServiceStub(channel)
 
             check(stub.ServerLive(pb.ServerLiveRequest(), timeout=10).live,
@@ -130,7 +111,7 @@ def main() -> int:
                   model.inputs[0].name == "INPUT" and
                   list(model.inputs[0].shape) == [-1, 1], "ModelMetadata")
 
-            xs = [-2.0 + 0.5 * i for i in range(8)]
+            xs = XS
             request = pb.ModelInferRequest(model_name="cubic", id="py")
             tensor = request.inputs.add(name="INPUT", datatype="FP64",
                                         shape=[len(xs), 1])
@@ -147,12 +128,6 @@ def main() -> int:
                                              "aleatoric_variance"]),
                   "ModelInfer outputs")
 
-            predict = v1.PredictRequest(model="cubic", num_samples=16, seed=11)
-            for x in xs:
-                predict.rows.add(x=[x])
-            predicted = v1_grpc.BnnServiceStub(channel).Predict(predict,
-                                                                timeout=30)
-            means = [row.mean for row in predicted.predictions]
             check([struct.pack("<d", v) for v in outputs["mean"]] ==
                   [struct.pack("<d", v) for v in means],
                   "ModelInfer mean bit-identical to Predict")
