@@ -159,12 +159,11 @@ const StoreFixture& GetFixture(int which) {
 // --- UploadDataset, AppendRows ---------------------------------------------
 
 // The rows of `chunk` (validated) appended to `data`.
-void AddRows(const v1::RowChunk& chunk, Dataset* data) {
-  for (const v1::Example& example : chunk.rows()) {
-    data->features.insert(data->features.end(), example.x().begin(),
-                          example.x().end());
-    data->targets.push_back(example.y());
-  }
+void AddRows(const server::RowMatrix& chunk, Dataset* data) {
+  data->features.insert(data->features.end(), chunk.features.begin(),
+                        chunk.features.end());
+  data->targets.insert(data->targets.end(), chunk.targets.begin(),
+                       chunk.targets.end());
 }
 
 absl::Status UploadDataset(const UploadStream& stream,
@@ -186,10 +185,11 @@ absl::Status UploadDataset(const UploadStream& stream,
       data.target_name = header.target_name();
       continue;
     }
-    BNN_RETURN_IF_ERROR(server::ValidateRowChunk(
-        message.chunk(), static_cast<int>(data.num_features), data.num_rows(),
-        limits));
-    AddRows(message.chunk(), &data);
+    BNN_ASSIGN_OR_RETURN(
+        const server::RowMatrix chunk,
+        server::LabelledRows("", message.chunk(), data.num_features,
+                             data.num_rows(), server::UploadRowLimit(limits)));
+    AddRows(chunk, &data);
   }
   BNN_RETURN_IF_ERROR(
       server::ValidateStreamComplete("upload", have_header, data.num_rows()));
@@ -225,10 +225,11 @@ absl::Status AppendRows(const AppendStream& stream, const StoreFixture& fixture,
       continue;
     }
     const int64_t first_row = rows.num_rows();
-    BNN_RETURN_IF_ERROR(server::ValidateRowChunk(
-        message.chunk(), static_cast<int>(rows.num_features), first_row,
-        limits));
-    AddRows(message.chunk(), &rows);
+    BNN_ASSIGN_OR_RETURN(
+        const server::RowMatrix chunk,
+        server::LabelledRows("", message.chunk(), rows.num_features, first_row,
+                             server::UploadRowLimit(limits)));
+    AddRows(chunk, &rows);
     if (IsClassification(rows.task)) {
       BNN_RETURN_IF_ERROR(server::EncodeAppendedLabels(
           absl::MakeSpan(rows.targets).subspan(first_row), first_row,
@@ -296,10 +297,9 @@ absl::StatusOr<T> OnlyNonFiniteIsInternal(absl::StatusOr<T> result) {
   return result;
 }
 
-void CheckPrediction(const v1::PredictRequest& request,
+void CheckPrediction(const v1::PredictRequest& request, int64_t n,
                      const PredictOptions& options, const StoreFixture& fixture,
                      const Prediction& prediction, const ServerLimits& limits) {
-  const int64_t n = request.rows_size();
   BNN_CHECK_EQ(prediction.num_rows, n);
   if (IsClassification(fixture.data.task)) {
     const int64_t c = fixture.data.num_classes;
@@ -340,7 +340,8 @@ void CheckPrediction(const v1::PredictRequest& request,
   for (const double v : prediction.sample_outputs) BNN_CHECK(std::isfinite(v));
   v1::PredictResponse response;
   server::ToPredictResponse(prediction, options, request.snapshot_id(),
-                            *fixture.snapshot, &response);
+                            *fixture.snapshot, request.packed_response(),
+                            &response);
   // The response (beyond the echoed id) fits the message limit, as
   // ValidateResponseSize promises.
   int64_t bytes = 0;
@@ -382,15 +383,15 @@ absl::Status CheckTarget(const Request& request) {
 absl::Status Predict(const v1::PredictRequest& request,
                      const StoreFixture& fixture, const ServerLimits& limits) {
   BNN_RETURN_IF_ERROR(CheckTarget(request));
-  BNN_ASSIGN_OR_RETURN(
-      const PredictOptions options,
-      server::BuildPredictOptions(request, *fixture.snapshot, limits));
-  const std::vector<double> rows =
-      server::FeatureMatrix(request.rows(), fixture.predictor->num_features());
+  BNN_ASSIGN_OR_RETURN(const server::RowMatrix rows,
+                       server::PredictRows(request, *fixture.snapshot, limits));
+  BNN_ASSIGN_OR_RETURN(const PredictOptions options,
+                       server::BuildPredictOptions(request, rows.num_rows,
+                                                   *fixture.snapshot, limits));
   BNN_ASSIGN_OR_RETURN(const Prediction prediction,
                        OnlyNonFiniteIsInternal(fixture.predictor->Predict(
-                           rows, request.rows_size(), options)));
-  CheckPrediction(request, options, fixture, prediction, limits);
+                           rows.features, rows.num_rows, options)));
+  CheckPrediction(request, rows.num_rows, options, fixture, prediction, limits);
   return absl::OkStatus();
 }
 
@@ -417,9 +418,15 @@ absl::Status Acquire(const v1::AcquireRequest& request,
         return absl::InvalidArgumentError(
             "dataset_version is set but the pool is rows in the request");
       }
-      BNN_RETURN_IF_ERROR(server::ValidateFeatureRows(
-          "rows.rows", request.rows().rows(), num_features, limits));
-      request_rows = server::FeatureMatrix(request.rows().rows(), num_features);
+      {
+        BNN_ASSIGN_OR_RETURN(
+            server::RowMatrix matrix,
+            server::FeatureRows("rows.rows", request.rows().rows(),
+                                "rows.features", request.rows().has_features(),
+                                request.rows().features(), num_features,
+                                server::PredictRowLimit(limits)));
+        request_rows = std::move(matrix.features);
+      }
       pool = std::make_unique<SpanPool>(request_rows, num_features);
       break;
     case v1::AcquireRequest::POOL_NOT_SET:
