@@ -243,17 +243,21 @@ absl::StatusOr<RowMatrix> LabelledRows(absl::string_view prefix,
     }
     BNN_RETURN_IF_ERROR(TensorValues(targets_field, chunk.targets(),
                                      out.num_rows, &out.targets));
-    return CheckFinite(out.targets, 1, first_row, [&](int64_t row, int64_t) {
-      return absl::StrCat(targets_field, "[", row, "]");
-    });
+    BNN_RETURN_IF_ERROR(
+        CheckFinite(out.targets, 1, first_row, [&](int64_t row, int64_t) {
+          return absl::StrCat(targets_field, "[", row, "]");
+        }));
+    return out;
   }
   out.targets.reserve(chunk.rows_size());
   for (const v1::Example& example : chunk.rows()) {
     out.targets.push_back(example.y());
   }
-  return CheckFinite(out.targets, 1, first_row, [&](int64_t row, int64_t) {
-    return absl::StrCat(rows_field, "[", row, "].y");
-  });
+  BNN_RETURN_IF_ERROR(
+      CheckFinite(out.targets, 1, first_row, [&](int64_t row, int64_t) {
+        return absl::StrCat(rows_field, "[", row, "].y");
+      }));
+  return out;
 }
 
 absl::Status RequireId(absl::string_view field, absl::string_view value) {
