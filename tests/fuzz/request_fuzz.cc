@@ -41,6 +41,7 @@
 #include "bnn/model/model_spec.h"
 #include "bnn/predict/acquisition.h"
 #include "bnn/predict/predictor.h"
+#include "bnn/predict/scores.h"
 #include "bnn/status.h"
 #include "bnn/train/trainer.h"
 #include "bnn/v1/bnn_service.pb.h"
@@ -452,6 +453,86 @@ absl::Status Acquire(const v1::AcquireRequest& request,
   return absl::OkStatus();
 }
 
+// --- Evaluate
+// -----------------------------------------------------------------
+
+// As BnnServiceImpl::DoEvaluate: a stored dataset is the fixture's (its
+// labels already class indices of the fixture's snapshot, whose classes are
+// the dataset's), OOD rows as a pool's.
+absl::Status Evaluate(const v1::EvaluateRequest& request,
+                      const StoreFixture& fixture, const ServerLimits& limits) {
+  BNN_RETURN_IF_ERROR(CheckTarget(request));
+  const Snapshot& snapshot = *fixture.snapshot;
+  const int64_t num_features = fixture.predictor->num_features();
+  BNN_ASSIGN_OR_RETURN(EvaluateOptions options,
+                       server::BuildEvaluateOptions(request, snapshot, limits));
+  server::RowMatrix rows;
+  switch (request.data_case()) {
+    case v1::EvaluateRequest::kDatasetId:
+      BNN_RETURN_IF_ERROR(
+          server::RequireId("dataset_id", request.dataset_id()));
+      BNN_RETURN_IF_ERROR(server::RequestedVersion(
+                              "dataset_version", request.has_dataset_version(),
+                              request.dataset_version())
+                              .status());
+      BNN_RETURN_IF_ERROR(server::CheckEvaluationTask(fixture.meta, snapshot));
+      rows.num_rows = fixture.data.num_rows();
+      rows.features = fixture.data.features;
+      rows.targets = fixture.data.targets;
+      break;
+    case v1::EvaluateRequest::kRows:
+      BNN_ASSIGN_OR_RETURN(
+          rows, server::LabelledRows("rows.", request.rows(), num_features, 0,
+                                     server::PredictRowLimit(limits)));
+      if (IsClassification(snapshot.task)) {
+        BNN_RETURN_IF_ERROR(server::EncodeEvaluationLabels(
+            request.rows().has_targets(), snapshot.class_values,
+            &rows.targets));
+      }
+      break;
+    case v1::EvaluateRequest::DATA_NOT_SET:
+      return absl::InvalidArgumentError("the labelled rows are required");
+  }
+  server::RowMatrix ood;
+  if (request.ood_case() == v1::EvaluateRequest::kOodRows) {
+    BNN_ASSIGN_OR_RETURN(
+        ood, server::FeatureRows("ood_rows.rows", request.ood_rows().rows(),
+                                 "ood_rows.features",
+                                 request.ood_rows().has_features(),
+                                 request.ood_rows().features(), num_features,
+                                 server::PredictRowLimit(limits)));
+  }
+  BNN_ASSIGN_OR_RETURN(
+      const Evaluation evaluation,
+      OnlyNonFiniteIsInternal(
+          bnn::Evaluate(*fixture.predictor, rows.features, rows.targets,
+                        rows.num_rows, ood.features, ood.num_rows, options)));
+  // What applies to the task is there, and probabilities' scores are in
+  // range.
+  BNN_CHECK_EQ(evaluation.num_rows, rows.num_rows);
+  if (IsClassification(snapshot.task)) {
+    BNN_CHECK(evaluation.accuracy.has_value() && !evaluation.rmse);
+    BNN_CHECK(*evaluation.accuracy >= 0 && *evaluation.accuracy <= 1);
+    BNN_CHECK(*evaluation.ece >= 0 && *evaluation.ece <= 1);
+    BNN_CHECK(*evaluation.brier >= 0 && *evaluation.brier <= 2 + 1e-12);
+    BNN_CHECK_EQ(static_cast<int>(evaluation.reliability.size()),
+                 options.ece_bins);
+    int64_t counted = 0;
+    for (const ReliabilityBin& bin : evaluation.reliability) {
+      counted += bin.count;
+    }
+    BNN_CHECK_EQ(counted, rows.num_rows);
+    BNN_CHECK(evaluation.auroc_entropy.has_value() == (ood.num_rows > 0));
+  } else {
+    BNN_CHECK(evaluation.rmse.has_value() && !evaluation.accuracy);
+    BNN_CHECK(*evaluation.rmse >= 0);
+    BNN_CHECK(*evaluation.nll == -*evaluation.log_likelihood);
+  }
+  v1::EvaluateResponse response;
+  server::ToEvaluateResponse(evaluation, options, snapshot, &response);
+  return absl::OkStatus();
+}
+
 // --- ImportSnapshot
 // ------------------------------------------------------------
 
@@ -559,6 +640,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     case RpcCall::kAcquire:
       CheckStatus(Acquire(call.acquire(), fixture, limits), kComputed,
                   "Acquire");
+      break;
+    case RpcCall::kEvaluate:
+      CheckStatus(Evaluate(call.evaluate(), fixture, limits), kComputed,
+                  "Evaluate");
       break;
     case RpcCall::kGetSnapshot:
       CheckStatus(
