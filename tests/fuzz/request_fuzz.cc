@@ -465,7 +465,7 @@ absl::Status Evaluate(const v1::EvaluateRequest& request,
   const Snapshot& snapshot = *fixture.snapshot;
   const int64_t num_features = fixture.predictor->num_features();
   BNN_ASSIGN_OR_RETURN(EvaluateOptions options,
-                       server::BuildEvaluateOptions(request, snapshot, limits));
+                       server::BuildEvaluateOptions(request, limits));
   server::RowMatrix rows;
   switch (request.data_case()) {
     case v1::EvaluateRequest::kDatasetId:

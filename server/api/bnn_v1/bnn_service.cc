@@ -662,9 +662,8 @@ absl::Status BnnServiceImpl::DoEvaluate(const v1::EvaluateRequest& request,
   const Snapshot& snapshot = predictor->snapshot();
   const int64_t num_features = predictor->num_features();
   const bool classification = IsClassification(snapshot.task);
-  BNN_ASSIGN_OR_RETURN(
-      EvaluateOptions options,
-      BuildEvaluateOptions(request, snapshot, options_.limits));
+  BNN_ASSIGN_OR_RETURN(EvaluateOptions options,
+                       BuildEvaluateOptions(request, options_.limits));
   options.interrupt = interrupt;
 
   // What to score: sizes first (for admission), rows after.

@@ -174,8 +174,7 @@ absl::StatusOr<AcquireOptions> BuildAcquireOptions(
 }
 
 absl::StatusOr<EvaluateOptions> BuildEvaluateOptions(
-    const v1::EvaluateRequest& request, const Snapshot& /*snapshot*/,
-    const ServerLimits& limits) {
+    const v1::EvaluateRequest& request, const ServerLimits& limits) {
   EvaluateOptions options;
   BNN_ASSIGN_OR_RETURN(options.num_samples,
                        ResolveNumSamples(request.num_samples(), limits));

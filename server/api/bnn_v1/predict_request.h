@@ -55,8 +55,7 @@ absl::StatusOr<AcquireOptions> BuildAcquireOptions(
 // 0 = 15, at most 1000) and returns them for bnn::Evaluate. Without a seed
 // the options carry a random one.
 absl::StatusOr<EvaluateOptions> BuildEvaluateOptions(
-    const v1::EvaluateRequest& request, const Snapshot& snapshot,
-    const ServerLimits& limits);
+    const v1::EvaluateRequest& request, const ServerLimits& limits);
 
 // The stored dataset `meta` can be scored by `snapshot`: both regression
 // or both classification (InvalidArgument naming dataset_id otherwise).
