@@ -480,7 +480,7 @@ absl::Status Evaluate(const v1::EvaluateRequest& request,
       rows.features = fixture.data.features;
       rows.targets = fixture.data.targets;
       break;
-    case v1::EvaluateRequest::kRows:
+    case v1::EvaluateRequest::kRows: {
       BNN_ASSIGN_OR_RETURN(
           rows, server::LabelledRows("rows.", request.rows(), num_features, 0,
                                      server::PredictRowLimit(limits)));
@@ -490,6 +490,7 @@ absl::Status Evaluate(const v1::EvaluateRequest& request,
             &rows.targets));
       }
       break;
+    }
     case v1::EvaluateRequest::DATA_NOT_SET:
       return absl::InvalidArgumentError("the labelled rows are required");
   }
