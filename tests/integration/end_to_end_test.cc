@@ -151,8 +151,9 @@ TEST_F(EndToEndTest, EvaluateAndPredictWithATargetScoreTheSameRows) {
                   data_csv, "--target", "y"});
   ASSERT_TRUE(dataset.ok()) << dataset.status();
   const std::string dataset_id = (*dataset)["dataset_id"];
-  absl::StatusOr<std::string> snapshot =
-      TrainSnapshot(dataset_id, QuickSlangArgs());
+  std::vector<std::string> train = QuickSlangArgs();
+  train.insert(train.end(), {"--hidden", "8"});
+  absl::StatusOr<std::string> snapshot = TrainSnapshot(dataset_id, train);
   ASSERT_TRUE(snapshot.ok()) << snapshot.status();
 
   absl::StatusOr<nlohmann::json> from_csv =
