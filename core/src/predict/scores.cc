@@ -127,19 +127,25 @@ MemoryEstimate EstimateEvaluateMemory(const Predictor& predictor,
   PredictOptions predict;
   predict.num_samples = options.num_samples;
   predict.per_sample = !classification;
-  // The labelled rows' prediction (and the draw) ...
-  MemoryEstimate e = predictor.EstimateMemory(num_rows, predict);
-  e.kept_bytes = 0;
+  // The labelled rows' prediction: the draw, a chunk's forward pass and
+  // its arrays.
+  const MemoryEstimate labelled = predictor.EstimateMemory(num_rows, predict);
+  MemoryEstimate e = labelled;
   if (num_ood_rows > 0) {
-    // ... stays alive while the OOD rows are predicted with the same draw
-    // (counted again here: an over-estimate by the samples' bytes), and
-    // both sets' scores are copied for the AUROC.
+    // Then the OOD rows' prediction with the same draw (counted in it),
+    // while the labelled rows' arrays are kept, and both sets' scores
+    // copied for the AUROC: the peak is the larger of the two steps.
     predict.per_sample = false;
-    const MemoryEstimate ood = predictor.EstimateMemory(num_ood_rows, predict);
-    e.Add("OOD rows: ", ood);
-    e.Add("AUROC scores and labels",
-          MulBytes({AddBytes(num_rows, num_ood_rows), sizeof(double) + 1}));
+    MemoryEstimate during_ood;
+    during_ood.Add("labelled rows' prediction arrays", labelled.kept_bytes);
+    during_ood.Add("OOD rows: ",
+                   predictor.EstimateMemory(num_ood_rows, predict));
+    during_ood.Add(
+        "AUROC scores and labels",
+        MulBytes({AddBytes(num_rows, num_ood_rows), sizeof(double) + 1}));
+    if (during_ood.bytes > e.bytes) e = during_ood;
   }
+  e.kept_bytes = 0;
   const int64_t kept =
       MulBytes({std::max(options.ece_bins, 1), sizeof(ReliabilityBin)});
   e.Add("reliability bins", kept);

@@ -75,10 +75,11 @@ absl::StatusOr<Evaluation> Evaluate(const Predictor& predictor,
                                     int64_t num_ood_rows,
                                     const EvaluateOptions& options);
 
-// Peak heap bytes of Evaluate, estimated before it allocates: the weight
-// samples drawn once, the labelled rows' prediction (with every sample's
-// mean for regression) and the OOD rows' prediction, which are alive
-// together, and the scores (kept_bytes). Not the caller's rows.
+// Peak heap bytes of Evaluate, estimated before it allocates: the larger of
+// the labelled rows' prediction (the weight samples drawn once, a chunk's
+// forward pass, the arrays, every sample's mean for regression) and the OOD
+// rows' prediction with the same samples while the labelled rows' arrays
+// are kept; and the scores (kept_bytes). Not the caller's rows.
 MemoryEstimate EstimateEvaluateMemory(const Predictor& predictor,
                                       int64_t num_rows, int64_t num_ood_rows,
                                       const EvaluateOptions& options);
