@@ -132,6 +132,21 @@ absl::Status AddFeatureRows(
   return absl::OkStatus();
 }
 
+absl::Status SetPackedRows(absl::Span<const double> features,
+                           int64_t num_features, v1::Tensor* tensor) {
+  if (num_features < 1 || features.size() % num_features != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("features: ", features.size(),
+                     " values is not a whole number of rows of num_features ",
+                     num_features));
+  }
+  tensor->Clear();
+  tensor->add_shape(static_cast<int64_t>(features.size()) / num_features);
+  tensor->add_shape(num_features);
+  tensor->mutable_f64()->Add(features.begin(), features.end());
+  return absl::OkStatus();
+}
+
 absl::Status BnnClient::Options::Validate() const {
   if (target.empty()) {
     return absl::InvalidArgumentError("target: must be HOST:PORT, got ''");
@@ -447,7 +462,7 @@ absl::StatusOr<v1::PredictResponse> BnnClient::Predict(
   request.set_num_samples(num_samples);
   if (seed.has_value()) request.set_seed(*seed);
   if (absl::Status status =
-          AddFeatureRows(features, num_features, request.mutable_rows());
+          SetPackedRows(features, num_features, request.mutable_features());
       !status.ok()) {
     return status;
   }
@@ -457,6 +472,11 @@ absl::StatusOr<v1::PredictResponse> BnnClient::Predict(
 absl::StatusOr<v1::AcquireResponse> BnnClient::Acquire(
     const v1::AcquireRequest& request) {
   return Unary(&v1::BnnService::Stub::Acquire, request);
+}
+
+absl::StatusOr<v1::EvaluateResponse> BnnClient::Evaluate(
+    const v1::EvaluateRequest& request) {
+  return Unary(&v1::BnnService::Stub::Evaluate, request);
 }
 
 absl::StatusOr<std::vector<v1::SnapshotInfo>> BnnClient::ListSnapshots(

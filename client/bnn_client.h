@@ -42,6 +42,13 @@ absl::Status AddFeatureRows(
     absl::Span<const double> features, int64_t num_features,
     google::protobuf::RepeatedPtrField<v1::Features>* rows);
 
+// Sets `tensor` to the packed form of the row-major rows of `features`
+// (num_features values each): shape [rows, num_features], values in f64.
+// InvalidArgument if num_features < 1 or features is not a whole number of
+// rows.
+absl::Status SetPackedRows(absl::Span<const double> features,
+                           int64_t num_features, v1::Tensor* tensor);
+
 class BnnClient {
  public:
   struct Options {
@@ -167,8 +174,9 @@ class BnnClient {
   absl::StatusOr<v1::PredictResponse> Predict(
       const v1::PredictRequest& request);
   // Dense form: `features` is row-major num_rows x num_features (num_rows is
-  // features.size() / num_features). num_samples 0 means the server default;
-  // without a seed the server picks one and returns it.
+  // features.size() / num_features), sent packed (PredictRequest.features).
+  // num_samples 0 means the server default; without a seed the server picks
+  // one and returns it.
   absl::StatusOr<v1::PredictResponse> Predict(
       absl::string_view snapshot_id, absl::Span<const double> features,
       int64_t num_features, int num_samples,
@@ -177,6 +185,11 @@ class BnnClient {
   // The k pool rows the request's heuristic scores highest, best first.
   absl::StatusOr<v1::AcquireResponse> Acquire(
       const v1::AcquireRequest& request);
+
+  // The model's scores on labelled rows (EvaluateResponse: the fields of
+  // the snapshot's task).
+  absl::StatusOr<v1::EvaluateResponse> Evaluate(
+      const v1::EvaluateRequest& request);
 
   // Every snapshot, or only those trained on `dataset_id` when non-empty.
   absl::StatusOr<std::vector<v1::SnapshotInfo>> ListSnapshots(

@@ -16,6 +16,8 @@
 #include <absl/strings/str_format.h>
 #include <absl/time/time.h>
 
+#include "bnn/status.h"
+
 #include "client/bnn_client.h"
 #include "client/bnnctl_args.h"
 #include "client/bnnctl_output.h"
@@ -263,10 +265,93 @@ class Runner {
           absl::StrCat("the server returned ", response->predictions_size(),
                        " predictions for ", inputs->num_rows(), " rows"));
     }
+    // With --target: the scores of the same samples (the response's seed
+    // and count) against the target column, by the Evaluate RPC.
+    std::optional<v1::EvaluateResponse> scores;
+    if (!command.target.empty() && !command.linearized) {
+      v1::EvaluateRequest evaluate;
+      evaluate.set_snapshot_id(response->snapshot_id());
+      evaluate.set_num_samples(response->num_samples());
+      evaluate.set_seed(response->seed());
+      BNN_RETURN_IF_ERROR(
+          SetPackedRows(inputs->features, inputs->num_features,
+                        evaluate.mutable_rows()->mutable_features()));
+      v1::Tensor* targets = evaluate.mutable_rows()->mutable_targets();
+      targets->add_shape(static_cast<int64_t>(inputs->targets.size()));
+      targets->mutable_f64()->Add(inputs->targets.begin(),
+                                  inputs->targets.end());
+      absl::StatusOr<v1::EvaluateResponse> evaluated =
+          client_->Evaluate(evaluate);
+      if (!evaluated.ok()) return evaluated.status();
+      scores = *std::move(evaluated);
+      // Named as the predictions were.
+      scores->set_model_name(response->model_name());
+      scores->set_model_version(response->model_version());
+    }
     if (global_.json) {
-      PrintJson(PredictionsJson(*inputs, request, *response));
+      Json out = PredictionsJson(*inputs, request, *response);
+      if (scores.has_value()) out["metrics"] = EvaluationJson(*scores);
+      PrintJson(out);
     } else {
       std::cout << FormatPredictions(*inputs, request, *response);
+      if (scores.has_value()) {
+        std::cout << "\nmetrics against column '" << command.target << "':\n"
+                  << FormatEvaluation(*scores);
+      } else if (!command.target.empty()) {
+        std::cout << "\nno metrics: they need Monte Carlo samples, not "
+                     "--linearized\n";
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const EvaluateCommand& command) {
+    v1::EvaluateRequest request;
+    if (command.model.empty()) {
+      request.set_snapshot_id(command.snapshot_id);
+    } else {
+      request.set_model(command.model);
+    }
+    if (command.csv_path.empty()) {
+      request.set_dataset_id(command.dataset_id);
+      if (command.dataset_version.has_value()) {
+        request.set_dataset_version(*command.dataset_version);
+      }
+    } else {
+      absl::StatusOr<FeatureTable> rows =
+          ReadFeatureCsv(command.csv_path, command.target);
+      if (!rows.ok()) return rows.status();
+      BNN_RETURN_IF_ERROR(
+          SetPackedRows(rows->features, rows->num_features,
+                        request.mutable_rows()->mutable_features()));
+      v1::Tensor* targets = request.mutable_rows()->mutable_targets();
+      targets->add_shape(static_cast<int64_t>(rows->targets.size()));
+      targets->mutable_f64()->Add(rows->targets.begin(), rows->targets.end());
+    }
+    if (!command.ood_dataset_id.empty()) {
+      request.set_ood_dataset_id(command.ood_dataset_id);
+    } else if (!command.ood_csv_path.empty()) {
+      absl::StatusOr<FeatureTable> ood =
+          ReadFeatureCsv(command.ood_csv_path, /*target_column=*/"");
+      if (!ood.ok()) return ood.status();
+      BNN_RETURN_IF_ERROR(
+          SetPackedRows(ood->features, ood->num_features,
+                        request.mutable_ood_rows()->mutable_features()));
+    }
+    request.set_num_samples(command.num_samples);
+    if (command.seed.has_value()) request.set_seed(*command.seed);
+    request.set_ece_bins(command.ece_bins);
+    absl::StatusOr<v1::EvaluateResponse> response = client_->Evaluate(request);
+    if (!response.ok()) return response.status();
+    if (global_.json) {
+      PrintJson(EvaluationJson(*response));
+    } else {
+      std::cout << FormatEvaluation(*response);
+      if (!response->model_name().empty()) {
+        std::cout << "scored by snapshot " << response->snapshot_id()
+                  << " (model " << response->model_name() << " version "
+                  << response->model_version() << ")\n";
+      }
     }
     return absl::OkStatus();
   }

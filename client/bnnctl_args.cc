@@ -229,6 +229,7 @@ struct Commands {
   CLI::App* watch;
   CLI::App* predict;
   CLI::App* acquire;
+  CLI::App* evaluate;
   CLI::App* snapshots;
   CLI::App* snapshot;
   CLI::App* delete_snapshot;
@@ -256,6 +257,7 @@ struct Commands {
   WatchCommand watch_args;
   PredictCommand predict_args;
   AcquireCommand acquire_args;
+  EvaluateCommand evaluate_args;
   SnapshotsCommand snapshots_args;
   SnapshotCommand snapshot_args;
   DeleteSnapshotCommand delete_snapshot_args;
@@ -466,13 +468,47 @@ void AddCommands(CLI::App* app, Commands* c) {
             "Rows to acquire")
       ->required();
   AddParsed(c->acquire, "--heuristic", ParseHeuristic, &acquire.heuristic,
-            "max_variance|entropy|bald|margin|random", "Acquisition heuristic")
+            "max_variance|entropy|bald|margin|batchbald|random",
+            "Acquisition heuristic")
       ->required();
   AddParsed(c->acquire, "--samples", ParsePositiveInt, &acquire.num_samples,
             "S", "Monte Carlo samples (default: the server's)");
   AddParsed(c->acquire, "--seed", ParseSeed, &acquire.seed, "S", "Random seed");
   AddParsed(c->acquire, "--diversity-power", ParseNonNegative,
             &acquire.diversity_power, "P", "0: deterministic top-k (default)");
+
+  c->evaluate = app->add_subcommand(
+      "evaluate",
+      "Scores of a model on labelled rows: RMSE and test log-likelihood "
+      "(regression); accuracy, NLL, Brier, ECE and its reliability bins, and "
+      "with out-of-distribution rows the AUROC of entropy and mutual "
+      "information (classification)");
+  EvaluateCommand& evaluate = c->evaluate_args;
+  AddParsed(c->evaluate, "--snapshot", ParseNonEmpty, &evaluate.snapshot_id,
+            "ID", "Snapshot");
+  AddParsed(c->evaluate, "--model", ParseNonEmpty, &evaluate.model, "REF",
+            kModelRefHelp);
+  AddParsed(c->evaluate, "--dataset", ParseNonEmpty, &evaluate.dataset_id, "ID",
+            "Labelled rows: a stored dataset");
+  AddParsed(c->evaluate, "--version", ParseVersion, &evaluate.dataset_version,
+            "V", "Version of the --dataset rows");
+  AddParsed(c->evaluate, "--csv", ParseNonEmpty, &evaluate.csv_path, "FILE",
+            "Labelled rows: a CSV file with a header line, its --target "
+            "column the labels ('-': standard input)");
+  AddParsed(c->evaluate, "--target", ParseNonEmpty, &evaluate.target, "COL",
+            "The label column of --csv (header name or 0-based index)");
+  AddParsed(c->evaluate, "--ood-dataset", ParseNonEmpty,
+            &evaluate.ood_dataset_id, "ID",
+            "Out-of-distribution rows (classifiers): a stored dataset");
+  AddParsed(c->evaluate, "--ood-csv", ParseNonEmpty, &evaluate.ood_csv_path,
+            "FILE",
+            "Out-of-distribution rows (classifiers): a CSV file of features");
+  AddParsed(c->evaluate, "--samples", ParsePositiveInt, &evaluate.num_samples,
+            "S", "Monte Carlo samples (default: the server's)");
+  AddParsed(c->evaluate, "--seed", ParseSeed, &evaluate.seed, "S",
+            "Random seed");
+  AddParsed(c->evaluate, "--ece-bins", ParsePositiveInt, &evaluate.ece_bins,
+            "B", "Confidence bins of the ECE (default 15)");
 
   c->snapshots = app->add_subcommand(
       "snapshots", "List the stored snapshots (those trained on one dataset)");
@@ -661,6 +697,37 @@ absl::StatusOr<Command> BuildCommand(const CLI::App& app, Commands& c) {
           "flag --version needs --dataset (a CSV pool has no versions)");
     }
     return acquire;
+  }
+  if (c.evaluate->parsed()) {
+    const EvaluateCommand& evaluate = c.evaluate_args;
+    BNN_RETURN_IF_ERROR(
+        CheckOneTarget("evaluate", evaluate.snapshot_id, evaluate.model));
+    if (evaluate.dataset_id.empty() == evaluate.csv_path.empty()) {
+      return absl::InvalidArgumentError(
+          "'evaluate' needs exactly one source of labelled rows: --dataset "
+          "ID or --csv FILE");
+    }
+    if (!evaluate.csv_path.empty() && evaluate.target.empty()) {
+      return absl::InvalidArgumentError(
+          "'evaluate --csv' needs --target COL, the column of the labels");
+    }
+    if (evaluate.csv_path.empty() && !evaluate.target.empty()) {
+      return absl::InvalidArgumentError(
+          "flag --target needs --csv (a stored dataset has its targets)");
+    }
+    if (!evaluate.csv_path.empty() && evaluate.dataset_version.has_value()) {
+      return absl::InvalidArgumentError(
+          "flag --version needs --dataset (a CSV file has no versions)");
+    }
+    if (!evaluate.ood_dataset_id.empty() && !evaluate.ood_csv_path.empty()) {
+      return absl::InvalidArgumentError(
+          "'evaluate' takes at most one of --ood-dataset and --ood-csv");
+    }
+    if (evaluate.csv_path == "-" && evaluate.ood_csv_path == "-") {
+      return absl::InvalidArgumentError(
+          "--csv and --ood-csv cannot both read standard input");
+    }
+    return evaluate;
   }
   if (c.snapshots->parsed()) return c.snapshots_args;
   if (c.snapshot->parsed()) return c.snapshot_args;

@@ -122,7 +122,9 @@ struct PredictCommand {
   int num_samples = 0;
   std::optional<uint64_t> seed;
   // A column of the CSV to leave out (e.g. the labels of a test set); empty:
-  // every column is a feature.
+  // every column is a feature. Its values are the targets of an Evaluate
+  // call with the same samples and seed, whose scores are printed below the
+  // predictions (Monte Carlo predictions only).
   std::string target;
   bool linearized = false;
   // Predictive quantile levels, each in (0, 1).
@@ -132,7 +134,8 @@ struct PredictCommand {
 
 // acquire (--snapshot ID | --model REF) (--dataset ID [--version V] |
 //         --csv FILE) --k K
-//         --heuristic max_variance|entropy|bald|margin|random [--samples S]
+//         --heuristic max_variance|entropy|bald|margin|batchbald|random
+//         [--samples S]
 //         [--seed S] [--diversity-power P]
 struct AcquireCommand {
   // Exactly one of the two.
@@ -148,6 +151,29 @@ struct AcquireCommand {
   int num_samples = 0;  // 0: the server default
   std::optional<uint64_t> seed;
   double diversity_power = 0.0;  // 0: deterministic top-k
+};
+
+// evaluate (--snapshot ID | --model REF) (--dataset ID [--version V] |
+//          --csv FILE --target COL) [--ood-dataset ID | --ood-csv FILE]
+//          [--samples S] [--seed S] [--ece-bins B]
+struct EvaluateCommand {
+  // Exactly one of the two.
+  std::string snapshot_id;
+  std::string model;
+  // The labelled rows: a stored dataset (optionally one version), or a CSV
+  // file whose `target` column holds the labels (class label values for a
+  // classifier) and every other column a feature.
+  std::string dataset_id;
+  std::optional<int64_t> dataset_version;
+  std::string csv_path;
+  std::string target;
+  // Optional out-of-distribution rows (classifiers): a stored dataset or a
+  // CSV file whose every column is a feature.
+  std::string ood_dataset_id;
+  std::string ood_csv_path;
+  int num_samples = 0;  // 0: the server default
+  std::optional<uint64_t> seed;
+  int ece_bins = 0;  // 0: the server default (15)
 };
 
 struct MethodsCommand {};
@@ -247,7 +273,7 @@ using Command = std::variant<
     DatasetsCommand, DatasetCommand, AppendCommand, SnapshotsCommand,
     SnapshotCommand, DeleteSnapshotCommand, ExportCommand, ImportCommand,
     HealthCommand, TokenCreateCommand, ModelsCommand, PublishCommand,
-    AliasCommand, DeleteModelCommand, DeleteDatasetCommand>;
+    AliasCommand, DeleteModelCommand, DeleteDatasetCommand, EvaluateCommand>;
 
 struct Invocation {
   GlobalFlags global;

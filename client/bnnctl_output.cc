@@ -744,6 +744,81 @@ std::string FormatModelVersion(const v1::ModelVersion& version) {
                       absl::StrJoin(version.aliases(), ", "), ")\n");
 }
 
+Json EvaluationJson(const v1::EvaluateResponse& response) {
+  Json out = {{"snapshot_id", response.snapshot_id()}};
+  if (!response.model_name().empty()) {
+    out["model_name"] = response.model_name();
+    out["model_version"] = response.model_version();
+  }
+  out["task"] = response.task() == v1::TASK_CLASSIFICATION ? "classification"
+                                                           : "regression";
+  out["num_rows"] = response.num_rows();
+  out["num_samples"] = response.num_samples();
+  out["seed"] = response.seed();
+  if (response.has_rmse()) out["rmse"] = response.rmse();
+  if (response.has_log_likelihood()) {
+    out["log_likelihood"] = response.log_likelihood();
+  }
+  if (response.has_nll()) out["nll"] = response.nll();
+  if (response.has_accuracy()) out["accuracy"] = response.accuracy();
+  if (response.has_brier()) out["brier"] = response.brier();
+  if (response.has_ece()) out["ece"] = response.ece();
+  if (response.reliability_size() > 0) {
+    Json bins = Json::array();
+    for (const v1::ReliabilityBin& bin : response.reliability()) {
+      bins.push_back({{"lower", bin.lower()},
+                      {"upper", bin.upper()},
+                      {"count", bin.count()},
+                      {"mean_confidence", bin.mean_confidence()},
+                      {"accuracy", bin.accuracy()}});
+    }
+    out["reliability"] = std::move(bins);
+  }
+  if (response.has_auroc_entropy()) {
+    out["auroc_entropy"] = response.auroc_entropy();
+    out["auroc_mutual_information"] = response.auroc_mutual_information();
+    out["ood_rows"] = response.ood_rows();
+  }
+  return out;
+}
+
+std::string FormatEvaluation(const v1::EvaluateResponse& response) {
+  std::vector<std::vector<std::string>> lines;
+  const auto add = [&](const char* name, bool has, double value) {
+    if (has) lines.push_back({name, Num(value)});
+  };
+  add("rmse", response.has_rmse(), response.rmse());
+  add("log_likelihood", response.has_log_likelihood(),
+      response.log_likelihood());
+  add("nll", response.has_nll(), response.nll());
+  add("accuracy", response.has_accuracy(), response.accuracy());
+  add("brier", response.has_brier(), response.brier());
+  add("ece", response.has_ece(), response.ece());
+  add("auroc_entropy", response.has_auroc_entropy(), response.auroc_entropy());
+  add("auroc_mutual_information", response.has_auroc_mutual_information(),
+      response.auroc_mutual_information());
+  std::string out = Table({"metric", "value"}, lines, /*right_aligned_from=*/1);
+  absl::StrAppend(&out, response.num_rows(), " rows",
+                  response.ood_rows() > 0
+                      ? absl::StrCat(", ", response.ood_rows(), " OOD rows")
+                      : std::string(),
+                  ", ", response.num_samples(), " samples, seed ",
+                  response.seed(), "\n");
+  if (response.reliability_size() > 0) {
+    std::vector<std::vector<std::string>> bins;
+    for (const v1::ReliabilityBin& bin : response.reliability()) {
+      bins.push_back(
+          {absl::StrCat("(", Num(bin.lower()), ", ", Num(bin.upper()), "]"),
+           absl::StrCat(bin.count()), Num(bin.mean_confidence()),
+           Num(bin.accuracy())});
+    }
+    absl::StrAppend(&out, "reliability diagram:\n",
+                    Table({"bin", "count", "confidence", "accuracy"}, bins,
+                          /*right_aligned_from=*/1));
+  }
+  return out;
+}
+
 std::string FormatAcquisition(const v1::AcquireResponse& response,
                               const FeatureTable* pool) {
   std::vector<std::string> header = {"rank", "index", "score"};

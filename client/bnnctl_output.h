@@ -58,6 +58,12 @@ Json AcquisitionJson(const v1::AcquireRequest& request,
                      const FeatureTable* pool);
 // PredictionsJson and AcquisitionJson add "model_name" and "model_version"
 // after "snapshot_id" when the request named a model reference.
+// {"snapshot_id", ["model_name", "model_version",] "task", "num_rows",
+// "num_samples", "seed", then the scores the response has: "rmse",
+// "log_likelihood", "nll", "accuracy", "brier", "ece", "reliability":
+// [{"lower", "upper", "count", "mean_confidence", "accuracy"}],
+// "auroc_entropy", "auroc_mutual_information", "ood_rows"}.
+Json EvaluationJson(const v1::EvaluateResponse& response);
 // {"model_name", "version", "snapshot_id", "created_unix_ms", "aliases": []}.
 Json ModelVersionJson(const v1::ModelVersion& version);
 // {"name", "num_versions", "latest_version", "aliases": {alias: version},
@@ -98,6 +104,11 @@ std::string FormatModelVersion(const v1::ModelVersion& version);
 // and seed.
 std::string FormatAcquisition(const v1::AcquireResponse& response,
                               const FeatureTable* pool);
+
+// The scores of an evaluation, one `name value` line each (those of the
+// snapshot's task), then for a classifier the reliability diagram's bins
+// as a table `bin count confidence accuracy`.
+std::string FormatEvaluation(const v1::EvaluateResponse& response);
 
 // True if the response holds class probabilities rather than regression
 // moments.

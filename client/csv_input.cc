@@ -9,11 +9,12 @@
 namespace bnn::client {
 namespace {
 
-FeatureTable ToFeatureTable(Dataset data) {
+FeatureTable ToFeatureTable(Dataset data, bool has_target) {
   FeatureTable table;
   table.feature_names = std::move(data.feature_names);
   table.num_features = data.num_features;
   table.features = std::move(data.features);
+  if (has_target) table.targets = std::move(data.targets);
   return table;
 }
 
@@ -42,7 +43,7 @@ absl::StatusOr<FeatureTable> ParseFeatureCsv(absl::string_view text,
   options.target_column = std::string(target_column);
   absl::StatusOr<Dataset> data = ParseCsv(text, options);
   if (!data.ok()) return data.status();
-  return ToFeatureTable(*std::move(data));
+  return ToFeatureTable(*std::move(data), !target_column.empty());
 }
 
 absl::StatusOr<FeatureTable> ReadFeatureCsv(const std::string& path,
@@ -52,7 +53,7 @@ absl::StatusOr<FeatureTable> ReadFeatureCsv(const std::string& path,
   options.target_column = std::string(target_column);
   absl::StatusOr<Dataset> data = ReadCsvInput(path, options, standard_input);
   if (!data.ok()) return data.status();
-  return ToFeatureTable(*std::move(data));
+  return ToFeatureTable(*std::move(data), !target_column.empty());
 }
 
 absl::Status CheckSameFeatures(const std::vector<std::string>& csv_names,

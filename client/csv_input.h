@@ -22,6 +22,9 @@ struct FeatureTable {
   int64_t num_features = 0;
   // Row-major num_rows x num_features.
   std::vector<double> features;
+  // The target column's values, one per row, when a target column was
+  // named; empty otherwise.
+  std::vector<double> targets;
 
   int64_t num_rows() const {
     return num_features == 0

@@ -82,27 +82,28 @@ ABSL_FLAG(int64_t, max_message_bytes, kDefaults.limits.max_message_bytes,
           "Largest gRPC message the server accepts.");
 ABSL_FLAG(int, threads, kDefaults.threads,
           "Most compute (OpenMP/Eigen) threads per training job and per "
-          "Predict or Acquire call; 0 = one per core. Jobs and requests too "
-          "small to gain from threads run on one.");
+          "Predict, Acquire or Evaluate call; 0 = one per core. Jobs and "
+          "requests too small to gain from threads run on one.");
 ABSL_FLAG(int, compute_workers, kDefaults.compute_workers,
-          "Predict and Acquire calls computed at once; later ones queue, "
-          "the clients taking turns; a long call lets others' waiting calls "
-          "go first between chunks of rows.");
+          "Predict, Acquire and Evaluate calls computed at once; later ones "
+          "queue, the clients taking turns; a long call lets others' waiting "
+          "calls go first between chunks of rows.");
 ABSL_FLAG(int64_t, predict_cache_bytes, kDefaults.predict_cache_bytes,
-          "Bytes of posterior weight samples kept for reuse across Predict "
-          "and Acquire calls, in all; each of the (up to 8) cached snapshots "
-          "gets an equal share. 0 disables the cache.");
+          "Bytes of posterior weight samples kept for reuse across Predict, "
+          "Acquire and Evaluate calls, in all; each of the (up to 8) cached "
+          "snapshots gets an equal share. 0 disables the cache.");
 ABSL_FLAG(std::string, predict_precision, kDefaults.predict_precision,
-          "Arithmetic of Predict and Acquire forward passes: float64, or "
-          "float32 (about twice the throughput, ~1e-6 relative error).");
+          "Arithmetic of Predict, Acquire and Evaluate forward passes: "
+          "float64, or float32 (about twice the throughput, ~1e-6 relative "
+          "error).");
 ABSL_FLAG(int64_t, memory_budget_bytes, kDefaults.memory_budget_bytes,
           "Memory that admitted work may hold at once, by estimate; work "
           "beyond it is refused with RESOURCE_EXHAUSTED. 0 = half of the "
           "machine's memory (or of its cgroup limit).");
 ABSL_FLAG(double, max_request_seconds, kDefaults.max_request_seconds,
-          "Longest computation of one Predict or Acquire call (not counting "
-          "turns given to other clients' calls); past it the call fails "
-          "with DEADLINE_EXCEEDED.");
+          "Longest computation of one Predict, Acquire or Evaluate call (not "
+          "counting turns given to other clients' calls); past it the call "
+          "fails with DEADLINE_EXCEEDED.");
 ABSL_FLAG(double, shutdown_grace, kDefaults.shutdown_grace_seconds,
           "Seconds from SIGINT/SIGTERM until the process exits, whatever is "
           "still running; running jobs checkpoint at once and resume after "

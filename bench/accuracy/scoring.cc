@@ -123,35 +123,6 @@ absl::StatusOr<RegressionScores> ScoreRegression(const Snapshot& snapshot,
   return out;
 }
 
-std::vector<ReliabilityBin> ReliabilityDiagram(absl::Span<const double> probs,
-                                               int num_classes,
-                                               absl::Span<const double> labels,
-                                               int bins) {
-  BNN_CHECK(bins >= 1 && num_classes >= 1);
-  BNN_CHECK_EQ(probs.size(), labels.size() * num_classes);
-  std::vector<ReliabilityBin> out(bins);
-  for (int b = 0; b < bins; ++b) {
-    out[b].lower = static_cast<double>(b) / bins;
-    out[b].upper = static_cast<double>(b + 1) / bins;
-  }
-  for (size_t i = 0; i < labels.size(); ++i) {
-    const double* p = probs.data() + i * num_classes;
-    const int best = static_cast<int>(std::max_element(p, p + num_classes) - p);
-    // Same binning as bnn::ExpectedCalibrationError.
-    const int b = std::clamp(static_cast<int>(std::ceil(p[best] * bins)) - 1, 0,
-                             bins - 1);
-    out[b].confidence += p[best];
-    out[b].accuracy += best == static_cast<int>(std::lround(labels[i]));
-    ++out[b].count;
-  }
-  for (ReliabilityBin& bin : out) {
-    if (bin.count == 0) continue;
-    bin.confidence /= static_cast<double>(bin.count);
-    bin.accuracy /= static_cast<double>(bin.count);
-  }
-  return out;
-}
-
 absl::StatusOr<Prediction> PredictRows(const Snapshot& snapshot,
                                        const Dataset& rows, int num_samples,
                                        uint64_t seed) {

@@ -16,6 +16,7 @@
 #include "bnn/data/dataset.h"
 #include "bnn/io/snapshot.h"
 #include "bnn/posterior/posterior.h"
+#include "bnn/predict/metrics.h"
 #include "bnn/predict/predictor.h"
 
 namespace bnn::experiment {
@@ -32,21 +33,9 @@ absl::StatusOr<RegressionScores> ScoreRegression(const Snapshot& snapshot,
                                                  int num_samples,
                                                  uint64_t seed);
 
-// The equal-width confidence bins of ECE: bin b covers (b/B, (b+1)/B] of
-// the top-class probability (confidence 0 joins the first bin), as in
-// bnn::ExpectedCalibrationError, so sum_b count_b |accuracy_b -
-// confidence_b| / n is the ECE.
-struct ReliabilityBin {
-  double lower = 0;
-  double upper = 0;
-  int64_t count = 0;
-  double confidence = 0;  // mean top-class probability; 0 when empty
-  double accuracy = 0;    // share of correct top-class predictions
-};
-std::vector<ReliabilityBin> ReliabilityDiagram(absl::Span<const double> probs,
-                                               int num_classes,
-                                               absl::Span<const double> labels,
-                                               int bins = 15);
+// The equal-width confidence bins of ECE (bnn/predict/metrics.h).
+using ::bnn::ReliabilityBin;
+using ::bnn::ReliabilityDiagram;
 
 inline constexpr int kEceBins = 15;
 

@@ -180,6 +180,7 @@ absl::StatusOr<std::unique_ptr<GrpcTarget>> GrpcTarget::Start(
     std::smatch m;
     if (std::regex_search(s, m, listening)) {
       t->stub_ = std::make_unique<Stub>();
+      t->address_ = m[1].str();
       auto channel =
           grpc::CreateChannel(m[1].str(), grpc::InsecureChannelCredentials());
       t->stub_->stub = v1::BnnService::NewStub(channel);

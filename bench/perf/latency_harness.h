@@ -57,6 +57,9 @@ class GrpcTarget {
       const std::vector<std::string>& extra_args = {});
   ~GrpcTarget();
 
+  // The server's HOST:PORT, for clients of other channel settings.
+  const std::string& address() const { return address_; }
+
   // Imports `snapshot` (ImportSnapshot) and returns its id on the server.
   absl::StatusOr<std::string> Import(const Snapshot& snapshot);
   absl::Status Predict(const std::string& snapshot_id,
@@ -69,6 +72,7 @@ class GrpcTarget {
 
   pid_t pid_ = -1;
   std::string dir_;
+  std::string address_;
   std::unique_ptr<Stub> stub_;
 };
 

@@ -177,6 +177,28 @@ class FakeService final : public v1::BnnService::Service {
     return grpc::Status::OK;
   }
 
+  // Echoes what arrived: the dense Predict's packed rows, Evaluate's
+  // packed rows and targets.
+  grpc::Status Predict(grpc::ServerContext*, const v1::PredictRequest* request,
+                       v1::PredictResponse* response) override {
+    if (request->rows_size() > 0 || !request->has_features()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "expected packed features");
+    }
+    response->set_snapshot_id(request->snapshot_id());
+    response->set_num_samples(request->features().shape(0));
+    response->mutable_class_values()->Add(request->features().f64().begin(),
+                                          request->features().f64().end());
+    return grpc::Status::OK;
+  }
+  grpc::Status Evaluate(grpc::ServerContext*,
+                        const v1::EvaluateRequest* request,
+                        v1::EvaluateResponse* response) override {
+    response->set_num_rows(request->rows().targets().shape(0));
+    response->set_rmse(request->rows().targets().f64(0));
+    return grpc::Status::OK;
+  }
+
   // 15 jobs, job-14 first; page tokens are the index of the next job.
   grpc::Status ListJobs(grpc::ServerContext*,
                         const v1::ListJobsRequest* request,
@@ -562,6 +584,36 @@ TEST_F(BnnClientTest, UnaryCallsCarryTheirFields) {
   ASSERT_TRUE(acquired.ok()) << acquired.status();
   EXPECT_EQ(acquired->pool_rows(), 3);
   EXPECT_THAT(acquired->indices(), ElementsAre(0, 1));
+}
+
+TEST_F(BnnClientTest, DensePredictSendsPackedRowsAndEvaluateIsCalled) {
+  std::unique_ptr<BnnClient> client = Client();
+  absl::StatusOr<v1::PredictResponse> predicted =
+      client->Predict("snap-1", {1, 2, 3, 4, 5, 6}, 2, 8);
+  ASSERT_TRUE(predicted.ok()) << predicted.status();
+  EXPECT_EQ(predicted->snapshot_id(), "snap-1");
+  EXPECT_EQ(predicted->num_samples(), 3);  // shape[0], the rows
+  EXPECT_THAT(predicted->class_values(), ElementsAre(1, 2, 3, 4, 5, 6));
+
+  v1::EvaluateRequest request;
+  v1::Tensor* targets = request.mutable_rows()->mutable_targets();
+  targets->add_shape(1);
+  targets->add_f64(2.5);
+  absl::StatusOr<v1::EvaluateResponse> evaluated = client->Evaluate(request);
+  ASSERT_TRUE(evaluated.ok()) << evaluated.status();
+  EXPECT_EQ(evaluated->num_rows(), 1);
+  EXPECT_EQ(evaluated->rmse(), 2.5);
+}
+
+TEST(SetPackedRowsTest, ShapeAndValues) {
+  v1::Tensor tensor;
+  tensor.add_f32(9);  // replaced
+  ASSERT_TRUE(SetPackedRows({1, 2, 3, 4, 5, 6}, 3, &tensor).ok());
+  EXPECT_THAT(tensor.shape(), ElementsAre(2, 3));
+  EXPECT_THAT(tensor.f64(), ElementsAre(1, 2, 3, 4, 5, 6));
+  EXPECT_EQ(tensor.f32_size(), 0);
+  EXPECT_EQ(SetPackedRows({1, 2, 3}, 2, &tensor).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(AddFeatureRowsTest, SplitsRowMajorValuesIntoRows) {

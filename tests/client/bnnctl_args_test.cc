@@ -285,6 +285,59 @@ TEST_F(BnnctlArgsTest, AcquireFromADatasetOrACsvPool) {
   EXPECT_EQ(from_csv.diversity_power, 0.0);
 }
 
+TEST_F(BnnctlArgsTest, EvaluateFromACsvOrADataset) {
+  absl::StatusOr<Invocation> csv =
+      Parse({"evaluate", "--model", "m@stable", "--csv", "test.csv", "--target",
+             "y", "--ood-csv", "far.csv", "--samples", "32", "--seed", "4",
+             "--ece-bins", "10"});
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  const auto& evaluate = std::get<EvaluateCommand>(csv->command);
+  EXPECT_EQ(evaluate.model, "m@stable");
+  EXPECT_EQ(evaluate.csv_path, "test.csv");
+  EXPECT_EQ(evaluate.target, "y");
+  EXPECT_EQ(evaluate.ood_csv_path, "far.csv");
+  EXPECT_EQ(evaluate.num_samples, 32);
+  EXPECT_EQ(evaluate.seed, uint64_t{4});
+  EXPECT_EQ(evaluate.ece_bins, 10);
+
+  absl::StatusOr<Invocation> stored =
+      Parse({"evaluate", "--snapshot", "s", "--dataset", "d", "--version", "2",
+             "--ood-dataset", "far"});
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  const auto& from_dataset = std::get<EvaluateCommand>(stored->command);
+  EXPECT_EQ(from_dataset.dataset_id, "d");
+  EXPECT_EQ(from_dataset.dataset_version, int64_t{2});
+  EXPECT_EQ(from_dataset.ood_dataset_id, "far");
+  EXPECT_EQ(from_dataset.num_samples, 0);
+  EXPECT_EQ(from_dataset.ece_bins, 0);
+}
+
+TEST_F(BnnctlArgsTest, EvaluateErrorsNameTheFlag) {
+  EXPECT_THAT(UsageError({"evaluate", "--snapshot", "s"}),
+              HasSubstr("--dataset ID or --csv FILE"));
+  EXPECT_THAT(UsageError({"evaluate", "--snapshot", "s", "--csv", "t.csv"}),
+              HasSubstr("needs --target COL"));
+  EXPECT_THAT(UsageError({"evaluate", "--snapshot", "s", "--dataset", "d",
+                          "--target", "y"}),
+              HasSubstr("--target needs --csv"));
+  EXPECT_THAT(UsageError({"evaluate", "--snapshot", "s", "--dataset", "d",
+                          "--ood-dataset", "a", "--ood-csv", "b.csv"}),
+              HasSubstr("at most one of --ood-dataset and --ood-csv"));
+  EXPECT_THAT(UsageError({"evaluate", "--dataset", "d"}),
+              HasSubstr("--snapshot"));
+  EXPECT_THAT(UsageError({"evaluate", "--snapshot", "s", "--dataset", "d",
+                          "--ece-bins", "0"}),
+              HasSubstr("--ece-bins"));
+}
+
+TEST_F(BnnctlArgsTest, AcquireTakesBatchBald) {
+  absl::StatusOr<Invocation> parsed =
+      Parse({"acquire", "--snapshot", "s", "--dataset", "d", "--k", "4",
+             "--heuristic", "batchbald"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(std::get<AcquireCommand>(parsed->command).heuristic, "batchbald");
+}
+
 TEST_F(BnnctlArgsTest, AcquireErrorsNameTheFlag) {
   const std::vector<std::string> base = {"acquire", "--snapshot", "s"};
   auto with = [&](std::vector<std::string> extra) {

@@ -576,5 +576,72 @@ TEST(BnnctlOutputTest, ModelReferenceAnswersNameTheModel) {
                    .contains("model_name"));
 }
 
+TEST(BnnctlOutputTest, RegressionEvaluation) {
+  v1::EvaluateResponse response;
+  response.set_snapshot_id("snap-1");
+  response.set_task(v1::TASK_REGRESSION);
+  response.set_num_rows(10);
+  response.set_num_samples(100);
+  response.set_seed(7);
+  response.set_rmse(1.5);
+  response.set_log_likelihood(-2.25);
+  response.set_nll(2.25);
+  EXPECT_EQ(FormatEvaluation(response),
+            "metric          value\n"
+            "rmse              1.5\n"
+            "log_likelihood  -2.25\n"
+            "nll              2.25\n"
+            "10 rows, 100 samples, seed 7\n");
+  const nlohmann::json parsed =
+      nlohmann::json::parse(JsonText(EvaluationJson(response)));
+  EXPECT_EQ(parsed["task"], "regression");
+  EXPECT_EQ(parsed["rmse"], 1.5);
+  EXPECT_EQ(parsed["nll"], 2.25);
+  EXPECT_FALSE(parsed.contains("accuracy"));
+  EXPECT_FALSE(parsed.contains("reliability"));
+}
+
+TEST(BnnctlOutputTest, ClassificationEvaluationWithBinsAndOod) {
+  v1::EvaluateResponse response;
+  response.set_snapshot_id("snap-2");
+  response.set_model_name("m");
+  response.set_model_version(3);
+  response.set_task(v1::TASK_CLASSIFICATION);
+  response.set_num_rows(4);
+  response.set_num_samples(8);
+  response.set_seed(1);
+  response.set_nll(0.5);
+  response.set_accuracy(0.75);
+  response.set_brier(0.25);
+  response.set_ece(0.125);
+  for (int b = 0; b < 2; ++b) {
+    v1::ReliabilityBin* bin = response.add_reliability();
+    bin->set_lower(0.5 * b);
+    bin->set_upper(0.5 * (b + 1));
+    bin->set_count(2 * b);
+    bin->set_mean_confidence(b == 0 ? 0 : 0.875);
+    bin->set_accuracy(b == 0 ? 0 : 0.75);
+  }
+  response.set_auroc_entropy(0.25);
+  response.set_auroc_mutual_information(1);
+  response.set_ood_rows(6);
+  const std::string text = FormatEvaluation(response);
+  EXPECT_THAT(text, HasSubstr("accuracy                   0.75\n"));
+  EXPECT_THAT(text, HasSubstr("auroc_mutual_information      1\n"));
+  EXPECT_THAT(text, HasSubstr("4 rows, 6 OOD rows, 8 samples, seed 1\n"));
+  EXPECT_THAT(text, HasSubstr("(0.5, 1]      2       0.875      0.75\n"));
+  const nlohmann::json parsed =
+      nlohmann::json::parse(JsonText(EvaluationJson(response)));
+  EXPECT_EQ(parsed["model_name"], "m");
+  EXPECT_EQ(parsed["model_version"], 3);
+  EXPECT_EQ(parsed["task"], "classification");
+  ASSERT_EQ(parsed["reliability"].size(), 2u);
+  EXPECT_EQ(parsed["reliability"][1]["count"], 2);
+  EXPECT_EQ(parsed["reliability"][1]["mean_confidence"], 0.875);
+  EXPECT_EQ(parsed["auroc_entropy"], 0.25);
+  EXPECT_EQ(parsed["ood_rows"], 6);
+  EXPECT_FALSE(parsed.contains("rmse"));
+}
+
 }  // namespace
 }  // namespace bnn::client

@@ -19,6 +19,7 @@
 #include "bnn/posterior/posterior.h"
 #include "bnn/predict/acquisition.h"
 #include "bnn/predict/predictor.h"
+#include "bnn/predict/scores.h"
 #include "bnn/random.h"
 #include "bnn/train/checkpoint.h"
 #include "bnn/train/trainer.h"
@@ -343,6 +344,74 @@ TEST(AcquireMemoryTest, EstimateIsWithinAFactorOfThePeak) {
               estimate.ToString(8).c_str());
   EXPECT_GE(estimate.bytes, kLow * peak) << estimate.ToString(8);
   EXPECT_LE(estimate.bytes, kHigh * peak) << estimate.ToString(8);
+}
+
+TEST(AcquireMemoryTest, BatchBaldEstimateIsWithinAFactorOfThePeak) {
+  auto predictor =
+      Predictor::Create(TrainedSnapshot("slang", Task::kBinary, {64}));
+  ASSERT_TRUE(predictor.ok()) << predictor.status();
+  const Dataset pool_data = MakeData(Task::kBinary, 20000, 8);
+  const SpanPool pool(pool_data.features, 8);
+  AcquireOptions options;
+  options.k = 3;
+  options.num_samples = 32;
+  options.heuristic = AcquisitionHeuristic::kBatchBald;
+  options.cache_samples = false;
+  const MemoryEstimate estimate =
+      EstimateAcquireMemory(**predictor, pool.num_rows(), options);
+  const int64_t before = HeapBytesInUse();
+  ResetHeapPeak();
+  {
+    const absl::StatusOr<Acquisition> got = Acquire(**predictor, pool, options);
+    ASSERT_TRUE(got.ok()) << got.status();
+  }
+  const int64_t peak = HeapPeakBytes() - before;
+  std::printf("batchbald: estimate %s, measured peak %s (ratio %.2f); %s\n",
+              FormatBytes(estimate.bytes).c_str(), FormatBytes(peak).c_str(),
+              static_cast<double>(estimate.bytes) / peak,
+              estimate.ToString(8).c_str());
+  EXPECT_GE(estimate.bytes, kLow * peak) << estimate.ToString(8);
+  EXPECT_LE(estimate.bytes, kHigh * peak) << estimate.ToString(8);
+}
+
+TEST(EvaluateMemoryTest, EstimateIsWithinAFactorOfThePeak) {
+  struct Case {
+    const char* name;
+    Task task;
+    int rows;
+    int ood_rows;
+  };
+  for (const Case& c :
+       {Case{"regression", Task::kRegression, 20000, 0},
+        Case{"classifier with OOD rows", Task::kBinary, 20000, 20000}}) {
+    SCOPED_TRACE(c.name);
+    auto predictor =
+        Predictor::Create(TrainedSnapshot("slang", c.task, {256, 256}));
+    ASSERT_TRUE(predictor.ok()) << predictor.status();
+    const Dataset data = MakeData(c.task, c.rows, 8);
+    const Dataset ood = MakeData(c.task, c.ood_rows, 8);
+    EvaluateOptions options;
+    options.num_samples = 32;
+    options.cache_samples = false;
+    const MemoryEstimate estimate =
+        EstimateEvaluateMemory(**predictor, c.rows, c.ood_rows, options);
+    const int64_t before = HeapBytesInUse();
+    ResetHeapPeak();
+    {
+      const absl::StatusOr<Evaluation> got =
+          Evaluate(**predictor, data.features, data.targets, c.rows,
+                   ood.features, c.ood_rows, options);
+      ASSERT_TRUE(got.ok()) << got.status();
+    }
+    const int64_t peak = HeapPeakBytes() - before;
+    std::printf("evaluate %s: estimate %s, measured peak %s (ratio %.2f); %s\n",
+                c.name, FormatBytes(estimate.bytes).c_str(),
+                FormatBytes(peak).c_str(),
+                static_cast<double>(estimate.bytes) / peak,
+                estimate.ToString(8).c_str());
+    EXPECT_GE(estimate.bytes, kLow * peak) << estimate.ToString(8);
+    EXPECT_LE(estimate.bytes, kHigh * peak) << estimate.ToString(8);
+  }
 }
 
 }  // namespace

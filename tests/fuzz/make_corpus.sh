@@ -184,6 +184,42 @@ acquire {
   heuristic: "bald" num_samples: 4 seed: 2 diversity_power: 1.5
 }
 PB
+request predict_packed <<'PB'
+predict {
+  snapshot_id: "snap-1" num_samples: 4 seed: 3 packed_response: true
+  features { shape: 2 shape: 2 f64: 0.5 f64: -1 f64: 2 f64: 0 }
+}
+PB
+request predict_packed_f32 <<'PB'
+fixture: MULTICLASS
+predict { snapshot_id: "snap-1" num_samples: 4 features { shape: 1 shape: 2 f32: 1 f32: 2 } }
+PB
+request acquire_batchbald <<'PB'
+fixture: MULTICLASS
+acquire {
+  snapshot_id: "snap-1" k: 2 heuristic: "batchbald" num_samples: 4 seed: 9
+  rows { features { shape: 3 shape: 2 f64: 0 f64: 0 f64: 1 f64: 1 f64: 5 f64: -5 } }
+}
+PB
+request evaluate_rows <<'PB'
+evaluate {
+  snapshot_id: "snap-1" num_samples: 4 seed: 1
+  rows { rows { x: 0.5 x: -1 y: 2 } rows { x: 2 x: 0 y: -1 } }
+}
+PB
+request evaluate_packed_ood <<'PB'
+fixture: BINARY
+evaluate {
+  snapshot_id: "snap-1" num_samples: 4 seed: 1 ece_bins: 4
+  rows { features { shape: 2 shape: 2 f64: 0 f64: 1 f64: 2 f64: 3 }
+         targets { shape: 2 f64: 1 f64: -1 } }
+  ood_rows { rows { x: 9 x: 9 } }
+}
+PB
+request evaluate_dataset <<'PB'
+fixture: MULTICLASS
+evaluate { snapshot_id: "snap-1" dataset_id: "ds-1" num_samples: 4 }
+PB
 request get_dataset <<'PB'
 get_dataset { dataset_id: "ds-1" version: 0 }
 PB

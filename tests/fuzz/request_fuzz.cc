@@ -41,6 +41,7 @@
 #include "bnn/model/model_spec.h"
 #include "bnn/predict/acquisition.h"
 #include "bnn/predict/predictor.h"
+#include "bnn/predict/scores.h"
 #include "bnn/status.h"
 #include "bnn/train/trainer.h"
 #include "bnn/v1/bnn_service.pb.h"
@@ -159,12 +160,11 @@ const StoreFixture& GetFixture(int which) {
 // --- UploadDataset, AppendRows ---------------------------------------------
 
 // The rows of `chunk` (validated) appended to `data`.
-void AddRows(const v1::RowChunk& chunk, Dataset* data) {
-  for (const v1::Example& example : chunk.rows()) {
-    data->features.insert(data->features.end(), example.x().begin(),
-                          example.x().end());
-    data->targets.push_back(example.y());
-  }
+void AddRows(const server::RowMatrix& chunk, Dataset* data) {
+  data->features.insert(data->features.end(), chunk.features.begin(),
+                        chunk.features.end());
+  data->targets.insert(data->targets.end(), chunk.targets.begin(),
+                       chunk.targets.end());
 }
 
 absl::Status UploadDataset(const UploadStream& stream,
@@ -186,10 +186,11 @@ absl::Status UploadDataset(const UploadStream& stream,
       data.target_name = header.target_name();
       continue;
     }
-    BNN_RETURN_IF_ERROR(server::ValidateRowChunk(
-        message.chunk(), static_cast<int>(data.num_features), data.num_rows(),
-        limits));
-    AddRows(message.chunk(), &data);
+    BNN_ASSIGN_OR_RETURN(
+        const server::RowMatrix chunk,
+        server::LabelledRows("", message.chunk(), data.num_features,
+                             data.num_rows(), server::UploadRowLimit(limits)));
+    AddRows(chunk, &data);
   }
   BNN_RETURN_IF_ERROR(
       server::ValidateStreamComplete("upload", have_header, data.num_rows()));
@@ -225,10 +226,11 @@ absl::Status AppendRows(const AppendStream& stream, const StoreFixture& fixture,
       continue;
     }
     const int64_t first_row = rows.num_rows();
-    BNN_RETURN_IF_ERROR(server::ValidateRowChunk(
-        message.chunk(), static_cast<int>(rows.num_features), first_row,
-        limits));
-    AddRows(message.chunk(), &rows);
+    BNN_ASSIGN_OR_RETURN(
+        const server::RowMatrix chunk,
+        server::LabelledRows("", message.chunk(), rows.num_features, first_row,
+                             server::UploadRowLimit(limits)));
+    AddRows(chunk, &rows);
     if (IsClassification(rows.task)) {
       BNN_RETURN_IF_ERROR(server::EncodeAppendedLabels(
           absl::MakeSpan(rows.targets).subspan(first_row), first_row,
@@ -296,10 +298,9 @@ absl::StatusOr<T> OnlyNonFiniteIsInternal(absl::StatusOr<T> result) {
   return result;
 }
 
-void CheckPrediction(const v1::PredictRequest& request,
+void CheckPrediction(const v1::PredictRequest& request, int64_t n,
                      const PredictOptions& options, const StoreFixture& fixture,
                      const Prediction& prediction, const ServerLimits& limits) {
-  const int64_t n = request.rows_size();
   BNN_CHECK_EQ(prediction.num_rows, n);
   if (IsClassification(fixture.data.task)) {
     const int64_t c = fixture.data.num_classes;
@@ -340,7 +341,8 @@ void CheckPrediction(const v1::PredictRequest& request,
   for (const double v : prediction.sample_outputs) BNN_CHECK(std::isfinite(v));
   v1::PredictResponse response;
   server::ToPredictResponse(prediction, options, request.snapshot_id(),
-                            *fixture.snapshot, &response);
+                            *fixture.snapshot, request.packed_response(),
+                            &response);
   // The response (beyond the echoed id) fits the message limit, as
   // ValidateResponseSize promises.
   int64_t bytes = 0;
@@ -382,15 +384,15 @@ absl::Status CheckTarget(const Request& request) {
 absl::Status Predict(const v1::PredictRequest& request,
                      const StoreFixture& fixture, const ServerLimits& limits) {
   BNN_RETURN_IF_ERROR(CheckTarget(request));
-  BNN_ASSIGN_OR_RETURN(
-      const PredictOptions options,
-      server::BuildPredictOptions(request, *fixture.snapshot, limits));
-  const std::vector<double> rows =
-      server::FeatureMatrix(request.rows(), fixture.predictor->num_features());
+  BNN_ASSIGN_OR_RETURN(const server::RowMatrix rows,
+                       server::PredictRows(request, *fixture.snapshot, limits));
+  BNN_ASSIGN_OR_RETURN(const PredictOptions options,
+                       server::BuildPredictOptions(request, rows.num_rows,
+                                                   *fixture.snapshot, limits));
   BNN_ASSIGN_OR_RETURN(const Prediction prediction,
                        OnlyNonFiniteIsInternal(fixture.predictor->Predict(
-                           rows, request.rows_size(), options)));
-  CheckPrediction(request, options, fixture, prediction, limits);
+                           rows.features, rows.num_rows, options)));
+  CheckPrediction(request, rows.num_rows, options, fixture, prediction, limits);
   return absl::OkStatus();
 }
 
@@ -417,9 +419,15 @@ absl::Status Acquire(const v1::AcquireRequest& request,
         return absl::InvalidArgumentError(
             "dataset_version is set but the pool is rows in the request");
       }
-      BNN_RETURN_IF_ERROR(server::ValidateFeatureRows(
-          "rows.rows", request.rows().rows(), num_features, limits));
-      request_rows = server::FeatureMatrix(request.rows().rows(), num_features);
+      {
+        BNN_ASSIGN_OR_RETURN(
+            server::RowMatrix matrix,
+            server::FeatureRows("rows.rows", request.rows().rows(),
+                                "rows.features", request.rows().has_features(),
+                                request.rows().features(), num_features,
+                                server::PredictRowLimit(limits)));
+        request_rows = std::move(matrix.features);
+      }
       pool = std::make_unique<SpanPool>(request_rows, num_features);
       break;
     case v1::AcquireRequest::POOL_NOT_SET:
@@ -442,6 +450,87 @@ absl::Status Acquire(const v1::AcquireRequest& request,
     BNN_CHECK(distinct.insert(index).second);
     BNN_CHECK(std::isfinite(acquisition.scores[i]));
   }
+  return absl::OkStatus();
+}
+
+// --- Evaluate
+// -----------------------------------------------------------------
+
+// As BnnServiceImpl::DoEvaluate: a stored dataset is the fixture's (its
+// labels already class indices of the fixture's snapshot, whose classes are
+// the dataset's), OOD rows as a pool's.
+absl::Status Evaluate(const v1::EvaluateRequest& request,
+                      const StoreFixture& fixture, const ServerLimits& limits) {
+  BNN_RETURN_IF_ERROR(CheckTarget(request));
+  const Snapshot& snapshot = *fixture.snapshot;
+  const int64_t num_features = fixture.predictor->num_features();
+  BNN_ASSIGN_OR_RETURN(EvaluateOptions options,
+                       server::BuildEvaluateOptions(request, limits));
+  server::RowMatrix rows;
+  switch (request.data_case()) {
+    case v1::EvaluateRequest::kDatasetId:
+      BNN_RETURN_IF_ERROR(
+          server::RequireId("dataset_id", request.dataset_id()));
+      BNN_RETURN_IF_ERROR(server::RequestedVersion(
+                              "dataset_version", request.has_dataset_version(),
+                              request.dataset_version())
+                              .status());
+      BNN_RETURN_IF_ERROR(server::CheckEvaluationTask(fixture.meta, snapshot));
+      rows.num_rows = fixture.data.num_rows();
+      rows.features = fixture.data.features;
+      rows.targets = fixture.data.targets;
+      break;
+    case v1::EvaluateRequest::kRows: {
+      BNN_ASSIGN_OR_RETURN(
+          rows, server::LabelledRows("rows.", request.rows(), num_features, 0,
+                                     server::PredictRowLimit(limits)));
+      if (IsClassification(snapshot.task)) {
+        BNN_RETURN_IF_ERROR(server::EncodeEvaluationLabels(
+            request.rows().has_targets(), snapshot.class_values,
+            &rows.targets));
+      }
+      break;
+    }
+    case v1::EvaluateRequest::DATA_NOT_SET:
+      return absl::InvalidArgumentError("the labelled rows are required");
+  }
+  server::RowMatrix ood;
+  if (request.ood_case() == v1::EvaluateRequest::kOodRows) {
+    BNN_ASSIGN_OR_RETURN(
+        ood, server::FeatureRows("ood_rows.rows", request.ood_rows().rows(),
+                                 "ood_rows.features",
+                                 request.ood_rows().has_features(),
+                                 request.ood_rows().features(), num_features,
+                                 server::PredictRowLimit(limits)));
+  }
+  BNN_ASSIGN_OR_RETURN(
+      const Evaluation evaluation,
+      OnlyNonFiniteIsInternal(
+          bnn::Evaluate(*fixture.predictor, rows.features, rows.targets,
+                        rows.num_rows, ood.features, ood.num_rows, options)));
+  // What applies to the task is there, and probabilities' scores are in
+  // range.
+  BNN_CHECK_EQ(evaluation.num_rows, rows.num_rows);
+  if (IsClassification(snapshot.task)) {
+    BNN_CHECK(evaluation.accuracy.has_value() && !evaluation.rmse);
+    BNN_CHECK(*evaluation.accuracy >= 0 && *evaluation.accuracy <= 1);
+    BNN_CHECK(*evaluation.ece >= 0 && *evaluation.ece <= 1);
+    BNN_CHECK(*evaluation.brier >= 0 && *evaluation.brier <= 2 + 1e-12);
+    BNN_CHECK_EQ(static_cast<int>(evaluation.reliability.size()),
+                 options.ece_bins);
+    int64_t counted = 0;
+    for (const ReliabilityBin& bin : evaluation.reliability) {
+      counted += bin.count;
+    }
+    BNN_CHECK_EQ(counted, rows.num_rows);
+    BNN_CHECK(evaluation.auroc_entropy.has_value() == (ood.num_rows > 0));
+  } else {
+    BNN_CHECK(evaluation.rmse.has_value() && !evaluation.accuracy);
+    BNN_CHECK(*evaluation.rmse >= 0);
+    BNN_CHECK(*evaluation.nll == -*evaluation.log_likelihood);
+  }
+  v1::EvaluateResponse response;
+  server::ToEvaluateResponse(evaluation, options, snapshot, &response);
   return absl::OkStatus();
 }
 
@@ -552,6 +641,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     case RpcCall::kAcquire:
       CheckStatus(Acquire(call.acquire(), fixture, limits), kComputed,
                   "Acquire");
+      break;
+    case RpcCall::kEvaluate:
+      CheckStatus(Evaluate(call.evaluate(), fixture, limits), kComputed,
+                  "Evaluate");
       break;
     case RpcCall::kGetSnapshot:
       CheckStatus(

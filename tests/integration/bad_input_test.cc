@@ -239,16 +239,18 @@ TEST_F(BadInputTest, DenseUploadChecksSizesLocally) {
               absl::StatusCode::kInvalidArgument, "features");
 }
 
+// The dense Predict sends its rows packed (PredictRequest.features).
 TEST_F(BadInputTest, PredictRejectsWrongFeatureCountAndNonFiniteRows) {
   ExpectError(client_
                   ->Predict(snapshot_id_, {1.0, 2.0, 3.0, 4.0},
                             /*num_features=*/2, /*num_samples=*/8)
                   .status(),
-              absl::StatusCode::kInvalidArgument, "rows[0].x has 2 values");
+              absl::StatusCode::kInvalidArgument,
+              "features.shape[1] = 2; the snapshot has 1 features");
   ExpectError(client_->Predict(snapshot_id_, {0.0, kNaN}, 1, 8).status(),
-              absl::StatusCode::kInvalidArgument, "rows[1].x[0] is NaN");
+              absl::StatusCode::kInvalidArgument, "features[1, 0] is NaN");
   ExpectError(client_->Predict(snapshot_id_, {}, 1, 8).status(),
-              absl::StatusCode::kInvalidArgument, "rows");
+              absl::StatusCode::kInvalidArgument, "features.shape[0] is 0");
   ExpectError(client_->Predict(snapshot_id_, {0.0}, 1, -1).status(),
               absl::StatusCode::kInvalidArgument, "num_samples");
   // The same snapshot still predicts a well-formed request.

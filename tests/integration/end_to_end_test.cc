@@ -140,6 +140,66 @@ TEST_F(EndToEndTest, SlangOnTheCubicSetIsMoreUncertainAwayFromTheData) {
   EXPECT_EQ(std::count(table->out.begin(), table->out.end(), '\n'), 34);
 }
 
+// Scores through bnnctl: `evaluate` on a CSV file and on the stored
+// dataset give the same numbers for the same rows, and `predict --target`
+// prints the scores of the same samples below its table.
+TEST_F(EndToEndTest, EvaluateAndPredictWithATargetScoreTheSameRows) {
+  const std::string data_csv = Path("scored.csv");
+  ASSERT_TRUE(WriteCubicCsv(MakeCubicData(20, /*seed=*/7), data_csv));
+  absl::StatusOr<nlohmann::json> dataset =
+      BnnctlJson({"upload", "--name", "scored", "--task", "regression", "--csv",
+                  data_csv, "--target", "y"});
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  const std::string dataset_id = (*dataset)["dataset_id"];
+  std::vector<std::string> train = QuickSlangArgs();
+  train.insert(train.end(), {"--hidden", "8"});
+  absl::StatusOr<std::string> snapshot = TrainSnapshot(dataset_id, train);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+
+  absl::StatusOr<nlohmann::json> from_csv =
+      BnnctlJson({"evaluate", "--snapshot", *snapshot, "--csv", data_csv,
+                  "--target", "y", "--samples", "32", "--seed", "3"});
+  ASSERT_TRUE(from_csv.ok()) << from_csv.status();
+  EXPECT_EQ((*from_csv)["task"], "regression");
+  EXPECT_EQ((*from_csv)["num_rows"], 20);
+  ASSERT_TRUE((*from_csv)["rmse"].is_number()) << from_csv->dump();
+  EXPECT_EQ((*from_csv)["nll"], -(*from_csv)["log_likelihood"].get<double>());
+  absl::StatusOr<nlohmann::json> from_dataset =
+      BnnctlJson({"evaluate", "--snapshot", *snapshot, "--dataset", dataset_id,
+                  "--samples", "32", "--seed", "3"});
+  ASSERT_TRUE(from_dataset.ok()) << from_dataset.status();
+  // The CSV's decimal text and the stored doubles are the same values.
+  EXPECT_EQ((*from_dataset)["rmse"], (*from_csv)["rmse"]);
+  EXPECT_EQ((*from_dataset)["log_likelihood"], (*from_csv)["log_likelihood"]);
+
+  const std::vector<std::string> predict = {
+      "predict", "--snapshot", *snapshot, "--csv",  data_csv, "--target",
+      "y",       "--samples",  "32",      "--seed", "3"};
+  absl::StatusOr<nlohmann::json> predicted = BnnctlJson(predict);
+  ASSERT_TRUE(predicted.ok()) << predicted.status();
+  EXPECT_EQ((*predicted)["metrics"]["rmse"], (*from_csv)["rmse"]);
+  absl::StatusOr<CommandResult> table = Bnnctl(predict);
+  ASSERT_TRUE(table.ok()) << table.status();
+  ASSERT_EQ(table->exit_code, 0) << table->err;
+  EXPECT_THAT(table->out, HasSubstr("metrics against column 'y':\n"));
+  EXPECT_THAT(table->out, ContainsRegex("\nrmse +[0-9.]+\n"));
+  EXPECT_THAT(table->out, HasSubstr("20 rows, 32 samples, seed 3\n"));
+
+  // A classifier's OOD rows are refused for this regression model.
+  const std::string ood_csv = Path("ood.csv");
+  {
+    std::ofstream ood(ood_csv);
+    ood << "x\n9\n10\n";
+  }
+  absl::StatusOr<CommandResult> refused =
+      Bnnctl({"evaluate", "--snapshot", *snapshot, "--dataset", dataset_id,
+              "--ood-csv", ood_csv});
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(refused->exit_code, 1);
+  EXPECT_THAT(refused->err, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(refused->err, HasSubstr("regression model"));
+}
+
 // What a shell script does: CSV on standard input (RFC 4180 quoting, CRLF),
 // the server and a token from the environment, --help and --version without
 // a server.

@@ -732,6 +732,112 @@ class StatusTableTest : public ::testing::Test {
       }
       return reader->Finish();
     };
+    // Packed rows, batchbald and Evaluate.
+    s["Predict/both forms"] = [=, this] {
+      v1::PredictRequest request = Predict(snapshot_id_, 1);
+      request.mutable_features()->add_shape(1);
+      request.mutable_features()->add_shape(1);
+      request.mutable_features()->add_f64(0.5);
+      return predict(request);
+    };
+    s["Predict/bad shape"] = [=, this] {
+      v1::PredictRequest request = Predict(snapshot_id_, 0);
+      request.mutable_features()->add_shape(1);
+      request.mutable_features()->add_shape(2);
+      request.mutable_features()->add_f64(0.5);
+      request.mutable_features()->add_f64(0.5);
+      return predict(request);
+    };
+    s["Predict/bad length"] = [=, this] {
+      v1::PredictRequest request = Predict(snapshot_id_, 0);
+      request.mutable_features()->add_shape(3);
+      request.mutable_features()->add_shape(1);
+      request.mutable_features()->add_f64(0.5);
+      return predict(request);
+    };
+    s["Predict/packed over a limit"] = [=, this] {
+      v1::PredictRequest request = Predict(snapshot_id_, 0);
+      request.mutable_features()->add_shape(kMaxPredictRows + 1);
+      request.mutable_features()->add_shape(1);
+      return predict(request);
+    };
+    s["UploadDataset/bad packed chunk"] = [&] {
+      auto messages = UploadMessages(5);
+      v1::RowChunk* chunk = messages[1].mutable_chunk();
+      chunk->clear_rows();
+      chunk->mutable_features()->add_shape(1);
+      chunk->mutable_features()->add_shape(1);
+      chunk->mutable_features()->add_f64(0.5);
+      return Upload(messages);
+    };
+    s["Acquire/batchbald on regression"] = [=, this] {
+      v1::AcquireRequest request = Acquire(snapshot_id_, 5);
+      request.set_heuristic("batchbald");
+      return acquire(request);
+    };
+    auto evaluate = [&](const v1::EvaluateRequest& request) {
+      return Unary<v1::EvaluateRequest, v1::EvaluateResponse>(&S::Evaluate,
+                                                              request);
+    };
+    auto evaluation = [&](const std::string& snapshot_id, int rows,
+                          int samples = 4) {
+      v1::EvaluateRequest request;
+      request.set_snapshot_id(snapshot_id);
+      request.set_num_samples(samples);
+      for (int i = 0; i < rows; ++i) {
+        v1::Example* row = request.mutable_rows()->add_rows();
+        row->add_x(0.001 * i);
+        row->set_y(0.5);
+      }
+      return request;
+    };
+    s["Evaluate/bad id"] = [=] { return evaluate(evaluation("", 1)); };
+    s["Evaluate/unknown id"] = [=, this] {
+      v1::EvaluateRequest request = evaluation(snapshot_id_, 0);
+      request.set_dataset_id(kUnknownDataset);
+      return evaluate(request);
+    };
+    s["Evaluate/bad field"] = [=, this] {
+      v1::EvaluateRequest request = evaluation(snapshot_id_, 1);
+      request.set_ece_bins(1001);
+      return evaluate(request);
+    };
+    s["Evaluate/no rows"] = [=, this] {
+      return evaluate(evaluation(snapshot_id_, 0));
+    };
+    s["Evaluate/OOD rows for regression"] = [=, this] {
+      v1::EvaluateRequest request = evaluation(snapshot_id_, 2);
+      request.mutable_ood_rows()->add_rows()->add_x(3.0);
+      return evaluate(request);
+    };
+    s["Evaluate/over a limit"] = [=, this] {
+      // A stored dataset of kMaxPredictRows + 1 rows: uploaded in pieces
+      // of at most --max-upload-rows.
+      std::vector<v1::UploadDatasetRequest> messages = UploadMessages(1);
+      messages[0].mutable_header()->set_name("evaluate-over-a-limit");
+      v1::UploadDatasetResponse uploaded;
+      {
+        grpc::ClientContext context;
+        auto writer = stub_->UploadDataset(&context, &uploaded);
+        writer->Write(messages[0]);
+        writer->Write(messages[1]);
+        writer->WritesDone();
+        const grpc::Status status = writer->Finish();
+        if (!status.ok()) return status;
+      }
+      for (int appended = 1; appended <= kMaxPredictRows;
+           appended += kMaxUploadRows) {
+        const grpc::Status status =
+            Append(uploaded.dataset().dataset_id(), kMaxUploadRows);
+        if (!status.ok()) return status;
+      }
+      v1::EvaluateRequest request = evaluation(snapshot_id_, 0);
+      request.set_dataset_id(uploaded.dataset().dataset_id());
+      return evaluate(request);
+    };
+    s["Evaluate/deadline"] = [=, this] {
+      return evaluate(evaluation(snapshot_id_, kMaxPredictRows, 64));
+    };
     s["ImportSnapshot/over a limit"] = [&] {
       std::string bytes;
       const grpc::Status exported = Export(snapshot_id_, &bytes);

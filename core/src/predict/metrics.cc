@@ -87,27 +87,50 @@ double Brier(absl::Span<const double> probs, int num_classes,
   return total / labels.size();
 }
 
-double ExpectedCalibrationError(absl::Span<const double> probs, int num_classes,
-                                absl::Span<const double> labels, int bins) {
+std::vector<ReliabilityBin> ReliabilityDiagram(absl::Span<const double> probs,
+                                               int num_classes,
+                                               absl::Span<const double> labels,
+                                               int bins) {
   BNN_CHECK_EQ(probs.size(), labels.size() * num_classes);
-  BNN_CHECK(bins >= 1);
-  std::vector<double> conf(bins, 0.0), acc(bins, 0.0);
-  std::vector<int64_t> count(bins, 0);
+  BNN_CHECK(bins >= 1 && num_classes >= 1);
+  std::vector<ReliabilityBin> out(bins);
+  for (int b = 0; b < bins; ++b) {
+    out[b].lower = static_cast<double>(b) / bins;
+    out[b].upper = static_cast<double>(b + 1) / bins;
+  }
   for (size_t i = 0; i < labels.size(); ++i) {
     const double* p = probs.data() + i * num_classes;
     const int best = static_cast<int>(std::max_element(p, p + num_classes) - p);
     // Bin b covers (b/B, (b+1)/B]; confidence 0 goes to the first bin.
     int b = static_cast<int>(std::ceil(p[best] * bins)) - 1;
     b = std::clamp(b, 0, bins - 1);
-    conf[b] += p[best];
-    acc[b] += best == Label(labels[i]);
-    ++count[b];
+    out[b].confidence += p[best];
+    out[b].accuracy += best == Label(labels[i]);
+    ++out[b].count;
   }
-  double ece = 0;
-  for (int b = 0; b < bins; ++b) {
-    if (count[b] > 0) ece += std::abs(acc[b] - conf[b]);
+  for (ReliabilityBin& bin : out) {
+    if (bin.count == 0) continue;
+    bin.confidence /= static_cast<double>(bin.count);
+    bin.accuracy /= static_cast<double>(bin.count);
   }
-  return ece / labels.size();
+  return out;
+}
+
+double ExpectedCalibrationError(absl::Span<const ReliabilityBin> bins) {
+  double weighted = 0;
+  int64_t total = 0;
+  for (const ReliabilityBin& bin : bins) {
+    weighted += static_cast<double>(bin.count) *
+                std::abs(bin.accuracy - bin.confidence);
+    total += bin.count;
+  }
+  return total == 0 ? 0.0 : weighted / static_cast<double>(total);
+}
+
+double ExpectedCalibrationError(absl::Span<const double> probs, int num_classes,
+                                absl::Span<const double> labels, int bins) {
+  return ExpectedCalibrationError(
+      ReliabilityDiagram(probs, num_classes, labels, bins));
 }
 
 double Auroc(absl::Span<const double> scores, absl::Span<const bool> positive) {

@@ -9,12 +9,14 @@
 #include <vector>
 
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
 #include <spdlog/spdlog.h>
 
 #include "bnn/io/snapshot.h"
 #include "bnn/memory.h"
 #include "bnn/predict/acquisition.h"
 #include "bnn/predict/predictor.h"
+#include "bnn/predict/scores.h"
 #include "bnn/status.h"
 #include "bnn/train/trainer.h"
 
@@ -281,6 +283,16 @@ grpc::ServerUnaryReactor* BnnServiceImpl::Acquire(
                       });
 }
 
+grpc::ServerUnaryReactor* BnnServiceImpl::Evaluate(
+    grpc::CallbackServerContext* context, const v1::EvaluateRequest* request,
+    v1::EvaluateResponse* response) {
+  return FinishOnPool(&compute_pool_, context, "Evaluate",
+                      options_.max_request_time,
+                      [this, request, response](const Interrupt& interrupt) {
+                        return DoEvaluate(*request, interrupt, response);
+                      });
+}
+
 grpc::ServerUnaryReactor* BnnServiceImpl::ListSnapshots(
     grpc::CallbackServerContext* context,
     const v1::ListSnapshotsRequest* request,
@@ -534,37 +546,39 @@ absl::Status BnnServiceImpl::PredictOn(const Target& target,
   BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
                        predictors_->Get(target.snapshot_id));
   const Snapshot& snapshot = predictor->snapshot();
-  BNN_ASSIGN_OR_RETURN(PredictOptions options,
-                       BuildPredictOptions(request, snapshot, options_.limits));
+  BNN_ASSIGN_OR_RETURN(const RowMatrix rows,
+                       PredictRows(request, snapshot, options_.limits));
+  BNN_ASSIGN_OR_RETURN(
+      PredictOptions options,
+      BuildPredictOptions(request, rows.num_rows, snapshot, options_.limits));
   options.interrupt = interrupt;
-  MemoryEstimate estimate =
-      predictor->EstimateMemory(request.rows_size(), options);
-  estimate.Add("request rows as doubles",
-               MulBytes({request.rows_size(), predictor->num_features(),
-                         sizeof(double)}));
+  MemoryEstimate estimate = predictor->EstimateMemory(rows.num_rows, options);
+  // The request message and the matrix converted from it.
+  estimate.Add(
+      "request rows as doubles (message and matrix)",
+      MulBytes({2, rows.num_rows, predictor->num_features(), sizeof(double)}));
   estimate.Add("response message", estimate.kept_bytes);
   BNN_ASSIGN_OR_RETURN(
       const MemoryBudget::Reservation reservation,
       memory_budget_->TryReserve(absl::StrCat(rpc, " on ", target.snapshot_id),
                                  estimate.bytes, estimate.PartsToString()));
   // Deadline admission: refused at once if it cannot finish in time.
-  const double units = PredictWorkUnits(
-      request.rows_size(), options.num_samples, snapshot.model.NumParameters());
-  BNN_RETURN_IF_ERROR(compute_rate_.Admit(
-      absl::StrCat(rpc, " of ", request.rows_size(), " rows x ",
-                   options.num_samples, " samples"),
-      units, interrupt.TimeLeft()));
-  const std::vector<double> rows =
-      FeatureMatrix(request.rows(), predictor->num_features());
+  const double units = PredictWorkUnits(rows.num_rows, options.num_samples,
+                                        snapshot.model.NumParameters());
+  BNN_RETURN_IF_ERROR(
+      compute_rate_.Admit(absl::StrCat(rpc, " of ", rows.num_rows, " rows x ",
+                                       options.num_samples, " samples"),
+                          units, interrupt.TimeLeft()));
   const absl::Time compute_start = absl::Now();
-  BNN_ASSIGN_OR_RETURN(const Prediction prediction,
-                       predictor->Predict(rows, request.rows_size(), options));
+  BNN_ASSIGN_OR_RETURN(
+      const Prediction prediction,
+      predictor->Predict(rows.features, rows.num_rows, options));
   compute_rate_.Observe(units, absl::Now() - compute_start);
   ToPredictResponse(prediction, options, target.snapshot_id, snapshot,
-                    response);
+                    request.packed_response(), response);
   response->set_model_name(target.model_name);
   response->set_model_version(target.model_version);
-  metrics_->predict_rows().Increment(static_cast<double>(request.rows_size()));
+  metrics_->predict_rows().Increment(static_cast<double>(rows.num_rows));
   // Labelled by the model a reference named ("unnamed" for a snapshot id).
   metrics_->RecordInference(rpc, snapshot.method, target.model_name,
                             absl::Now() - start, prediction.num_samples);
@@ -644,21 +658,185 @@ absl::StatusOr<std::unique_ptr<PoolSource>> BnnServiceImpl::OpenPool(
       }
       return datasets_->OpenRows(meta.dataset_id(), meta.version());
     }
-    case v1::AcquireRequest::kRows:
+    case v1::AcquireRequest::kRows: {
       if (request.has_dataset_version()) {
         return absl::InvalidArgumentError(
             "dataset_version is set but the pool is rows in the request; it "
             "selects a version of a pool dataset_id");
       }
-      BNN_RETURN_IF_ERROR(ValidateFeatureRows(
-          "rows.rows", request.rows().rows(), num_features, options_.limits));
-      *rows = FeatureMatrix(request.rows().rows(), num_features);
+      BNN_ASSIGN_OR_RETURN(
+          RowMatrix matrix,
+          FeatureRows("rows.rows", request.rows().rows(), "rows.features",
+                      request.rows().has_features(), request.rows().features(),
+                      num_features, PredictRowLimit(options_.limits)));
+      *rows = std::move(matrix.features);
       return std::make_unique<SpanPool>(*rows, num_features);
+    }
     case v1::AcquireRequest::POOL_NOT_SET:
       break;
   }
   return absl::InvalidArgumentError(
       "the pool is required: set dataset_id (a stored dataset) or rows");
+}
+
+absl::StatusOr<store::DatasetMeta> BnnServiceImpl::EvaluationDataset(
+    absl::string_view field, absl::string_view dataset_id,
+    absl::string_view version_field, bool has_version, int64_t version,
+    int64_t num_features) const {
+  BNN_RETURN_IF_ERROR(RequireId(field, dataset_id));
+  BNN_ASSIGN_OR_RETURN(const std::optional<int64_t> requested,
+                       RequestedVersion(version_field, has_version, version));
+  BNN_ASSIGN_OR_RETURN(store::DatasetMeta meta,
+                       datasets_->Get(dataset_id, requested));
+  if (meta.num_features() != num_features) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " '", meta.dataset_id(), "' has ", meta.num_features(),
+        " features; the snapshot has ", num_features));
+  }
+  const RowLimit limit = PredictRowLimit(options_.limits);
+  if (meta.num_rows() > limit.max_rows) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, " '", meta.dataset_id(), "' has ", meta.num_rows(),
+        " rows; the server limit is ", limit.max_rows, " (", limit.flag, ")"));
+  }
+  return meta;
+}
+
+absl::Status BnnServiceImpl::DoEvaluate(const v1::EvaluateRequest& request,
+                                        const Interrupt& interrupt,
+                                        v1::EvaluateResponse* response) {
+  const absl::Time start = absl::Now();
+  BNN_ASSIGN_OR_RETURN(const Target target, ResolveTarget(request));
+  // Before the lookup, as in DoPredict.
+  UseComputeThreads(options_.compute_threads);
+  BNN_ASSIGN_OR_RETURN(const std::shared_ptr<const Predictor> predictor,
+                       predictors_->Get(target.snapshot_id));
+  const Snapshot& snapshot = predictor->snapshot();
+  const int64_t num_features = predictor->num_features();
+  const bool classification = IsClassification(snapshot.task);
+  BNN_ASSIGN_OR_RETURN(EvaluateOptions options,
+                       BuildEvaluateOptions(request, options_.limits));
+  options.interrupt = interrupt;
+
+  // What to score: sizes first (for admission), rows after.
+  RowMatrix rows;
+  std::optional<store::DatasetMeta> data_meta;
+  switch (request.data_case()) {
+    case v1::EvaluateRequest::kDatasetId: {
+      BNN_ASSIGN_OR_RETURN(
+          data_meta,
+          EvaluationDataset("dataset_id", request.dataset_id(),
+                            "dataset_version", request.has_dataset_version(),
+                            request.dataset_version(), num_features));
+      BNN_RETURN_IF_ERROR(CheckEvaluationTask(*data_meta, snapshot));
+      rows.num_rows = data_meta->num_rows();
+      break;
+    }
+    case v1::EvaluateRequest::kRows: {
+      if (request.has_dataset_version()) {
+        return absl::InvalidArgumentError(
+            "dataset_version is set but the rows are in the request; it "
+            "selects a version of dataset_id");
+      }
+      BNN_ASSIGN_OR_RETURN(
+          rows, LabelledRows("rows.", request.rows(), num_features, 0,
+                             PredictRowLimit(options_.limits)));
+      if (classification) {
+        BNN_RETURN_IF_ERROR(EncodeEvaluationLabels(request.rows().has_targets(),
+                                                   snapshot.class_values,
+                                                   &rows.targets));
+      }
+      break;
+    }
+    case v1::EvaluateRequest::DATA_NOT_SET:
+      return absl::InvalidArgumentError(
+          "the labelled rows are required: set dataset_id (a stored dataset) "
+          "or rows");
+  }
+  RowMatrix ood;
+  std::optional<store::DatasetMeta> ood_meta;
+  switch (request.ood_case()) {
+    case v1::EvaluateRequest::kOodDatasetId: {
+      BNN_ASSIGN_OR_RETURN(
+          ood_meta,
+          EvaluationDataset("ood_dataset_id", request.ood_dataset_id(),
+                            "ood_dataset_version",
+                            request.has_ood_dataset_version(),
+                            request.ood_dataset_version(), num_features));
+      ood.num_rows = ood_meta->num_rows();
+      break;
+    }
+    case v1::EvaluateRequest::kOodRows: {
+      BNN_ASSIGN_OR_RETURN(
+          ood,
+          FeatureRows("ood_rows.rows", request.ood_rows().rows(),
+                      "ood_rows.features", request.ood_rows().has_features(),
+                      request.ood_rows().features(), num_features,
+                      PredictRowLimit(options_.limits)));
+      break;
+    }
+    case v1::EvaluateRequest::OOD_NOT_SET:
+      break;
+  }
+  if (request.has_ood_dataset_version() &&
+      request.ood_case() != v1::EvaluateRequest::kOodDatasetId) {
+    return absl::InvalidArgumentError(
+        "ood_dataset_version is set without ood_dataset_id");
+  }
+  if (ood.num_rows > 0 && !classification) {
+    return absl::InvalidArgumentError(
+        "ood_dataset_id/ood_rows apply to classifiers (AUROC of entropy and "
+        "mutual information); this snapshot is a regression model");
+  }
+
+  MemoryEstimate estimate =
+      EstimateEvaluateMemory(*predictor, rows.num_rows, ood.num_rows, options);
+  // The rows: the request's message and matrix, or a stored dataset loaded.
+  estimate.Add("labelled rows as doubles",
+               MulBytes({2, rows.num_rows, num_features + 1, sizeof(double)}));
+  estimate.Add("OOD rows as doubles",
+               MulBytes({2, ood.num_rows, num_features + 1, sizeof(double)}));
+  BNN_ASSIGN_OR_RETURN(const MemoryBudget::Reservation reservation,
+                       memory_budget_->TryReserve(
+                           absl::StrCat("Evaluate on ", target.snapshot_id),
+                           estimate.bytes, estimate.PartsToString()));
+  if (data_meta.has_value()) {
+    BNN_ASSIGN_OR_RETURN(Dataset data, datasets_->Load(data_meta->dataset_id(),
+                                                       data_meta->version()));
+    if (classification) {
+      // Class indices of the dataset's classes -> the snapshot's.
+      for (double& y : data.targets) {
+        const double value = data.class_values[static_cast<size_t>(y)];
+        const int64_t index = ClassIndex(snapshot.class_values, value);
+        if (index < 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "dataset_id '", data_meta->dataset_id(), "' has label ", value,
+              ", which is not a class of the snapshot (its classes are ",
+              absl::StrJoin(snapshot.class_values, ", "), ")"));
+        }
+        y = static_cast<double>(index);
+      }
+    }
+    rows.features = std::move(data.features);
+    rows.targets = std::move(data.targets);
+  }
+  if (ood_meta.has_value()) {
+    BNN_ASSIGN_OR_RETURN(Dataset data, datasets_->Load(ood_meta->dataset_id(),
+                                                       ood_meta->version()));
+    ood.features = std::move(data.features);
+  }
+  BNN_ASSIGN_OR_RETURN(
+      const Evaluation evaluation,
+      bnn::Evaluate(*predictor, rows.features, rows.targets, rows.num_rows,
+                    ood.features, ood.num_rows, options));
+  ToEvaluateResponse(evaluation, options, snapshot, response);
+  response->set_snapshot_id(target.snapshot_id);
+  response->set_model_name(target.model_name);
+  response->set_model_version(target.model_version);
+  metrics_->RecordInference("Evaluate", snapshot.method, target.model_name,
+                            absl::Now() - start, options.num_samples);
+  PublishCacheCounts();
+  return absl::OkStatus();
 }
 
 void BnnServiceImpl::PublishCacheCounts() {

@@ -74,9 +74,9 @@ class BnnServiceImpl final : public BnnServiceBase {
     // OpenMP threads per Predict or Acquire call (--threads); 0 = OpenMP
     // default.
     int compute_threads = 0;
-    // Predict and Acquire calls computed at once (--compute-workers); later
-    // ones wait, each client's in FIFO order, the clients served in turn. A
-    // call that has computed for kComputeSlice gives its turn to another
+    // Predict, Acquire and Evaluate calls computed at once (--compute-workers);
+    // later ones wait, each client's in FIFO order, the clients served in turn.
+    // A call that has computed for kComputeSlice gives its turn to another
     // client's waiting call between two chunks of rows and continues after
     // it (ThreadPool::Yield).
     int compute_workers = 2;
@@ -152,6 +152,9 @@ class BnnServiceImpl final : public BnnServiceBase {
   grpc::ServerUnaryReactor* Acquire(grpc::CallbackServerContext* context,
                                     const v1::AcquireRequest* request,
                                     v1::AcquireResponse* response) override;
+  grpc::ServerUnaryReactor* Evaluate(grpc::CallbackServerContext* context,
+                                     const v1::EvaluateRequest* request,
+                                     v1::EvaluateResponse* response) override;
   grpc::ServerUnaryReactor* ListSnapshots(
       grpc::CallbackServerContext* context,
       const v1::ListSnapshotsRequest* request,
@@ -277,6 +280,16 @@ class BnnServiceImpl final : public BnnServiceBase {
   absl::Status DoAcquire(const v1::AcquireRequest& request,
                          const Interrupt& interrupt,
                          v1::AcquireResponse* response);
+  absl::Status DoEvaluate(const v1::EvaluateRequest& request,
+                          const Interrupt& interrupt,
+                          v1::EvaluateResponse* response);
+  // A stored dataset an Evaluate request names at `field` (and its version
+  // at `version_field`): its metadata, checked to have the snapshot's
+  // `num_features` and at most --max-predict-rows rows.
+  absl::StatusOr<store::DatasetMeta> EvaluationDataset(
+      absl::string_view field, absl::string_view dataset_id,
+      absl::string_view version_field, bool has_version, int64_t version,
+      int64_t num_features) const;
   absl::Status DoListSnapshots(const v1::ListSnapshotsRequest& request,
                                v1::ListSnapshotsResponse* response);
   absl::Status DoGetSnapshot(const v1::GetSnapshotRequest& request,

@@ -29,28 +29,13 @@
 namespace bnn::server {
 namespace {
 
-// The rows of one chunk as a row-major feature matrix and targets.
-struct ChunkRows {
-  std::vector<double> features;
-  std::vector<double> targets;
-};
-
-// Validates one chunk of rows (numbered from the start of the stream, i.e.
-// from rows->num_rows()) and converts it into `out`.
+// Validates one chunk of rows, per row or packed (numbered from the start
+// of the stream, `first_row`), and converts it into `out`.
 absl::Status ChunkToRows(const v1::RowChunk& chunk, int64_t num_features,
                          int64_t first_row, const ServerLimits& limits,
-                         ChunkRows* out) {
-  BNN_RETURN_IF_ERROR(ValidateRowChunk(chunk, static_cast<int>(num_features),
-                                       first_row, limits));
-  out->features.clear();
-  out->targets.clear();
-  out->features.reserve(chunk.rows_size() * num_features);
-  out->targets.reserve(chunk.rows_size());
-  for (const v1::Example& example : chunk.rows()) {
-    out->features.insert(out->features.end(), example.x().begin(),
-                         example.x().end());
-    out->targets.push_back(example.y());
-  }
+                         RowMatrix* out) {
+  BNN_ASSIGN_OR_RETURN(*out, LabelledRows("", chunk, num_features, first_row,
+                                          UploadRowLimit(limits)));
   return absl::OkStatus();
 }
 
@@ -148,7 +133,7 @@ class BnnServiceImpl::UploadReactor final
   // Set by the header.
   std::unique_ptr<DatasetFileWriter> rows_;
   std::set<double> labels_;
-  ChunkRows chunk_;
+  RowMatrix chunk_;
 };
 
 class BnnServiceImpl::AppendReactor final
@@ -217,7 +202,7 @@ class BnnServiceImpl::AppendReactor final
   Dataset schema_;
   // The appended rows, labels encoded; set by the header.
   std::unique_ptr<DatasetFileWriter> rows_;
-  ChunkRows chunk_;
+  RowMatrix chunk_;
 };
 
 grpc::ServerReadReactor<grpc::ByteBuffer>* BnnServiceImpl::UploadDataset(

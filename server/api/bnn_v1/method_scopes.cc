@@ -5,7 +5,8 @@
 namespace bnn::server {
 namespace {
 
-// predict: serving, and reading snapshots and models. train: data, training
+// predict: serving (Predict, Acquire, Evaluate), and reading snapshots and
+// models. train: data, training
 // jobs, and publishing models and moving their aliases (what a training
 // pipeline does). admin: what destroys data or moves whole snapshots in or
 // out (and, by ScopeSet::Grants, everything else).
@@ -22,6 +23,7 @@ constexpr std::pair<absl::string_view, Scope> kMethodScopes[] = {
     {"GetModel", Scope::kPredict},      {"PublishModel", Scope::kTrain},
     {"SetAlias", Scope::kTrain},        {"DeleteAlias", Scope::kTrain},
     {"DeleteModel", Scope::kAdmin},     {"DeleteDataset", Scope::kAdmin},
+    {"Evaluate", Scope::kPredict},
 };
 
 }  // namespace

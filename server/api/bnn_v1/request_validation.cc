@@ -44,27 +44,221 @@ const char* NonFiniteName(double value) {
   return value > 0 ? "+Inf" : "-Inf";
 }
 
-// Row `row` of the rows at `field`: width `num_features` (of `owner`:
-// "dataset" or "snapshot"), all finite.
-absl::Status CheckFeatures(absl::string_view field,
-                           const google::protobuf::RepeatedField<double>& x,
-                           int64_t row, int64_t num_features,
-                           absl::string_view owner) {
-  if (x.size() != num_features) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, "[", row, "].x has ", x.size(), " values; the ",
-                     owner, " has ", num_features, " features"));
+// The values of `tensor` (at `field`) as doubles: exactly one of f64 and f32
+// set, with `expected` values (the product of the checked shape).
+absl::Status TensorValues(absl::string_view field, const v1::Tensor& tensor,
+                          int64_t expected, std::vector<double>* out) {
+  const bool f64 = tensor.f64_size() > 0;
+  const bool f32 = tensor.f32_size() > 0;
+  if (f64 && f32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".f64 and ", field, ".f32 are both set; send one dtype"));
   }
-  for (int j = 0; j < x.size(); ++j) {
-    if (!std::isfinite(x[j])) {
+  const int64_t length = f64 ? tensor.f64_size() : tensor.f32_size();
+  if (length != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, f32 ? ".f32" : ".f64", " has ", length, " values; ", field,
+        ".shape [", absl::StrJoin(tensor.shape(), ", "), "] needs ", expected));
+  }
+  if (f64) {
+    out->assign(tensor.f64().begin(), tensor.f64().end());
+  } else {
+    // float -> double is exact.
+    out->assign(tensor.f32().begin(), tensor.f32().end());
+  }
+  return absl::OkStatus();
+}
+
+// The row count `shape[0]` of a tensor at `field` of rank `rank` (2 for
+// [rows, features], 1 for [rows]); for rank 2 shape[1] must be `width`.
+absl::StatusOr<int64_t> TensorRows(absl::string_view field,
+                                   const v1::Tensor& tensor, int rank,
+                                   int64_t width, absl::string_view owner) {
+  const char* const expected = rank == 2 ? "[rows, num_features]" : "[rows]";
+  if (tensor.shape_size() != rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".shape has ", tensor.shape_size(), " dimensions [",
+        absl::StrJoin(tensor.shape(), ", "), "]; it must be ", expected));
+  }
+  for (int d = 0; d < rank; ++d) {
+    if (tensor.shape(d) < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          field, "[", row, "].x[", j, "] is ", NonFiniteName(x[j])));
+          field, ".shape[", d, "] = ", tensor.shape(d), " is negative"));
+    }
+  }
+  if (rank == 2 && tensor.shape(1) != width) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".shape[1] = ", tensor.shape(1), "; the ", owner,
+                     " has ", width, " features"));
+  }
+  return tensor.shape(0);
+}
+
+absl::Status CheckRowCount(absl::string_view field, int64_t first_row,
+                           int64_t rows, const RowLimit& limit) {
+  if (first_row + rows > limit.max_rows) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, " has ", first_row + rows, " rows; the server limit is ",
+        limit.max_rows, " (", limit.flag, ")"));
+  }
+  return absl::OkStatus();
+}
+
+// Every value finite; `name(row, column)` names an offending value.
+template <typename Name>
+absl::Status CheckFinite(absl::Span<const double> values, int64_t width,
+                         int64_t first_row, Name name) {
+  for (size_t k = 0; k < values.size(); ++k) {
+    if (!std::isfinite(values[k])) {
+      const int64_t row = first_row + static_cast<int64_t>(k) / width;
+      return absl::InvalidArgumentError(
+          absl::StrCat(name(row, static_cast<int64_t>(k) % width), " is ",
+                       NonFiniteName(values[k])));
     }
   }
   return absl::OkStatus();
 }
 
+// Per-row features (Features or Example messages) into `out`, each of
+// `width` values.
+template <typename Row>
+absl::Status CopyRows(absl::string_view field,
+                      const google::protobuf::RepeatedPtrField<Row>& rows,
+                      int64_t width, int64_t first_row, absl::string_view owner,
+                      std::vector<double>* out) {
+  out->clear();
+  out->reserve(rows.size() * width);
+  for (int i = 0; i < rows.size(); ++i) {
+    const auto& x = rows[i].x();
+    if (x.size() != width) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[", first_row + i, "].x has ", x.size(),
+                       " values; the ", owner, " has ", width, " features"));
+    }
+    out->insert(out->end(), x.begin(), x.end());
+  }
+  return absl::OkStatus();
+}
+
+// The one path of both forms: the per-row messages `rows` (at
+// `rows_field`) or the packed `tensor` (at `tensor_field`; set or not),
+// into out->features, checked.
+template <typename Row>
+absl::Status ToMatrix(absl::string_view rows_field,
+                      const google::protobuf::RepeatedPtrField<Row>& rows,
+                      absl::string_view tensor_field, bool has_tensor,
+                      const v1::Tensor& tensor, int64_t num_features,
+                      int64_t first_row, const RowLimit& limit,
+                      RowMatrix* out) {
+  if (!rows.empty() && has_tensor) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(rows_field, " and ", tensor_field,
+                     " are both set; send the rows in one form"));
+  }
+  if (rows.empty() && !has_tensor) {
+    if (!limit.required) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat(rows_field, " is empty and ", tensor_field,
+                     " is not set; send at least one row in one form"));
+  }
+  if (has_tensor) {
+    BNN_ASSIGN_OR_RETURN(out->num_rows, TensorRows(tensor_field, tensor, 2,
+                                                   num_features, limit.owner));
+    BNN_RETURN_IF_ERROR(
+        CheckRowCount(tensor_field, first_row, out->num_rows, limit));
+    if (out->num_rows == 0 && limit.required) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(tensor_field, ".shape[0] is 0; send at least one row"));
+    }
+    BNN_RETURN_IF_ERROR(TensorValues(
+        tensor_field, tensor, out->num_rows * num_features, &out->features));
+    return CheckFinite(
+        out->features, num_features, first_row, [&](int64_t row, int64_t col) {
+          return absl::StrCat(tensor_field, "[", row, ", ", col, "]");
+        });
+  }
+  out->num_rows = rows.size();
+  BNN_RETURN_IF_ERROR(
+      CheckRowCount(rows_field, first_row, out->num_rows, limit));
+  BNN_RETURN_IF_ERROR(CopyRows(rows_field, rows, num_features, first_row,
+                               limit.owner, &out->features));
+  return CheckFinite(
+      out->features, num_features, first_row, [&](int64_t row, int64_t col) {
+        return absl::StrCat(rows_field, "[", row, "].x[", col, "]");
+      });
+}
+
 }  // namespace
+
+RowLimit UploadRowLimit(const ServerLimits& limits) {
+  return RowLimit{limits.max_upload_rows, "--max-upload-rows",
+                  /*required=*/false, "dataset"};
+}
+
+RowLimit PredictRowLimit(const ServerLimits& limits) {
+  return RowLimit{limits.max_predict_rows, "--max-predict-rows",
+                  /*required=*/true, "snapshot"};
+}
+
+absl::StatusOr<RowMatrix> FeatureRows(
+    absl::string_view rows_field,
+    const google::protobuf::RepeatedPtrField<v1::Features>& rows,
+    absl::string_view tensor_field, bool has_tensor, const v1::Tensor& tensor,
+    int64_t num_features, const RowLimit& limit) {
+  RowMatrix out;
+  BNN_RETURN_IF_ERROR(ToMatrix(rows_field, rows, tensor_field, has_tensor,
+                               tensor, num_features, 0, limit, &out));
+  return out;
+}
+
+absl::StatusOr<RowMatrix> LabelledRows(absl::string_view prefix,
+                                       const v1::RowChunk& chunk,
+                                       int64_t num_features, int64_t first_row,
+                                       const RowLimit& limit) {
+  const std::string rows_field = absl::StrCat(prefix, "rows");
+  const std::string features_field = absl::StrCat(prefix, "features");
+  const std::string targets_field = absl::StrCat(prefix, "targets");
+  if (chunk.has_features() != chunk.has_targets()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        features_field, " and ", targets_field,
+        " go together: packed rows need both, per-row rows neither"));
+  }
+  if (!chunk.rows().empty() && chunk.has_targets()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(rows_field, " and ", features_field, "/", targets_field,
+                     " are both set; send the rows in one form"));
+  }
+  RowMatrix out;
+  BNN_RETURN_IF_ERROR(ToMatrix(rows_field, chunk.rows(), features_field,
+                               chunk.has_features(), chunk.features(),
+                               num_features, first_row, limit, &out));
+  if (chunk.has_targets()) {
+    BNN_ASSIGN_OR_RETURN(
+        const int64_t targets,
+        TensorRows(targets_field, chunk.targets(), 1, 0, limit.owner));
+    if (targets != out.num_rows) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(targets_field, ".shape[0] = ", targets, "; ",
+                       features_field, " has ", out.num_rows, " rows"));
+    }
+    BNN_RETURN_IF_ERROR(TensorValues(targets_field, chunk.targets(),
+                                     out.num_rows, &out.targets));
+    BNN_RETURN_IF_ERROR(
+        CheckFinite(out.targets, 1, first_row, [&](int64_t row, int64_t) {
+          return absl::StrCat(targets_field, "[", row, "]");
+        }));
+    return out;
+  }
+  out.targets.reserve(chunk.rows_size());
+  for (const v1::Example& example : chunk.rows()) {
+    out.targets.push_back(example.y());
+  }
+  BNN_RETURN_IF_ERROR(
+      CheckFinite(out.targets, 1, first_row, [&](int64_t row, int64_t) {
+        return absl::StrCat(rows_field, "[", row, "].y");
+      }));
+  return out;
+}
 
 absl::Status RequireId(absl::string_view field, absl::string_view value) {
   if (value.empty()) {
@@ -144,29 +338,6 @@ absl::Status ValidateDatasetHeader(const v1::DatasetHeader& header) {
     }
   }
   return CheckName("header.target_name", header.target_name(), false);
-}
-
-absl::Status ValidateRowChunk(const v1::RowChunk& chunk, int num_features,
-                              int64_t first_row, const ServerLimits& limits) {
-  if (first_row + chunk.rows_size() > limits.max_upload_rows) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("upload has more than ", limits.max_upload_rows,
-                     " rows, the server limit (--max-upload-rows)"));
-  }
-  for (int i = 0; i < chunk.rows_size(); ++i) {
-    const v1::Example& example = chunk.rows(i);
-    const int64_t row = first_row + i;
-    if (absl::Status s =
-            CheckFeatures("rows", example.x(), row, num_features, "dataset");
-        !s.ok()) {
-      return s;
-    }
-    if (!std::isfinite(example.y())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("rows[", row, "].y is ", NonFiniteName(example.y())));
-    }
-  }
-  return absl::OkStatus();
 }
 
 absl::Status ValidateStreamComplete(absl::string_view stream, bool have_header,
@@ -254,29 +425,6 @@ absl::Status ValidateModelSpec(const v1::ModelSpec& model) {
       return absl::InvalidArgumentError(absl::StrCat(
           "model.activations[", i, "] = '", model.activations(i),
           "' is not an activation; known: relu, tanh, leaky_tanh, identity"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateFeatureRows(
-    absl::string_view field,
-    const google::protobuf::RepeatedPtrField<v1::Features>& rows,
-    int64_t num_features, const ServerLimits& limits) {
-  if (rows.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, " is empty; send at least one row"));
-  }
-  if (rows.size() > limits.max_predict_rows) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        field, " has ", rows.size(), " entries; the server limit is ",
-        limits.max_predict_rows, " (--max-predict-rows)"));
-  }
-  for (int i = 0; i < rows.size(); ++i) {
-    if (absl::Status s =
-            CheckFeatures(field, rows[i].x(), i, num_features, "snapshot");
-        !s.ok()) {
-      return s;
     }
   }
   return absl::OkStatus();

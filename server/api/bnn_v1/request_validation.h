@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
@@ -41,6 +42,9 @@ struct ServerLimits {
 inline constexpr int kMaxNameChars = 128;
 // Posterior samples of a Predict request that leaves num_samples at 0.
 inline constexpr int kDefaultPredictSamples = 64;
+// ECE bins of an Evaluate request: for ece_bins 0, and the most.
+inline constexpr int kDefaultEceBins = 15;
+inline constexpr int kMaxEceBins = 1000;
 
 // Longest id a request may name: server ids (ds-, job-, snap- and 16 hex
 // digits) are far shorter.
@@ -76,11 +80,61 @@ absl::Status ValidateStreamMessage(absl::string_view stream,
 
 absl::Status ValidateDatasetHeader(const v1::DatasetHeader& header);
 
-// The rows of one chunk, the first of which is row `first_row` of the upload
-// (errors count rows from the start of the upload, across chunks). Also
-// enforces limits.max_upload_rows.
-absl::Status ValidateRowChunk(const v1::RowChunk& chunk, int num_features,
-                              int64_t first_row, const ServerLimits& limits);
+// --- Rows in either form (Predict, Acquire, Evaluate, uploads, appends) ----
+//
+// Every request carrying rows takes them one message per row or packed in a
+// v1::Tensor; both forms are converted here, by one path, into the core's
+// row-major matrix, and every check (form, count and its limit, shape,
+// width, finiteness) runs once on the way, whatever the form.
+
+// Rows of a request in the core's layout.
+struct RowMatrix {
+  int64_t num_rows = 0;
+  // num_rows x num_features, row-major.
+  std::vector<double> features;
+  // One per row; labelled rows only.
+  std::vector<double> targets;
+};
+
+// The most rows a request may carry, the flag that sets it, whether rows
+// are required (Predict, Acquire, Evaluate) or may be none (a chunk of an
+// upload), and what fixes their width ("dataset", "snapshot"), for
+// messages.
+struct RowLimit {
+  int64_t max_rows = 0;
+  absl::string_view flag;
+  bool required = true;
+  absl::string_view owner = "snapshot";
+};
+
+// The feature rows of a request: per row in `rows` (at `rows_field`, e.g.
+// "rows" or "rows.rows") or packed in `tensor` (at `tensor_field`, e.g.
+// "features" or "rows.features"; `has_tensor` says whether it is set):
+// exactly one form (InvalidArgument naming both fields otherwise), at most
+// limit.max_rows rows (ResourceExhausted naming limit.flag), each of
+// `num_features` finite values (InvalidArgument naming the row, or the
+// tensor's shape, dtype or length).
+absl::StatusOr<RowMatrix> FeatureRows(
+    absl::string_view rows_field,
+    const google::protobuf::RepeatedPtrField<v1::Features>& rows,
+    absl::string_view tensor_field, bool has_tensor, const v1::Tensor& tensor,
+    int64_t num_features, const RowLimit& limit);
+
+// The labelled rows of `chunk` (fields named with `prefix`, "" or
+// "rows."): per row in rows[] (x and y), or packed in features
+// ([rows, num_features]) and targets ([rows]). Rows are numbered from
+// `first_row` (an upload's rows count across its chunks), and
+// first_row + rows may not exceed limit.max_rows.
+absl::StatusOr<RowMatrix> LabelledRows(absl::string_view prefix,
+                                       const v1::RowChunk& chunk,
+                                       int64_t num_features, int64_t first_row,
+                                       const RowLimit& limit);
+
+// The limit of uploads and appends (--max-upload-rows; chunks may be
+// empty) and of the rows of Predict, Acquire and Evaluate
+// (--max-predict-rows).
+RowLimit UploadRowLimit(const ServerLimits& limits);
+RowLimit PredictRowLimit(const ServerLimits& limits);
 
 // At the end of a `stream`: a header and at least one row arrived.
 absl::Status ValidateStreamComplete(absl::string_view stream, bool have_header,
@@ -132,13 +186,6 @@ std::string EncodeJobsPageToken(const JobCursor& last);
 absl::StatusOr<JobCursor> DecodeJobsPageToken(absl::string_view token);
 
 // --- Predict, Acquire --------------------------------------------------------
-
-// The feature rows of a request, at `field` ("rows", "rows.rows"): count
-// (1..limits.max_predict_rows), width and finiteness.
-absl::Status ValidateFeatureRows(
-    absl::string_view field,
-    const google::protobuf::RepeatedPtrField<v1::Features>& rows,
-    int64_t num_features, const ServerLimits& limits);
 
 // The sample count to use: `requested`, or kDefaultPredictSamples (capped
 // at the limit) for 0; negative or above the limit fails.

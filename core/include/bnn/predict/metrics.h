@@ -28,10 +28,27 @@ double Accuracy(absl::Span<const double> probs, int num_classes,
 // Mean over rows of sum_c (p_c - 1[y = c])^2.
 double Brier(absl::Span<const double> probs, int num_classes,
              absl::Span<const double> labels);
+// One equal-width bin of the top-class confidence: bin b of B covers
+// (b/B, (b+1)/B] (confidence 0 joins the first bin).
+struct ReliabilityBin {
+  double lower = 0;
+  double upper = 0;
+  int64_t count = 0;
+  double confidence = 0;  // mean top-class probability; 0 when empty
+  double accuracy = 0;    // share of correct top-class predictions
+};
+// The reliability diagram of `bins` (>= 1) equal-width bins.
+std::vector<ReliabilityBin> ReliabilityDiagram(absl::Span<const double> probs,
+                                               int num_classes,
+                                               absl::Span<const double> labels,
+                                               int bins = 15);
 // Expected calibration error of the top-class confidence with `bins` equal-
-// width bins on [0, 1]: sum_b (n_b / n) |acc_b - conf_b|.
+// width bins on [0, 1]: sum_b (n_b / n) |acc_b - conf_b| over the bins of
+// ReliabilityDiagram.
 double ExpectedCalibrationError(absl::Span<const double> probs, int num_classes,
                                 absl::Span<const double> labels, int bins = 15);
+// The same from the bins of a diagram.
+double ExpectedCalibrationError(absl::Span<const ReliabilityBin> bins);
 // Area under the ROC curve of `scores` for binary `positive` labels (ties
 // count one half). NaN when either class is absent.
 double Auroc(absl::Span<const double> scores, absl::Span<const bool> positive);

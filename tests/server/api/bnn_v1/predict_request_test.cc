@@ -40,8 +40,12 @@ v1::PredictRequest TwoRows() {
   return request;
 }
 
-TEST(FeatureMatrixTest, RowMajor) {
-  EXPECT_THAT(FeatureMatrix(TwoRows().rows(), 2), ElementsAre(1, -1, 2, -2));
+TEST(PredictRowsTest, RowMajor) {
+  const absl::StatusOr<RowMatrix> rows =
+      PredictRows(TwoRows(), Regression(), ServerLimits());
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_THAT(rows->features, ElementsAre(1, -1, 2, -2));
+  EXPECT_EQ(rows->num_rows, 2);
 }
 
 TEST(BuildPredictOptionsTest, CopiesTheRequest) {
@@ -52,7 +56,7 @@ TEST(BuildPredictOptionsTest, CopiesTheRequest) {
   request.add_quantiles(0.95);
   request.set_per_sample(true);
   const absl::StatusOr<PredictOptions> options =
-      BuildPredictOptions(request, Regression(), ServerLimits());
+      BuildPredictOptions(request, 2, Regression(), ServerLimits());
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->num_samples, kDefaultPredictSamples);
   EXPECT_EQ(options->seed, 17u);
@@ -66,25 +70,25 @@ TEST(BuildPredictOptionsTest, CopiesTheRequest) {
 // (issue 10, finding 10).
 TEST(BuildPredictOptionsTest, DrawsASeedWhenNoneIsGivenAndDoesNotCacheIt) {
   const PredictOptions a =
-      *BuildPredictOptions(TwoRows(), Regression(), ServerLimits());
+      *BuildPredictOptions(TwoRows(), 2, Regression(), ServerLimits());
   const PredictOptions b =
-      *BuildPredictOptions(TwoRows(), Regression(), ServerLimits());
+      *BuildPredictOptions(TwoRows(), 2, Regression(), ServerLimits());
   EXPECT_NE(a.seed, b.seed);
   EXPECT_FALSE(a.cache_samples);
 }
 
 TEST(BuildPredictOptionsTest, ChecksRowsAndSamples) {
   EXPECT_TRUE(
-      BuildPredictOptions(TwoRows(), ThreeClasses(), ServerLimits()).ok());
+      BuildPredictOptions(TwoRows(), 2, ThreeClasses(), ServerLimits()).ok());
   Snapshot wide = Regression();
   wide.model.input_dim = 3;
-  EXPECT_THAT(BuildPredictOptions(TwoRows(), wide, ServerLimits()).status(),
+  EXPECT_THAT(PredictRows(TwoRows(), wide, ServerLimits()).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "rows[0].x has 2 values; the snapshot has 3 features"));
   v1::PredictRequest many = TwoRows();
   many.set_num_samples(5000);
   EXPECT_THAT(
-      BuildPredictOptions(many, Regression(), ServerLimits()).status(),
+      BuildPredictOptions(many, 2, Regression(), ServerLimits()).status(),
       StatusIs(absl::StatusCode::kResourceExhausted, "--max-predict-samples"));
 }
 
@@ -96,13 +100,13 @@ TEST(BuildPredictOptionsTest, BoundsTheResponse) {
   v1::PredictRequest request = TwoRows();
   request.set_num_samples(100);
   request.set_per_sample(true);
-  EXPECT_TRUE(BuildPredictOptions(request, ThreeClasses(), limits).ok());
+  EXPECT_TRUE(BuildPredictOptions(request, 2, ThreeClasses(), limits).ok());
   request.set_num_samples(101);
-  EXPECT_THAT(BuildPredictOptions(request, ThreeClasses(), limits).status(),
+  EXPECT_THAT(BuildPredictOptions(request, 2, ThreeClasses(), limits).status(),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        "the response would hold 2 rows x 315 values"));
   request.set_per_sample(false);
-  EXPECT_TRUE(BuildPredictOptions(request, ThreeClasses(), limits).ok());
+  EXPECT_TRUE(BuildPredictOptions(request, 2, ThreeClasses(), limits).ok());
 }
 
 TEST(ToPredictResponseTest, RegressionRowsWithQuantilesAndSamples) {
@@ -121,7 +125,7 @@ TEST(ToPredictResponseTest, RegressionRowsWithQuantilesAndSamples) {
   options.quantiles = {0.1, 0.9};
   v1::PredictResponse response;
   ToPredictResponse(p, options, "snap-00000000000000aa", Regression(),
-                    &response);
+                    /*packed=*/false, &response);
   EXPECT_EQ(response.snapshot_id(), "snap-00000000000000aa");
   EXPECT_EQ(response.num_samples(), 3);
   EXPECT_EQ(response.seed(), 9u);
@@ -155,7 +159,7 @@ TEST(ToPredictResponseTest, ClassificationRows) {
                       0.3, 0.5, 0.2, 0.5, 0.4, 0.1};  // sample 1
   v1::PredictResponse response;
   ToPredictResponse(p, PredictOptions(), "snap-00000000000000aa",
-                    ThreeClasses(), &response);
+                    ThreeClasses(), /*packed=*/false, &response);
   EXPECT_THAT(response.class_values(), ElementsAre(1, 5, 7));
   ASSERT_EQ(response.predictions_size(), 2);
   const v1::RowPrediction& first = response.predictions(0);

@@ -119,48 +119,84 @@ TEST(ValidateDatasetHeaderTest, FeatureCountAndNames) {
                        "header.target_name must be 0..128 characters"));
 }
 
-TEST(ValidateRowChunkTest, RowWidthNamesTheUploadRow) {
+TEST(LabelledRowsTest, RowWidthNamesTheUploadRow) {
   v1::RowChunk chunk;
   *chunk.add_rows() = Row({1, 2, 3, 4}, 0);
   *chunk.add_rows() = Row({1, 2}, 0);
-  EXPECT_TRUE(ValidateRowChunk(v1::RowChunk(), 4, 0, ServerLimits()).ok());
+  const RowLimit limit = UploadRowLimit(ServerLimits());
+  // An empty chunk of an upload is allowed.
+  EXPECT_TRUE(LabelledRows("", v1::RowChunk(), 4, 0, limit).ok());
   // Rows are counted from the start of the upload: this chunk starts at 2.
-  EXPECT_THAT(ValidateRowChunk(chunk, 4, 2, ServerLimits()),
+  EXPECT_THAT(LabelledRows("", chunk, 4, 2, limit).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "rows[3].x has 2 values; the dataset has 4 features"));
 }
 
-TEST(ValidateRowChunkTest, NonFiniteValues) {
+TEST(LabelledRowsTest, NonFiniteValues) {
+  const RowLimit limit = UploadRowLimit(ServerLimits());
   v1::RowChunk chunk;
   *chunk.add_rows() = Row({0, 0, std::nan(""), 0}, 0);
   EXPECT_THAT(
-      ValidateRowChunk(chunk, 4, 7, ServerLimits()),
+      LabelledRows("", chunk, 4, 7, limit).status(),
       StatusIs(absl::StatusCode::kInvalidArgument, "rows[7].x[2] is NaN"));
   chunk.Clear();
   *chunk.add_rows() =
       Row({-std::numeric_limits<double>::infinity(), 0, 0, 0}, 0);
   EXPECT_THAT(
-      ValidateRowChunk(chunk, 4, 0, ServerLimits()),
+      LabelledRows("", chunk, 4, 0, limit).status(),
       StatusIs(absl::StatusCode::kInvalidArgument, "rows[0].x[0] is -Inf"));
   chunk.Clear();
   *chunk.add_rows() =
       Row({0, 0, 0, 0}, std::numeric_limits<double>::infinity());
   EXPECT_THAT(
-      ValidateRowChunk(chunk, 4, 5, ServerLimits()),
+      LabelledRows("", chunk, 4, 5, limit).status(),
       StatusIs(absl::StatusCode::kInvalidArgument, "rows[5].y is +Inf"));
 }
 
-TEST(ValidateRowChunkTest, UploadRowLimit) {
+TEST(LabelledRowsTest, UploadRowLimit) {
   ServerLimits limits;
   limits.max_upload_rows = 3;
   v1::RowChunk chunk;
   *chunk.add_rows() = Row({0, 0, 0, 0}, 0);
   *chunk.add_rows() = Row({0, 0, 0, 0}, 0);
-  EXPECT_TRUE(ValidateRowChunk(chunk, 4, 1, limits).ok());
-  EXPECT_THAT(ValidateRowChunk(chunk, 4, 2, limits),
+  EXPECT_TRUE(LabelledRows("", chunk, 4, 1, UploadRowLimit(limits)).ok());
+  EXPECT_THAT(LabelledRows("", chunk, 4, 2, UploadRowLimit(limits)).status(),
               StatusIs(absl::StatusCode::kResourceExhausted,
-                       "upload has more than 3 rows, the server limit "
+                       "rows has 4 rows; the server limit is 3 "
                        "(--max-upload-rows)"));
+}
+
+TEST(LabelledRowsTest, PackedRowsAreTheSameMatrix) {
+  v1::RowChunk per_row;
+  *per_row.add_rows() = Row({1, 2}, 5);
+  *per_row.add_rows() = Row({3, 4}, 6);
+  v1::RowChunk packed;
+  packed.mutable_features()->add_shape(2);
+  packed.mutable_features()->add_shape(2);
+  for (const float v : {1, 2, 3, 4}) packed.mutable_features()->add_f32(v);
+  packed.mutable_targets()->add_shape(2);
+  packed.mutable_targets()->add_f64(5);
+  packed.mutable_targets()->add_f64(6);
+  const RowLimit limit = PredictRowLimit(ServerLimits());
+  const absl::StatusOr<RowMatrix> a =
+      LabelledRows("rows.", per_row, 2, 0, limit);
+  const absl::StatusOr<RowMatrix> b =
+      LabelledRows("rows.", packed, 2, 0, limit);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->features, b->features);
+  EXPECT_EQ(a->targets, b->targets);
+  EXPECT_EQ(b->num_rows, 2);
+  // Both forms at once, and targets without features.
+  *packed.add_rows() = Row({1, 2}, 0);
+  EXPECT_THAT(LabelledRows("rows.", packed, 2, 0, limit).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "rows.rows and rows.features/rows.targets are both "
+                       "set"));
+  packed.clear_rows();
+  packed.clear_features();
+  EXPECT_THAT(LabelledRows("rows.", packed, 2, 0, limit).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "rows.features and rows.targets go together"));
 }
 
 TEST(ValidateStreamCompleteTest, NeedsHeaderAndRows) {
@@ -266,31 +302,72 @@ google::protobuf::RepeatedPtrField<v1::Features> Rows(
   return out;
 }
 
-TEST(ValidateFeatureRowsTest, CountWidthAndFiniteness) {
+absl::StatusOr<RowMatrix> PerRow(absl::string_view field,
+                                 const std::vector<std::vector<double>>& rows,
+                                 int64_t num_features,
+                                 const ServerLimits& limits) {
+  return FeatureRows(field, Rows(rows), "features", false, v1::Tensor(),
+                     num_features, PredictRowLimit(limits));
+}
+
+TEST(FeatureRowsTest, CountWidthAndFiniteness) {
   ServerLimits limits;
   limits.max_predict_rows = 2;
-  EXPECT_TRUE(
-      ValidateFeatureRows("rows", Rows({{1, 2}, {3, 4}}), 2, limits).ok());
-  EXPECT_THAT(ValidateFeatureRows("rows", Rows({}), 2, limits),
-              StatusIs(absl::StatusCode::kInvalidArgument, "rows is empty"));
-  EXPECT_THAT(
-      ValidateFeatureRows("rows", Rows({{1, 2}, {1, 2}, {1, 2}}), 2, limits),
-      StatusIs(absl::StatusCode::kResourceExhausted,
-               "rows has 3 entries; the server limit is 2 "
-               "(--max-predict-rows)"));
-  EXPECT_THAT(ValidateFeatureRows("rows", Rows({{1, 2}, {1}}), 2, limits),
+  const absl::StatusOr<RowMatrix> two =
+      PerRow("rows", {{1, 2}, {3, 4}}, 2, limits);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->features, std::vector<double>({1, 2, 3, 4}));
+  EXPECT_THAT(PerRow("rows", {}, 2, limits).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "rows is empty and features is not set"));
+  EXPECT_THAT(PerRow("rows", {{1, 2}, {1, 2}, {1, 2}}, 2, limits).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       "rows has 3 rows; the server limit is 2 "
+                       "(--max-predict-rows)"));
+  EXPECT_THAT(PerRow("rows", {{1, 2}, {1}}, 2, limits).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "rows[1].x has 1 values; the snapshot has 2 features"));
   EXPECT_THAT(
-      ValidateFeatureRows("rows", Rows({{1, std::nan("")}}), 2, limits),
+      PerRow("rows", {{1, std::nan("")}}, 2, limits).status(),
       StatusIs(absl::StatusCode::kInvalidArgument, "rows[0].x[1] is NaN"));
 }
 
-TEST(ValidateFeatureRowsTest, PathOfNestedRows) {
+TEST(FeatureRowsTest, PathOfNestedRows) {
+  EXPECT_THAT(PerRow("rows.rows", {{1}, {1, 2}}, 2, ServerLimits()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "rows.rows[0].x has 1 values"));
+}
+
+TEST(FeatureRowsTest, PackedShapeDtypeAndLength) {
+  v1::Tensor tensor;
+  tensor.add_shape(2);
+  tensor.add_shape(2);
+  for (const double v : {1.0, 2.0, 3.0, 4.0}) tensor.add_f64(v);
+  const RowLimit limit = PredictRowLimit(ServerLimits());
+  const auto packed = [&](const v1::Tensor& t) {
+    return FeatureRows("rows", Rows({}), "features", true, t, 2, limit)
+        .status();
+  };
+  EXPECT_TRUE(packed(tensor).ok());
+  v1::Tensor bad = tensor;
+  bad.add_shape(1);
+  EXPECT_THAT(packed(bad), StatusIs(absl::StatusCode::kInvalidArgument,
+                                    "features.shape has 3 dimensions"));
+  bad = tensor;
+  bad.clear_f64();
+  EXPECT_THAT(packed(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "features.f64 has 0 values; features.shape [2, 2] "
+                       "needs 4"));
+  bad = tensor;
+  bad.set_f64(3, std::numeric_limits<double>::infinity());
+  EXPECT_THAT(packed(bad), StatusIs(absl::StatusCode::kInvalidArgument,
+                                    "features[1, 1] is +Inf"));
   EXPECT_THAT(
-      ValidateFeatureRows("rows.rows", Rows({{1}, {1, 2}}), 2, ServerLimits()),
+      FeatureRows("rows", Rows({{1, 2}}), "features", true, tensor, 2, limit)
+          .status(),
       StatusIs(absl::StatusCode::kInvalidArgument,
-               "rows.rows[0].x has 1 values"));
+               "rows and features are both set"));
 }
 
 TEST(ValidateResponseSizeTest, BoundedByTheMessageLimit) {
