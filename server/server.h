@@ -235,6 +235,8 @@ class Server {
   // The parts, for tests and for callers that embed the server. Owned by
   // the server; valid until it is destroyed.
   ServerMetrics& metrics() { return metrics_; }
+  MetadataStore& metadata() { return *metadata_; }
+  BlobStore& blobs() { return *blobs_; }
   DatasetStore& datasets() { return *datasets_; }
   JobStore& jobs() { return *jobs_; }
   SnapshotStore& snapshots() { return *snapshots_; }

@@ -639,8 +639,11 @@ TEST_F(SqliteMetadataStoreTest, PagingGivesEachRecordOnceInOrder) {
   // Models by name, after a name.
   const auto model_names = [&](absl::string_view after, int limit) {
     std::vector<std::string> names;
-    for (const store::ModelInfo& m : *store->Read(
-             [&](MetadataReader& r) { return r.ListModels(after, limit); })) {
+    const absl::StatusOr<std::vector<store::ModelInfo>> models = store->Read(
+        [&](MetadataReader& r) { return r.ListModels(after, limit); });
+    EXPECT_TRUE(models.ok()) << models.status();
+    if (!models.ok()) return names;
+    for (const store::ModelInfo& m : *models) {
       names.push_back(m.name());
     }
     return names;
