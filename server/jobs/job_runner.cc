@@ -316,6 +316,14 @@ absl::Status JobRunner::Finish(
     absl::FunctionRef<absl::Status(MetadataTransaction&,
                                    const store::JobRecord&)>
         also) {
+  // First: a crash before the record is committed leaves a job that
+  // resumes from the start, never a finished job's checkpoint; and once the
+  // job is seen finished, its checkpoint is gone.
+  if (absl::Status removed = RemoveFile(jobs_->CheckpointPath(job_id));
+      !removed.ok()) {
+    spdlog::warn("job {}: cannot delete its checkpoint: {}", job_id,
+                 removed.ToString());
+  }
   const absl::StatusOr<store::JobRecord> job = jobs_->Update(
       job_id,
       [&](store::JobRecord* r) {
@@ -326,13 +334,6 @@ absl::Status JobRunner::Finish(
       },
       also);
   if (!job.ok()) return job.status();
-  // After the commit: a crash before this deletion leaves the checkpoint of
-  // a finished job, which the next JobStore::Open deletes.
-  if (absl::Status removed = RemoveFile(jobs_->CheckpointPath(job_id));
-      !removed.ok()) {
-    spdlog::warn("job {}: cannot delete its checkpoint: {}", job_id,
-                 removed.ToString());
-  }
   PublishState(*job);
   metrics_->JobFinished(job_id, StateName(job->state()));
   if (job->error().empty()) {

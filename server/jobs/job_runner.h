@@ -165,10 +165,10 @@ class JobRunner {
   // job SUCCEEDED with it in one transaction (see the file comment); FAILED
   // if that cannot be done.
   void Succeed(const std::string& job_id, const Snapshot& snapshot);
-  // Commits `job`'s record in a final state (and its end time), with `also`
-  // in the same transaction, then deletes its checkpoint, publishes the
-  // state event, logs and counts it. Returns the commit's error, having
-  // done nothing else then.
+  // Deletes `job`'s checkpoint, commits its record in a final state (and its
+  // end time) with `also` in the same transaction, then publishes the state
+  // event, logs and counts it. Returns the commit's error, having done
+  // nothing else then.
   absl::Status Finish(const std::string& job_id,
                       absl::FunctionRef<void(store::JobRecord*)> mutate,
                       absl::FunctionRef<absl::Status(MetadataTransaction&,

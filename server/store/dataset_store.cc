@@ -62,9 +62,10 @@ absl::Status CheckDatasetUnused(absl::string_view dataset_id,
   snapshot_filter.dataset_id = std::string(dataset_id);
   BNN_ASSIGN_OR_RETURN(const Page<SnapshotRecord> snapshots,
                        reader.ListSnapshots(snapshot_filter, page));
+  // Named oldest first (of the newest few).
   std::vector<std::string> snapshot_ids;
-  for (const SnapshotRecord& s : snapshots.items) {
-    snapshot_ids.push_back(s.meta.snapshot_id());
+  for (auto s = snapshots.items.rbegin(); s != snapshots.items.rend(); ++s) {
+    snapshot_ids.push_back(s->meta.snapshot_id());
   }
   JobFilter job_filter;
   job_filter.dataset_id = std::string(dataset_id);

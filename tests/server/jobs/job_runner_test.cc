@@ -150,6 +150,11 @@ TEST_F(JobRunnerTest, TrainsAndStoresTheSnapshot) {
   EXPECT_EQ((*predictor)->snapshot().model.activations,
             std::vector<Activation>{Activation::kTanh});
   EXPECT_EQ(metrics_.training_steps("slang").Value(), 6);
+  // Set just after the commit that makes the job SUCCEEDED.
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (metrics_.snapshots().Value() != 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
   EXPECT_EQ(metrics_.snapshots().Value(), 1);
   ExpectJobsGauge("succeeded", 1);
   ExpectJobsGauge("running", 0);
