@@ -106,7 +106,7 @@ TEST(PrometheusScrapeTest, PrometheusScrapesBnnServer) {
   const std::string store =
       QueryUntil(prometheus_port, "bnn_store_bytes{store=\"blobs\"}",
                  {"\"value\":["}, deadline);
-  EXPECT_THAT(store, HasSubstr("\"store\":\"datasets\""));
+  EXPECT_THAT(store, HasSubstr("\"store\":\"blobs\""));
 }
 
 }  // namespace
