@@ -247,6 +247,13 @@ class MetadataStore {
   // The schema version of the backing database.
   virtual int SchemaVersion() const = 0;
 
+  // The number of write transactions this store has committed since it
+  // opened. In-memory caches of what the store holds tag an entry with the
+  // count read before the lookup that filled it and serve it only while
+  // the count is unchanged, so they never serve a state older than the
+  // last commit (one atomic load per hit).
+  virtual uint64_t Commits() const = 0;
+
  protected:
   virtual absl::Status RunRead(
       absl::FunctionRef<absl::Status(MetadataReader&)> body) = 0;

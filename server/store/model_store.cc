@@ -405,6 +405,27 @@ absl::Status ModelStore::Delete(absl::string_view name) {
 }
 
 absl::StatusOr<ResolvedModel> ModelStore::Resolve(const ModelRef& ref) const {
+  const std::string key = ref.version > 0
+                              ? absl::StrCat(ref.name, ":", ref.version)
+                              : absl::StrCat(ref.name, "@", ref.alias);
+  // Read before the lookup: see MetadataStore::Commits.
+  const uint64_t commits = metadata().Commits();
+  {
+    absl::MutexLock lock(&cache_mu_);
+    const auto it = resolved_.find(key);
+    if (it != resolved_.end() && it->second.commits == commits) {
+      return it->second.resolved;
+    }
+  }
+  BNN_ASSIGN_OR_RETURN(ResolvedModel resolved, ResolveInStore(ref));
+  absl::MutexLock lock(&cache_mu_);
+  if (resolved_.size() >= kMaxCachedResolutions) resolved_.clear();
+  resolved_[key] = CachedResolution{resolved, commits};
+  return resolved;
+}
+
+absl::StatusOr<ResolvedModel> ModelStore::ResolveInStore(
+    const ModelRef& ref) const {
   return metadata().Read(
       [&](MetadataReader& r) -> absl::StatusOr<ResolvedModel> {
         int64_t version = ref.version;

@@ -19,9 +19,12 @@
 #include <string>
 #include <vector>
 
+#include <absl/base/thread_annotations.h>
+#include <absl/container/flat_hash_map.h>
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
+#include <absl/synchronization/mutex.h>
 #include <absl/types/span.h>
 
 #include "server/store/metadata_store.h"
@@ -139,7 +142,9 @@ class ModelStore {
 
   // The snapshot `ref` names now: NotFound for an unknown model, alias or
   // version (or a model without versions), DataLoss for an unreadable
-  // record.
+  // record. Resolutions are cached while the metadata store commits nothing
+  // (MetadataStore::Commits), so a hit costs no lookup and never returns
+  // the target of a moved alias.
   absl::StatusOr<ResolvedModel> Resolve(const ModelRef& ref) const;
 
   // Deletes a snapshot from the snapshot store unless model versions point
@@ -162,9 +167,24 @@ class ModelStore {
       absl::string_view snapshot_id,
       absl::Span<const std::string> aliases) const;
 
+  // Resolve's lookup in the store.
+  absl::StatusOr<ResolvedModel> ResolveInStore(const ModelRef& ref) const;
+
+  // A resolution and the metadata store's Commits() read before its lookup.
+  struct CachedResolution {
+    ResolvedModel resolved;
+    uint64_t commits = 0;
+  };
+  // Resolutions kept at most (the cache is emptied when it is full).
+  static constexpr size_t kMaxCachedResolutions = 4096;
+
   const Options options_;
   SnapshotStore* const snapshots_;
   MetadataStore& metadata() const { return snapshots_->metadata(); }
+  mutable absl::Mutex cache_mu_;
+  // By reference, "NAME@ALIAS" or "NAME:VERSION".
+  mutable absl::flat_hash_map<std::string, CachedResolution> resolved_
+      ABSL_GUARDED_BY(cache_mu_);
 };
 
 }  // namespace bnn::server

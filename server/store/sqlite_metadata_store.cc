@@ -1317,6 +1317,9 @@ absl::Status SqliteMetadataStore::RunWrite(
   BNN_RETURN_IF_ERROR(connection_->Exec("BEGIN IMMEDIATE"));
   absl::Status status = body(*ops_);
   if (status.ok()) status = connection_->Exec("COMMIT");
+  // Counted whatever the outcome: a cache revalidating once too often is
+  // harmless, one missing a commit is not.
+  commits_.fetch_add(1, std::memory_order_release);
   if (!status.ok() && connection_->InTransaction()) {
     const absl::Status rollback = connection_->Exec("ROLLBACK");
     if (!rollback.ok()) {
