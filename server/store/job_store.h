@@ -29,12 +29,6 @@
 
 namespace bnn::server {
 
-// The error of jobs that a server older than checkpoints found RUNNING
-// when it opened the store; such jobs may still adopt their snapshot
-// (JobRunner).
-inline constexpr absl::string_view kRestartedJobError =
-    "server restarted while the job was running";
-
 // True for SUCCEEDED, FAILED and CANCELLED: the job will not change again.
 bool IsFinalJobState(store::JobRecord::State state);
 
