@@ -37,7 +37,9 @@ const bnn::server::Server::Options kDefaults;
 ABSL_FLAG(std::string, listen, kDefaults.listen,
           "gRPC address host:port; port 0 picks a free port (printed).");
 ABSL_FLAG(std::string, data_dir, kDefaults.data_dir,
-          "Directory of the embedded store (required; created if missing).");
+          "Directory of the embedded store: metadata.db, blobs/, "
+          "checkpoints/ (required; created if missing; a directory of an "
+          "older server is migrated on first start).");
 ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "HTTP address (IPv4 or host name, plain HTTP) of /metrics "
           "(Prometheus), /healthz and /readyz; empty disables it. Must be "

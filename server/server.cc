@@ -78,6 +78,48 @@ int64_t DirectoryBytes(const std::string& dir) {
   return bytes;
 }
 
+// One line for what opening the store did (a migration, temporaries of
+// interrupted writes removed, unreferenced blobs swept), and one per
+// quarantined blob.
+void LogStoreOpened(const std::string& data_dir, const MetadataDir& dir) {
+  const MigrationReport& migration = dir.migration;
+  if (migration.migrated) {
+    Log(spdlog::level::info,
+        "data directory migrated from record files to metadata.db and blobs/; "
+        "the old directories are in record-files.migrated/",
+        {{"datasets", absl::StrCat(migration.datasets)},
+         {"dataset_versions", absl::StrCat(migration.dataset_versions)},
+         {"snapshots", absl::StrCat(migration.snapshots)},
+         {"jobs", absl::StrCat(migration.jobs)},
+         {"models", absl::StrCat(migration.models)},
+         {"checkpoints", absl::StrCat(migration.checkpoints)},
+         {"skipped", absl::StrCat(migration.skipped.size())}});
+  } else if (migration.moved_aside) {
+    spdlog::info("record-file directories of {} moved to {}/", data_dir,
+                 std::string(kMigratedRecordFilesDirName));
+  }
+  for (const std::string& skipped : migration.skipped) {
+    spdlog::error("migration skipped an unreadable record: {}", skipped);
+  }
+  for (const std::string& dropped : migration.dropped_names) {
+    spdlog::warn(
+        "migration: datasets sharing a name keep their ids but lose the "
+        "name: {}",
+        dropped);
+  }
+  const BlobStore::OpenReport& blobs = dir.blob_report;
+  Log(spdlog::level::info, "store opened",
+      {{"blobs", absl::StrCat(blobs.blobs)},
+       {"blob_bytes", absl::StrCat(blobs.bytes)},
+       {"temporaries_removed", absl::StrCat(blobs.temporaries_removed)},
+       {"unreferenced_blobs_removed", absl::StrCat(dir.blobs_swept)}});
+  for (const QuarantinedBlob& q : dir.blobs->Quarantined()) {
+    Log(spdlog::level::err,
+        "blob quarantined: records that use it are not served (DATA_LOSS)",
+        {{"blob", q.blob}, {"path", q.path}, {"reason", q.reason}});
+  }
+}
+
 }  // namespace
 
 absl::Status Server::SetUpProcessLogging(const Options& options) {
@@ -249,14 +291,20 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
                  FormatBytes(budget_bytes));
   }
   server->memory_budget_ = std::make_unique<MemoryBudget>(budget_bytes);
-  BNN_ASSIGN_OR_RETURN(server->datasets_,
-                       DatasetStore::Open(o.data_dir + "/datasets"));
-  BNN_ASSIGN_OR_RETURN(server->snapshots_,
-                       SnapshotStore::Open(o.data_dir + "/snapshots"));
+  BNN_ASSIGN_OR_RETURN(MetadataDir dir,
+                       MetadataDir::Open(o.data_dir, MetadataDir::Options()));
+  LogStoreOpened(o.data_dir, dir);
+  server->metadata_ = std::move(dir.metadata);
+  server->blobs_ = std::move(dir.blobs);
+  server->metrics_.quarantined_blobs().Set(
+      static_cast<double>(server->blobs_->Quarantined().size()));
+  server->datasets_ = std::make_unique<DatasetStore>(server->metadata_.get(),
+                                                     server->blobs_.get());
+  server->snapshots_ = std::make_unique<SnapshotStore>(server->metadata_.get(),
+                                                       server->blobs_.get());
   BNN_ASSIGN_OR_RETURN(
       server->models_,
-      ModelStore::Open(o.data_dir + "/models", o.ModelStoreOptions(),
-                       server->snapshots_.get()));
+      ModelStore::Open(o.ModelStoreOptions(), server->snapshots_.get()));
   PredictorCache::Options cache_options;
   cache_options.capacity = kPredictorCacheCapacity;
   cache_options.predictor.max_samples = o.limits.max_predict_samples;
@@ -268,9 +316,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   BNN_ASSIGN_OR_RETURN(
       server->predictors_,
       PredictorCache::Create(cache_options, server->snapshots_.get()));
-  BNN_ASSIGN_OR_RETURN(server->jobs_, JobStore::Open(o.data_dir + "/jobs"));
-  // The stores may have just created their folders.
-  BNN_RETURN_IF_ERROR(SyncDirectory(o.data_dir));
+  BNN_ASSIGN_OR_RETURN(
+      server->jobs_,
+      JobStore::Open(server->metadata_.get(),
+                     absl::StrCat(o.data_dir, "/", kCheckpointDirName)));
   const MethodRegistry* registry = &MethodRegistry::Builtin();
 
   JobRunner::Options runner_options;
@@ -279,21 +328,21 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   runner_options.max_queued_jobs = o.max_queued_jobs;
   runner_options.checkpoint_interval = absl::Seconds(o.checkpoint_seconds);
   // StartTraining(model_name, publish = true): the snapshot becomes the
-  // model's next version (and `latest`) before the job is SUCCEEDED; a
-  // failure to publish fails the job, naming why.
+  // model's next version (and `latest`) in the transaction that makes the
+  // job SUCCEEDED; a failure to publish fails the job, naming why.
   ModelStore* const models = server->models_.get();
   runner_options.on_succeeded =
-      [models](const store::JobRecord& job,
+      [models](MetadataTransaction& tx, const store::JobRecord& job,
                const std::string& snapshot_id) -> absl::Status {
     if (!job.publish()) return absl::OkStatus();
-    const absl::StatusOr<store::ModelRecord> published =
-        models->PublishFromJob(job.model_name(), snapshot_id);
+    const absl::Status published =
+        models->PublishFromJob(tx, job.model_name(), snapshot_id);
     if (!published.ok()) {
       return absl::Status(
-          published.status().code(),
+          published.code(),
           absl::StrCat("the snapshot ", snapshot_id,
                        " was stored but could not be published as model '",
-                       job.model_name(), "': ", published.status().message()));
+                       job.model_name(), "': ", published.message()));
     }
     spdlog::info("job {} published snapshot {} as model {}", job.job_id(),
                  snapshot_id, job.model_name());
@@ -319,7 +368,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
       service_options, server->datasets_.get(), server->snapshots_.get(),
       server->predictors_.get(), server->runner_.get(), registry,
       &server->metrics_, server->memory_budget_.get(), server->auth_.get(),
-      server->models_.get(), server->jobs_.get());
+      server->models_.get());
 
   oip::InferenceApi::Options inference_options;
   inference_options.limits = o.limits;
@@ -379,10 +428,21 @@ void Server::SetServing(bool serving, std::string reason) {
 }
 
 void Server::RefreshStoreBytes() {
-  for (const char* store : {"datasets", "snapshots", "jobs", "models"}) {
+  int64_t metadata_bytes = 0;
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::error_code error;
+    const uintmax_t size = std::filesystem::file_size(
+        absl::StrCat(options_.data_dir, "/", kMetadataDbName, suffix), error);
+    if (!error) metadata_bytes += static_cast<int64_t>(size);
+  }
+  metrics_.store_bytes("metadata").Set(static_cast<double>(metadata_bytes));
+  for (const absl::string_view store : {kBlobDirName, kCheckpointDirName}) {
     metrics_.store_bytes(store).Set(static_cast<double>(
         DirectoryBytes(absl::StrCat(options_.data_dir, "/", store))));
   }
+  // Reads of a blob that fails its check quarantine it while serving.
+  metrics_.quarantined_blobs().Set(
+      static_cast<double>(blobs_->Quarantined().size()));
 }
 
 absl::Status Server::Start() {

@@ -32,6 +32,7 @@
 #include "server/store/data_dir_lock.h"
 #include "server/store/dataset_store.h"
 #include "server/store/job_store.h"
+#include "server/store/metadata_dir.h"
 #include "server/store/model_store.h"
 #include "server/store/predictor_cache.h"
 #include "server/store/snapshot_store.h"
@@ -46,8 +47,9 @@ class Server {
     // --listen: gRPC address "host:port" or "[v6 host]:port"; port 0 picks
     // a free port (see port()).
     std::string listen = "127.0.0.1:50051";
-    // --data-dir: directory of the embedded store (datasets/, jobs/,
-    // models/, snapshots/), created if missing. Required.
+    // --data-dir: directory of the embedded store (metadata.db, blobs/,
+    // checkpoints/; see MetadataDir), created if missing; a directory of the
+    // older record-file layout is migrated on first start. Required.
     std::string data_dir;
     // --metrics-listen: address of the HTTP endpoint serving /metrics
     // (Prometheus), /healthz and /readyz: an IPv4 address or host name and
@@ -191,10 +193,11 @@ class Server {
 
   // Validates `options`, locks the data directory (FailedPrecondition
   // naming the holder's pid if another server uses it), sizes the memory
-  // budget and opens the store (indexing every dataset, job and snapshot;
-  // jobs a previous process left interrupted or running are queued to
-  // resume from their checkpoints, then the queued ones). Nothing listens
-  // until Start().
+  // budget and opens the store (MetadataDir::Open: migrating a record-file
+  // data directory, deleting temporaries, verifying every blob and logging
+  // each quarantined one, sweeping unreferenced blobs; jobs a previous
+  // process left interrupted or running are queued to resume from their
+  // checkpoints, then the queued ones). Nothing listens until Start().
   static absl::StatusOr<std::unique_ptr<Server>> Create(Options options);
   // Shutdown().
   ~Server();
@@ -252,6 +255,8 @@ class Server {
   // The parts, for tests and for callers that embed the server. Owned by
   // the server; valid until it is destroyed.
   ServerMetrics& metrics() { return metrics_; }
+  MetadataStore& metadata() { return *metadata_; }
+  BlobStore& blobs() { return *blobs_; }
   DatasetStore& datasets() { return *datasets_; }
   JobStore& jobs() { return *jobs_; }
   SnapshotStore& snapshots() { return *snapshots_; }
@@ -284,6 +289,9 @@ class Server {
   std::unique_ptr<Authenticator> auth_;
   // Of the gRPC port: TLS (files read and checked by Create) or plaintext.
   std::shared_ptr<grpc::ServerCredentials> credentials_;
+  // The data directory's store (MetadataDir): what the stores below keep.
+  std::unique_ptr<SqliteMetadataStore> metadata_;
+  std::unique_ptr<BlobStore> blobs_;
   std::unique_ptr<DatasetStore> datasets_;
   std::unique_ptr<SnapshotStore> snapshots_;
   std::unique_ptr<ModelStore> models_;

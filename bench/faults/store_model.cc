@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <sqlite3.h>
 #include <system_error>
 #include <utility>
 
@@ -181,26 +182,43 @@ void StoreModel::Verify(client::BnnClient& client, int cycle,
   CheckSnapshots(client, cycle, outcomes);
 }
 
-std::set<std::string> StoreModel::IdsOnDisk(const std::string& subdir,
-                                            const std::string& prefix) const {
+std::set<std::string> StoreModel::IdsInStore(int cycle,
+                                             const std::string& table,
+                                             const std::string& column) {
   std::set<std::string> ids;
-  std::error_code error;
-  for (std::filesystem::directory_iterator it(data_dir_ + "/" + subdir, error),
-       end;
-       !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (!absl::StartsWith(name, prefix) || absl::EndsWith(name, ".tmp")) {
-      continue;
-    }
-    ids.insert(name.substr(0, name.find('.')));
+  const std::string path = data_dir_ + "/metadata.db";
+  sqlite3* db = nullptr;
+  // Read-only, beside the server (WAL: readers never block it).
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) !=
+      SQLITE_OK) {
+    AddViolation(cycle, "disk",
+                 absl::StrCat("cannot open ", path, ": ", sqlite3_errmsg(db)));
+    sqlite3_close_v2(db);
+    return ids;
   }
+  sqlite3_busy_timeout(db, 5000);
+  // Constant table and column names only.
+  const std::string sql = absl::StrCat("SELECT ", column, " FROM ", table);
+  sqlite3_stmt* statement = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) ==
+      SQLITE_OK) {
+    while (sqlite3_step(statement) == SQLITE_ROW) {
+      ids.insert(
+          reinterpret_cast<const char*>(sqlite3_column_text(statement, 0)));
+    }
+  } else {
+    AddViolation(cycle, "disk",
+                 absl::StrCat("cannot list ", table, " of ", path, ": ",
+                              sqlite3_errmsg(db)));
+  }
+  sqlite3_finalize(statement);
+  sqlite3_close_v2(db);
   return ids;
 }
 
 void StoreModel::CheckDataDir(int cycle) {
   namespace fs = std::filesystem;
   std::error_code error;
-  std::set<std::string> snaps, infos;
   for (fs::recursive_directory_iterator it(data_dir_, error), end;
        !error && it != end; it.increment(error)) {
     if (!it->is_regular_file()) continue;
@@ -210,24 +228,11 @@ void StoreModel::CheckDataDir(int cycle) {
                    absl::StrCat("a temporary file survived the restart: ", path,
                                 " (", it->file_size(), " bytes)"));
     }
-    const std::string stem = it->path().stem().string();
-    if (it->path().parent_path().filename() == "snapshots") {
-      if (it->path().extension() == ".snap") snaps.insert(stem);
-      if (it->path().extension() == ".info") infos.insert(stem);
-    }
   }
   if (error) {
     AddViolation(
         cycle, "disk",
         absl::StrCat("cannot list ", data_dir_, ": ", error.message()));
-  }
-  for (const std::string& id : infos) {
-    if (snaps.count(id) == 0) {
-      AddViolation(cycle, "disk",
-                   absl::StrCat("snapshot record ", id,
-                                ".info without its snapshot survived the "
-                                "restart"));
-    }
   }
 }
 
@@ -264,7 +269,7 @@ void StoreModel::CheckVersion(client::BnnClient& client, int cycle,
 
 void StoreModel::CheckDatasets(client::BnnClient& client, int cycle,
                                Outcomes* outcomes) {
-  std::set<std::string> visible = IdsOnDisk("datasets", "ds-");
+  std::set<std::string> visible = IdsInStore(cycle, "datasets", "dataset_id");
   if (absl::StatusOr<std::vector<v1::DatasetInfo>> listed =
           client.ListDatasets();
       listed.ok()) {
@@ -379,7 +384,7 @@ void StoreModel::CheckJobs(client::BnnClient& client, int cycle,
                            std::optional<Restart> restart,
                            absl::Duration job_timeout, Outcomes* outcomes) {
   // Jobs no client heard of: a StartTraining in flight at the kill.
-  for (const std::string& id : IdsOnDisk("jobs", "job-")) {
+  for (const std::string& id : IdsInStore(cycle, "jobs", "job_id")) {
     if (jobs_.count(id) > 0) continue;
     const absl::StatusOr<v1::Job> job = client.GetJob(id);
     if (!job.ok()) {
@@ -562,7 +567,7 @@ void StoreModel::CheckSnapshots(client::BnnClient& client, int cycle,
     TrackSnapshot(client, cycle, snapshot_id, absl::StrCat("job ", id));
   }
 
-  std::set<std::string> visible = IdsOnDisk("snapshots", "snap-");
+  std::set<std::string> visible = IdsInStore(cycle, "snapshots", "snapshot_id");
   if (absl::StatusOr<std::vector<v1::SnapshotInfo>> listed =
           client.ListSnapshots();
       listed.ok()) {

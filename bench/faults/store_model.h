@@ -9,9 +9,10 @@
 // visible then must never appear later. Objects are recognised without
 // trusting the server's ids alone: datasets by their unique names and
 // content hashes, imported snapshots by their bytes, jobs by their seeds.
-// Besides the API, the data directory is listed, so that ids the API does
+// Besides the API, the metadata database is read, so that ids the API does
 // not list (an unreadable latest version, a job no client knows) are looked
-// up too, and leftover temporary files are noticed.
+// up too, and the data directory listed, so that leftover temporary files
+// are noticed.
 #ifndef BNN_BENCH_FAULTS_STORE_MODEL_H_
 #define BNN_BENCH_FAULTS_STORE_MODEL_H_
 
@@ -187,10 +188,10 @@ class StoreModel {
   };
 
   void CheckDataDir(int cycle);
-  // Ids of the store's files in `subdir` whose names start with `prefix`,
-  // before the first '.'.
-  std::set<std::string> IdsOnDisk(const std::string& subdir,
-                                  const std::string& prefix) const;
+  // The ids in `column` of the metadata database's `table`, read beside the
+  // server (a record the API does not list is found too).
+  std::set<std::string> IdsInStore(int cycle, const std::string& table,
+                                   const std::string& column);
   void CheckDatasets(client::BnnClient& client, int cycle, Outcomes* outcomes);
   void CheckVersion(client::BnnClient& client, int cycle,
                     const TrackedDataset& dataset, int64_t version);

@@ -101,25 +101,37 @@ absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(
 void JobRunner::AdoptSnapshots() {
   for (const store::JobRecord& job : jobs_->List()) {
     if (job.pending_snapshot_id().empty()) continue;
-    const bool written = snapshots_->GetMeta(job.pending_snapshot_id()).ok();
+    const std::string& snapshot_id = job.pending_snapshot_id();
+    const bool written = snapshots_->GetMeta(snapshot_id).ok();
     absl::Status handled = absl::OkStatus();
-    if (written && options_.on_succeeded) {
-      handled = options_.on_succeeded(job, job.pending_snapshot_id());
-    }
-    const absl::StatusOr<store::JobRecord> updated =
-        jobs_->Update(job.job_id(), [&](store::JobRecord* r) {
-          if (written) {
-            r->set_state(handled.ok() ? store::JobRecord::SUCCEEDED
-                                      : store::JobRecord::FAILED);
-            r->set_snapshot_id(r->pending_snapshot_id());
-            r->set_error(handled.ok() ? "" : handled.ToString());
-            r->set_progress(1.0);
-            if (r->finished_unix_ms() == 0)
-              r->set_finished_unix_ms(NowUnixMs());
-          }
-          r->clear_pending_snapshot_id();
-          return true;
-        });
+    const auto adopt = [&](bool succeeded) {
+      return jobs_->Update(
+          job.job_id(),
+          [&](store::JobRecord* r) {
+            if (written) {
+              r->set_state(succeeded ? store::JobRecord::SUCCEEDED
+                                     : store::JobRecord::FAILED);
+              r->set_snapshot_id(snapshot_id);
+              r->set_error(succeeded ? "" : handled.ToString());
+              r->set_progress(1.0);
+              if (r->finished_unix_ms() == 0) {
+                r->set_finished_unix_ms(NowUnixMs());
+              }
+            }
+            r->clear_pending_snapshot_id();
+            return true;
+          },
+          [&](MetadataTransaction& tx,
+              const store::JobRecord& r) -> absl::Status {
+            if (!succeeded || !written || !options_.on_succeeded) {
+              return absl::OkStatus();
+            }
+            handled = options_.on_succeeded(tx, r, snapshot_id);
+            return handled;
+          });
+    };
+    absl::StatusOr<store::JobRecord> updated = adopt(true);
+    if (!updated.ok() && !handled.ok()) updated = adopt(false);
     if (!updated.ok()) {
       spdlog::error("job {}: cannot record its state: {}", job.job_id(),
                     updated.status().ToString());
@@ -130,7 +142,7 @@ void JobRunner::AdoptSnapshots() {
           "finished with it",
           {{"job_id", job.job_id()},
            {"state", StateName(updated->state())},
-           {"snapshot_id", job.pending_snapshot_id()}});
+           {"snapshot_id", snapshot_id}});
     }
   }
 }
@@ -289,28 +301,39 @@ void JobRunner::PublishState(const store::JobRecord& job) {
   events_.Publish(job.job_id(), std::move(event));
 }
 
-void JobRunner::Finish(const std::string& job_id,
-                       absl::FunctionRef<void(store::JobRecord*)> mutate) {
-  // First: a crash before the record is written leaves a job that resumes
-  // from the start (or adopts its snapshot), never a finished job's file.
+absl::Status JobRunner::Finish(
+    const std::string& job_id,
+    absl::FunctionRef<void(store::JobRecord*)> mutate) {
+  return Finish(job_id, mutate,
+                [](MetadataTransaction&, const store::JobRecord&) {
+                  return absl::OkStatus();
+                });
+}
+
+absl::Status JobRunner::Finish(
+    const std::string& job_id,
+    absl::FunctionRef<void(store::JobRecord*)> mutate,
+    absl::FunctionRef<absl::Status(MetadataTransaction&,
+                                   const store::JobRecord&)>
+        also) {
+  // First: a crash before the record is committed leaves a job that
+  // resumes from the start, never a finished job's checkpoint; and once the
+  // job is seen finished, its checkpoint is gone.
   if (absl::Status removed = RemoveFile(jobs_->CheckpointPath(job_id));
       !removed.ok()) {
     spdlog::warn("job {}: cannot delete its checkpoint: {}", job_id,
                  removed.ToString());
   }
-  const absl::StatusOr<store::JobRecord> job =
-      jobs_->Update(job_id, [&](store::JobRecord* r) {
+  const absl::StatusOr<store::JobRecord> job = jobs_->Update(
+      job_id,
+      [&](store::JobRecord* r) {
         mutate(r);
         r->clear_pending_snapshot_id();
         r->set_finished_unix_ms(NowUnixMs());
         return true;
-      });
-  if (!job.ok()) {
-    spdlog::error("job {}: cannot record its state: {}", job_id,
-                  job.status().ToString());
-    metrics_->JobFinished(job_id, "");
-    return;
-  }
+      },
+      also);
+  if (!job.ok()) return job.status();
   PublishState(*job);
   metrics_->JobFinished(job_id, StateName(job->state()));
   if (job->error().empty()) {
@@ -324,6 +347,69 @@ void JobRunner::Finish(const std::string& job_id,
          {"state", StateName(job->state())},
          {"method", job->method()},
          {"error", job->error(), kMaxStatusMessageBytes}});
+  }
+  return absl::OkStatus();
+}
+
+void JobRunner::Succeed(const std::string& job_id, const Snapshot& snapshot) {
+  const std::string snapshot_id = snapshots_->NewSnapshotId();
+  absl::Status handled = absl::OkStatus();
+  absl::Status committed;
+  {
+    // From the blob's write to the commit of the record naming it.
+    absl::ReaderMutexLock reference(snapshots_->blobs().reference_mutex());
+    const absl::StatusOr<SnapshotRecord> record =
+        snapshots_->StoreFile(snapshot, snapshot_id, job_id);
+    if (record.ok()) {
+      const auto succeeded = [&](store::JobRecord* r) {
+        r->set_snapshot_id(snapshot_id);
+        r->set_progress(1.0);
+        r->set_state(store::JobRecord::SUCCEEDED);
+      };
+      committed = Finish(job_id, succeeded,
+                         [&](MetadataTransaction& tx,
+                             const store::JobRecord& r) -> absl::Status {
+                           BNN_RETURN_IF_ERROR(tx.CreateSnapshot(*record));
+                           if (!options_.on_succeeded) return absl::OkStatus();
+                           handled = options_.on_succeeded(tx, r, snapshot_id);
+                           return handled;
+                         });
+      if (!committed.ok() && !handled.ok()) {
+        // The hook failed (e.g. the model is full): the snapshot is kept,
+        // the job fails naming why.
+        committed = Finish(
+            job_id,
+            [&](store::JobRecord* r) {
+              r->set_snapshot_id(snapshot_id);
+              r->set_progress(1.0);
+              r->set_state(store::JobRecord::FAILED);
+              r->set_error(
+                  absl::StrCat("the snapshot ", snapshot_id,
+                               " was stored, but: ", handled.ToString()));
+            },
+            [&](MetadataTransaction& tx, const store::JobRecord&) {
+              return tx.CreateSnapshot(*record);
+            });
+      }
+    } else {
+      committed = record.status();
+    }
+  }
+  if (committed.ok()) {
+    metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
+    return;
+  }
+  spdlog::error("job {}: cannot store its snapshot: {}", job_id,
+                committed.ToString());
+  const absl::Status failed = Finish(job_id, [&](store::JobRecord* r) {
+    r->set_state(store::JobRecord::FAILED);
+    r->set_error(
+        absl::StrCat("cannot store the snapshot: ", committed.ToString()));
+  });
+  if (!failed.ok()) {
+    spdlog::error("job {}: cannot record its state: {}", job_id,
+                  failed.ToString());
+    metrics_->JobFinished(job_id, "");
   }
 }
 
@@ -359,37 +445,22 @@ void JobRunner::Run(const std::string& job_id) {
     PublishState(*job);
     Log(spdlog::level::info, "job running",
         {{"job_id", job_id}, {"state", "running"}, {"method", job->method()}});
-    const absl::StatusOr<std::string> snapshot_id = Train(*job, *control);
+    const absl::StatusOr<Snapshot> trained = Train(*job, *control);
     bool stopping = false;
     {
       absl::MutexLock lock(&mu_);
       stopping = stopping_;
     }
-    if (snapshot_id.ok()) {
-      absl::Status handled = absl::OkStatus();
-      if (options_.on_succeeded) {
-        absl::StatusOr<store::JobRecord> current = jobs_->Get(job_id);
-        handled = current.ok() ? options_.on_succeeded(*current, *snapshot_id)
-                               : current.status();
-      }
-      Finish(job_id, [&](store::JobRecord* r) {
-        r->set_snapshot_id(*snapshot_id);
-        r->set_progress(1.0);
-        if (handled.ok()) {
-          r->set_state(store::JobRecord::SUCCEEDED);
-        } else {
-          r->set_state(store::JobRecord::FAILED);
-          r->set_error(absl::StrCat("the snapshot ", *snapshot_id,
-                                    " was stored, but: ", handled.ToString()));
-        }
-      });
-    } else if (absl::IsCancelled(snapshot_id.status()) &&
+    absl::Status finished = absl::OkStatus();
+    if (trained.ok()) {
+      Succeed(job_id, *trained);
+    } else if (absl::IsCancelled(trained.status()) &&
                (control->cancelled || Cancelling(job_id))) {
       // Cancel wins over a shutdown that stopped the job at the same time.
-      Finish(job_id, [](store::JobRecord* r) {
+      finished = Finish(job_id, [](store::JobRecord* r) {
         r->set_state(store::JobRecord::CANCELLED);
       });
-    } else if (absl::IsCancelled(snapshot_id.status()) && stopping) {
+    } else if (absl::IsCancelled(trained.status()) && stopping) {
       // Kept with its checkpoint for the next process.
       const absl::StatusOr<store::JobRecord> interrupted =
           jobs_->Update(job_id, [](store::JobRecord* r) {
@@ -410,10 +481,15 @@ void JobRunner::Run(const std::string& job_id) {
                       interrupted.status().ToString());
       }
     } else {
-      Finish(job_id, [&](store::JobRecord* r) {
+      finished = Finish(job_id, [&](store::JobRecord* r) {
         r->set_state(store::JobRecord::FAILED);
-        r->set_error(snapshot_id.status().ToString());
+        r->set_error(trained.status().ToString());
       });
+    }
+    if (!finished.ok()) {
+      spdlog::error("job {}: cannot record its state: {}", job_id,
+                    finished.ToString());
+      metrics_->JobFinished(job_id, "");
     }
   } else if (!job.ok()) {
     spdlog::error("job {}: cannot record its state: {}", job_id,
@@ -427,8 +503,8 @@ void JobRunner::Run(const std::string& job_id) {
   PublishJobCounts();
 }
 
-absl::StatusOr<std::string> JobRunner::Train(const store::JobRecord& job,
-                                             Control& control) {
+absl::StatusOr<Snapshot> JobRunner::Train(const store::JobRecord& job,
+                                          Control& control) {
   BNN_ASSIGN_OR_RETURN(const store::DatasetMeta dataset,
                        datasets_->Get(job.dataset_id(), job.dataset_version()));
   // A parent deleted since StartTraining fails the job with NotFound.
@@ -562,26 +638,9 @@ absl::StatusOr<std::string> JobRunner::Train(const store::JobRecord& job,
          {"step", absl::StrCat(checkpoint.trainer.step)}});
     return absl::OkStatus();
   };
-  BNN_ASSIGN_OR_RETURN(
-      const Snapshot snapshot,
-      bnn::Train(plan, data, parent.get(), *registry_, callbacks,
-                 Interrupt::OnFlag(&control.stop, "training"),
-                 resume.has_value() ? &*resume : nullptr));
-  // The id is recorded before the snapshot is written: a crash in between
-  // leaves a job that names the snapshot it produced, which AdoptSnapshots
-  // attaches to it on restart.
-  const std::string snapshot_id = snapshots_->NewSnapshotId();
-  BNN_RETURN_IF_ERROR(jobs_
-                          ->Update(job.job_id(),
-                                   [&](store::JobRecord* r) {
-                                     r->set_pending_snapshot_id(snapshot_id);
-                                     return true;
-                                   })
-                          .status());
-  BNN_ASSIGN_OR_RETURN(const store::SnapshotMeta stored,
-                       snapshots_->Create(snapshot, snapshot_id, job.job_id()));
-  metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
-  return stored.snapshot_id();
+  return bnn::Train(plan, data, parent.get(), *registry_, callbacks,
+                    Interrupt::OnFlag(&control.stop, "training"),
+                    resume.has_value() ? &*resume : nullptr);
 }
 
 void JobRunner::PublishJobCounts() {

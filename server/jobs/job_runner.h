@@ -1,10 +1,16 @@
 // Runs training jobs off the RPC threads: a fixed pool of workers takes jobs
-// in FIFO order, trains with bnn::Train and stores the snapshot. A running
-// job checkpoints its state (bnn/train/checkpoint.h) every
-// Options::checkpoint_interval and when the server shuts down, to
-// <data-dir>/jobs/<job_id>.ckpt (JobStore::CheckpointPath); a shutdown or a
-// crash leaves it INTERRUPTED, and the next process's runner resumes it from
-// that checkpoint, to the snapshot an uninterrupted run would have made.
+// in FIFO order, trains with bnn::Train and stores the snapshot: its file as
+// a blob, then in ONE metadata transaction the snapshot's record, the job
+// SUCCEEDED and whatever Options::on_succeeded adds (publishing it as a
+// model version and moving `latest`), so a crash leaves either all of it or
+// a job that resumes. A running job checkpoints its state
+// (bnn/train/checkpoint.h) every Options::checkpoint_interval and when the
+// server shuts down, to <data-dir>/checkpoints/<job_id>.ckpt
+// (JobStore::CheckpointPath), committing its progress and loss curve with
+// it (per-step progress is otherwise kept in memory, see JobStore); a
+// shutdown or a crash leaves it INTERRUPTED, and the next process's runner
+// resumes it from that checkpoint, to the snapshot an uninterrupted run
+// would have made.
 // Jobs still queued stay QUEUED and are queued again, oldest first, after
 // the interrupted ones.
 //
@@ -62,13 +68,14 @@ class JobRunner {
     // training time after its last checkpoint (--checkpoint-seconds);
     // zero: only when the server shuts down. >= 0.
     absl::Duration checkpoint_interval = absl::Seconds(60);
-    // Called after a job's snapshot is stored, before the job becomes
-    // SUCCEEDED, with the job's record and the snapshot's id (e.g. to
-    // publish it under record.model_name()); an error fails the job with
-    // its message. After a crash between the two it is called again for a
-    // snapshot the job adopts, so it must accept a snapshot it already
-    // handled. Unset: nothing is called.
-    std::function<absl::Status(const store::JobRecord&,
+    // Called inside the transaction that stores a job's snapshot record and
+    // makes the job SUCCEEDED, with the job's record and the snapshot's id
+    // (e.g. to publish it under record.model_name() in the same
+    // transaction); an error rolls that back, and the job is recorded
+    // FAILED with the error, its snapshot still stored. It is also called
+    // for a snapshot a job of an older server adopts after a crash, so it
+    // must accept a snapshot it already handled. Unset: nothing is called.
+    std::function<absl::Status(MetadataTransaction&, const store::JobRecord&,
                                const std::string& snapshot_id)>
         on_succeeded;
   };
@@ -99,9 +106,9 @@ class JobRunner {
   }
 
   // JobStore::ListNewestFirst.
-  std::vector<store::JobRecord> List(const JobFilter& filter,
-                                     const std::optional<JobCursor>& after,
-                                     int limit, bool* more) const {
+  absl::StatusOr<std::vector<store::JobRecord>> List(
+      const JobFilter& filter, const std::optional<JobCursor>& after, int limit,
+      bool* more) const {
     return jobs_->ListNewestFirst(filter, after, limit, more);
   }
 
@@ -147,19 +154,28 @@ class JobRunner {
   void Enqueue(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Worker body for one job.
   void Run(const std::string& job_id);
-  // A job records the id of its snapshot before writing it: a job a
-  // previous process left with such an id whose snapshot exists is
-  // SUCCEEDED with it (after Options::on_succeeded); otherwise the id is
-  // dropped.
+  // Servers before the metadata store recorded the id of a job's snapshot
+  // before writing it: a job a previous process left with such an id whose
+  // snapshot exists is SUCCEEDED with it (with Options::on_succeeded);
+  // otherwise the id is dropped.
   void AdoptSnapshots();
-  // Trains a RUNNING job, from its checkpoint if it has one; returns the
-  // new snapshot id.
-  absl::StatusOr<std::string> Train(const store::JobRecord& job,
-                                    Control& control);
-  // Writes `job`'s record in a final state (and its end time), deletes its
-  // checkpoint, publishes the state event, logs and counts it.
-  void Finish(const std::string& job_id,
-              absl::FunctionRef<void(store::JobRecord*)> mutate);
+  // Trains a RUNNING job, from its checkpoint if it has one.
+  absl::StatusOr<Snapshot> Train(const store::JobRecord& job, Control& control);
+  // Stores the snapshot of a job that trained to the end and records the
+  // job SUCCEEDED with it in one transaction (see the file comment); FAILED
+  // if that cannot be done.
+  void Succeed(const std::string& job_id, const Snapshot& snapshot);
+  // Deletes `job`'s checkpoint, commits its record in a final state (and its
+  // end time) with `also` in the same transaction, then publishes the state
+  // event, logs and counts it. Returns the commit's error, having done
+  // nothing else then.
+  absl::Status Finish(const std::string& job_id,
+                      absl::FunctionRef<void(store::JobRecord*)> mutate,
+                      absl::FunctionRef<absl::Status(MetadataTransaction&,
+                                                     const store::JobRecord&)>
+                          also);
+  absl::Status Finish(const std::string& job_id,
+                      absl::FunctionRef<void(store::JobRecord*)> mutate);
   // Whether the store has the job CANCELLING (Cancel recorded it, perhaps
   // before it could set the job's flag).
   bool Cancelling(absl::string_view job_id) const;

@@ -130,7 +130,15 @@ ServerMetrics::ServerMetrics()
                      .Name("bnn_snapshots")
                      .Help("Stored snapshots.")
                      .Register(registry_.families())
-                     .Add({})) {
+                     .Add({})),
+      quarantined_blobs_(
+          BuildGauge()
+              .Name("bnn_store_quarantined_blobs")
+              .Help("Blobs (dataset rows, snapshot files) in the data "
+                    "directory's quarantine: they failed their SHA-256 "
+                    "check and are never served.")
+              .Register(registry_.families())
+              .Add({})) {
   BuildGauge()
       .Name("bnn_build_info")
       .Help("Always 1; the labels describe the build.")

@@ -99,9 +99,11 @@ class ServerMetrics {
   Counter& snapshots_imported() { return snapshots_imported_; }
   Gauge& datasets() { return datasets_; }
   Gauge& snapshots() { return snapshots_; }
-  // bnn_store_bytes{store}: bytes of files under the data directory's
-  // `store` folder ("datasets", "snapshots", "jobs", "models").
+  // bnn_store_bytes{store}: bytes of the data directory's stores:
+  // "metadata" (the SQLite database), "blobs", "checkpoints".
   Gauge& store_bytes(absl::string_view store);
+  // bnn_store_quarantined_blobs: blobs that failed their check.
+  Gauge& quarantined_blobs() { return quarantined_blobs_; }
 
   // --- Read when scraped --------------------------------------------------
   // Values the server reads from its parts at each scrape; each source is
@@ -161,6 +163,7 @@ class ServerMetrics {
   Counter& snapshots_imported_;
   Gauge& datasets_;
   Gauge& snapshots_;
+  Gauge& quarantined_blobs_;
 
   absl::Mutex labels_mu_;
   std::set<std::string, std::less<>> models_ ABSL_GUARDED_BY(labels_mu_);

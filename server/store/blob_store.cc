@@ -108,8 +108,11 @@ absl::Status BlobStore::CreateObjectDir(absl::string_view blob) const {
 }
 
 absl::StatusOr<std::unique_ptr<FileWriter>> BlobStore::NewTempFile() const {
-  return FileWriter::Create(
-      absl::StrCat(tmp_, "/", NewId("blob"), kTempSuffix));
+  return FileWriter::Create(NewTempPath());
+}
+
+std::string BlobStore::NewTempPath() const {
+  return absl::StrCat(tmp_, "/", NewId("blob"), kTempSuffix);
 }
 
 absl::StatusOr<std::string> BlobStore::Put(absl::string_view contents) {
@@ -192,6 +195,13 @@ absl::Status BlobStore::CheckServable(absl::string_view blob) const {
   return absl::OkStatus();
 }
 
+absl::Status BlobStore::CheckNotQuarantined(absl::string_view blob) const {
+  absl::MutexLock lock(&mu_);
+  const auto it = quarantined_.find(blob);
+  if (it == quarantined_.end()) return absl::OkStatus();
+  return absl::DataLossError(QuarantinedError(it->second));
+}
+
 absl::StatusOr<std::string> BlobStore::PathOf(absl::string_view blob) const {
   BNN_RETURN_IF_ERROR(CheckServable(blob));
   return ObjectPath(blob);
@@ -266,6 +276,30 @@ absl::StatusOr<int64_t> BlobStore::Sweep(
     BNN_RETURN_IF_ERROR(SyncDirectory(dir));
   }
   return deleted;
+}
+
+absl::Status BlobStore::RemoveIfUnreferenced(
+    absl::string_view blob,
+    absl::FunctionRef<absl::StatusOr<bool>()> referenced) {
+  if (!IsBlobName(blob)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", blob, "' is not a blob name"));
+  }
+  absl::MutexLock reference_lock(&reference_mu_);
+  BNN_ASSIGN_OR_RETURN(const bool in_use, referenced());
+  if (in_use) return absl::OkStatus();
+  const std::string path = ObjectPath(blob);
+  std::error_code error;
+  if (fs::exists(path, error)) {
+    BNN_RETURN_IF_ERROR(RemoveFile(path));
+    BNN_RETURN_IF_ERROR(SyncDirectory(fs::path(path).parent_path().string()));
+  }
+  absl::MutexLock lock(&mu_);
+  if (const auto it = quarantined_.find(blob); it != quarantined_.end()) {
+    BNN_RETURN_IF_ERROR(RemoveFile(it->second.path));
+    quarantined_.erase(it);
+  }
+  return absl::OkStatus();
 }
 
 std::vector<QuarantinedBlob> BlobStore::Quarantined() const {

@@ -42,6 +42,7 @@
 #include <absl/base/thread_annotations.h>
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
+#include <absl/functional/function_ref.h>
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
@@ -96,6 +97,10 @@ class BlobStore {
   // (through a read-only mapping) and renames it into place.
   absl::StatusOr<std::unique_ptr<FileWriter>> NewTempFile() const;
   absl::StatusOr<std::string> Commit(std::unique_ptr<FileWriter> file);
+  // A new path in tmp/ for a writer that creates its file itself (e.g. a
+  // dataset version's record), to Adopt once complete; Open deletes it if
+  // a crash leaves it.
+  std::string NewTempPath() const;
   // Stores the existing file `path` (not modified afterwards) as a blob:
   // hard-linked into objects/ when the file system allows, else copied.
   // The file itself is left as it is.
@@ -105,6 +110,9 @@ class BlobStore {
   // mapped rows of a dataset). NotFound for an unknown blob, DataLoss for a
   // quarantined one.
   absl::StatusOr<std::string> PathOf(absl::string_view blob) const;
+  // DataLoss naming the blob if it is quarantined, else OK: a check that
+  // touches no file, for lookups on the hot path.
+  absl::Status CheckNotQuarantined(absl::string_view blob) const;
   // The blob mapped read-only. With kVerify its bytes are hashed first; a
   // mismatch quarantines it and is DataLoss.
   absl::StatusOr<MappedFile> Map(absl::string_view blob, Check check);
@@ -119,6 +127,20 @@ class BlobStore {
 
   // Every quarantined blob, including those quarantined before this open.
   std::vector<QuarantinedBlob> Quarantined() const;
+
+  // Held shared by a writer from storing a blob until the record that
+  // refers to it is committed (or abandoned), so that RemoveIfUnreferenced
+  // never deletes a blob a record is about to refer to.
+  absl::Mutex* reference_mutex() ABSL_LOCK_RETURNED(reference_mu_) {
+    return &reference_mu_;
+  }
+  // Deletes `blob` (stored or quarantined) unless `referenced`, called with
+  // reference_mutex() held exclusively, says a record refers to it. A blob
+  // that is not stored is not an error.
+  absl::Status RemoveIfUnreferenced(
+      absl::string_view blob,
+      absl::FunctionRef<absl::StatusOr<bool>()> referenced)
+      ABSL_LOCKS_EXCLUDED(reference_mu_);
 
  private:
   BlobStore(std::string root, std::string objects, std::string tmp,
@@ -146,6 +168,7 @@ class BlobStore {
   const std::string objects_;
   const std::string tmp_;
   const std::string quarantine_;
+  absl::Mutex reference_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, QuarantinedBlob> quarantined_
       ABSL_GUARDED_BY(mu_);

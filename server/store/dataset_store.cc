@@ -17,45 +17,12 @@
 
 #include "server/store/dataset_file.h"
 #include "server/store/ids.h"
-#include "server/store/job_store.h"
-#include "server/store/record_dir.h"
-#include "server/store/snapshot_store.h"
 
 namespace bnn::server {
 namespace {
 
-constexpr absl::string_view kExtension = ".dataset";
-// Between the id and the version number in the file names of versions >= 2.
-constexpr absl::string_view kVersionMark = ".v";
-
-// The dataset id and version of a file stem as PathOf names them: "<id>"
-// for version 1, "<id>.v<N>" for version N >= 2.
-bool ParseStem(absl::string_view stem, std::string* id, int64_t* version) {
-  if (IsId(kDatasetIdPrefix, stem)) {
-    *id = std::string(stem);
-    *version = 1;
-    return true;
-  }
-  const size_t mark = stem.rfind(kVersionMark);
-  if (mark == absl::string_view::npos) return false;
-  const absl::string_view number = stem.substr(mark + kVersionMark.size());
-  int64_t parsed = 0;
-  // Only the canonical spelling, so that one version has one file name.
-  if (!absl::SimpleAtoi(number, &parsed) || parsed < 2 ||
-      absl::StrCat(parsed) != number ||
-      !IsId(kDatasetIdPrefix, stem.substr(0, mark))) {
-    return false;
-  }
-  *id = std::string(stem.substr(0, mark));
-  *version = parsed;
-  return true;
-}
-
 // Ids of each kind that CheckDatasetUnused names at most.
 constexpr size_t kMaxNamed = 10;
-
-// Ids of the temporary files of versions being received.
-constexpr absl::string_view kIncomingPrefix = "incoming";
 
 absl::Status UnknownDataset(absl::string_view dataset_id) {
   return absl::NotFoundError(
@@ -82,37 +49,41 @@ absl::Status CheckExpectedVersion(const store::DatasetMeta& latest,
 }
 
 absl::Status CheckDatasetUnused(absl::string_view dataset_id,
-                                const SnapshotStore& snapshots,
-                                const JobStore& jobs) {
-  const auto named = [](const std::vector<std::string>& ids) {
+                                MetadataReader& reader) {
+  const auto named = [](const std::vector<std::string>& ids, bool more) {
     std::string out = absl::StrJoin(
         ids.begin(), ids.begin() + std::min(ids.size(), kMaxNamed), ", ");
-    if (ids.size() > kMaxNamed) {
-      absl::StrAppend(&out, " and ", ids.size() - kMaxNamed, " more");
-    }
+    if (ids.size() > kMaxNamed || more) absl::StrAppend(&out, " and more");
     return out;
   };
+  PageRequest page;
+  page.page_size = static_cast<int>(kMaxNamed);
+  SnapshotFilter snapshot_filter;
+  snapshot_filter.dataset_id = std::string(dataset_id);
+  BNN_ASSIGN_OR_RETURN(const Page<SnapshotRecord> snapshots,
+                       reader.ListSnapshots(snapshot_filter, page));
+  // Named oldest first (of the newest few).
   std::vector<std::string> snapshot_ids;
-  for (const store::SnapshotMeta& meta : snapshots.List()) {
-    if (meta.dataset_id() == dataset_id) {
-      snapshot_ids.push_back(meta.snapshot_id());
-    }
+  for (auto s = snapshots.items.rbegin(); s != snapshots.items.rend(); ++s) {
+    snapshot_ids.push_back(s->meta.snapshot_id());
   }
+  JobFilter job_filter;
+  job_filter.dataset_id = std::string(dataset_id);
+  job_filter.states = {store::JobRecord::QUEUED, store::JobRecord::RUNNING};
+  BNN_ASSIGN_OR_RETURN(const Page<store::JobRecord> jobs,
+                       reader.ListJobs(job_filter, page));
   std::vector<std::string> job_ids;
-  for (const store::JobRecord& job : jobs.List()) {
-    if (job.dataset_id() == dataset_id &&
-        (job.state() == store::JobRecord::QUEUED ||
-         job.state() == store::JobRecord::RUNNING)) {
-      job_ids.push_back(job.job_id());
-    }
-  }
+  for (const store::JobRecord& job : jobs.items)
+    job_ids.push_back(job.job_id());
   if (snapshot_ids.empty() && job_ids.empty()) return absl::OkStatus();
   std::vector<std::string> uses;
   if (!snapshot_ids.empty()) {
-    uses.push_back(absl::StrCat("snapshots ", named(snapshot_ids)));
+    uses.push_back(absl::StrCat(
+        "snapshots ", named(snapshot_ids, !snapshots.next_page_token.empty())));
   }
   if (!job_ids.empty()) {
-    uses.push_back(absl::StrCat("queued or running jobs ", named(job_ids)));
+    uses.push_back(absl::StrCat("queued or running jobs ",
+                                named(job_ids, !jobs.next_page_token.empty())));
   }
   return absl::FailedPreconditionError(absl::StrCat(
       "dataset_id '", dataset_id, "' is used by ", absl::StrJoin(uses, " and "),
@@ -120,88 +91,9 @@ absl::Status CheckDatasetUnused(absl::string_view dataset_id,
       "queued jobs fail)"));
 }
 
-absl::StatusOr<std::unique_ptr<DatasetStore>> DatasetStore::Open(
-    std::string dir) {
-  BNN_ASSIGN_OR_RETURN(const std::vector<std::string> stems,
-                       ScanRecordStems(dir, kExtension));
-  std::unique_ptr<DatasetStore> store(new DatasetStore(std::move(dir)));
-  absl::MutexLock lock(&store->mu_);
-  for (const std::string& stem : stems) {
-    std::string id;
-    int64_t version = 0;
-    if (!ParseStem(stem, &id, &version)) continue;
-    const std::string path = store->PathOf(id, version);
-    Entry& entry = store->datasets_[id][version];
-    absl::StatusOr<DatasetFileContents> read = ReadDatasetFile(path);
-    if (read.ok() &&
-        (read->meta.dataset_id() != id || read->meta.version() != version)) {
-      read = absl::DataLossError(
-          absl::StrCat(path, ": holds dataset_id '", read->meta.dataset_id(),
-                       "' version ", read->meta.version()));
-    }
-    if (read.ok()) {
-      entry.meta = std::move(read->meta);
-    } else {
-      spdlog::error("dataset {} version {} is unreadable: {}", id, version,
-                    read.status().ToString());
-      entry.status = read.status();
-      entry.meta.set_dataset_id(id);
-      entry.meta.set_version(version);
-    }
-  }
-  for (auto& [id, versions] : store->datasets_) {
-    store->CheckVersionChain(id, &versions);
-  }
-  return store;
-}
-
-void DatasetStore::CheckVersionChain(absl::string_view dataset_id,
-                                     Versions* versions) const {
-  int64_t expected = 1;
-  int64_t rows_before = 0;
-  // Once set, why every later version cannot be read.
-  std::string broken;
-  for (auto& [version, entry] : *versions) {
-    if (broken.empty() && version != expected) {
-      broken = absl::StrCat("version ", expected, " is missing");
-    }
-    if (broken.empty() && entry.status.ok() &&
-        entry.meta.first_row() != rows_before) {
-      entry.status = absl::DataLossError(
-          absl::StrCat(PathOf(dataset_id, version), ": starts at row ",
-                       entry.meta.first_row(), "; version ", version - 1,
-                       " has ", rows_before, " rows"));
-    }
-    if (!broken.empty()) {
-      if (entry.status.ok()) {
-        entry.status = absl::DataLossError(
-            absl::StrCat("dataset_id '", dataset_id, "' version ", version,
-                         " cannot be read: ", broken));
-        spdlog::error("{}", entry.status.ToString());
-      }
-      continue;
-    }
-    if (!entry.status.ok()) {
-      broken = absl::StrCat("it builds on version ", version,
-                            ", which is unreadable");
-      continue;
-    }
-    rows_before = entry.meta.num_rows();
-    ++expected;
-  }
-}
-
-std::string DatasetStore::PathOf(absl::string_view dataset_id,
-                                 int64_t version) const {
-  if (version == 1) return absl::StrCat(dir_, "/", dataset_id, kExtension);
-  return absl::StrCat(dir_, "/", dataset_id, kVersionMark, version, kExtension);
-}
-
 absl::StatusOr<std::unique_ptr<DatasetFileWriter>>
 DatasetStore::NewVersionWriter(int64_t num_features) const {
-  return DatasetFileWriter::Create(
-      absl::StrCat(dir_, "/", NewId(kIncomingPrefix), kTempSuffix),
-      num_features);
+  return DatasetFileWriter::Create(blobs_->NewTempPath(), num_features);
 }
 
 absl::StatusOr<store::DatasetMeta> DatasetStore::Create(
@@ -220,54 +112,52 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Create(
                 /*encode_labels=*/IsClassification(schema.task));
 }
 
-const std::string& DatasetStore::NameOf(const Versions& versions) {
-  static const std::string* const kUnreadable = new std::string();
-  for (const auto& [version, entry] : versions) {
-    if (entry.status.ok()) return entry.meta.name();
-  }
-  return *kUnreadable;
-}
-
-absl::StatusOr<std::string> DatasetStore::ResolveLocked(
-    absl::string_view dataset_id) const {
-  if (datasets_.count(dataset_id) > 0) return std::string(dataset_id);
-  // Unreadable datasets have no name.
-  if (dataset_id.empty()) return UnknownDataset(dataset_id);
-  std::vector<std::string> named;
-  for (const auto& [id, versions] : datasets_) {
-    if (NameOf(versions) == dataset_id) named.push_back(id);
-  }
-  if (named.empty()) return UnknownDataset(dataset_id);
-  if (named.size() > 1) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "dataset name '", dataset_id, "' is ambiguous: datasets ",
-        absl::StrJoin(named, ", "),
-        " have it (stored by an older server, before names were unique); "
-        "name one by its id"));
-  }
-  return named.front();
-}
-
 absl::StatusOr<std::string> DatasetStore::ResolveId(
     absl::string_view dataset_id) const {
-  absl::MutexLock lock(&mu_);
-  return ResolveLocked(dataset_id);
+  absl::StatusOr<std::string> id =
+      metadata_->Read([&](MetadataReader& r) -> absl::StatusOr<std::string> {
+        absl::StatusOr<DatasetVersionRecord> by_id = r.GetDataset(dataset_id);
+        if (by_id.ok() || !absl::IsNotFound(by_id.status())) {
+          // An unreadable dataset is still named by its id.
+          return std::string(dataset_id);
+        }
+        if (dataset_id.empty()) return by_id.status();
+        BNN_ASSIGN_OR_RETURN(const DatasetVersionRecord by_name,
+                             r.GetDatasetByName(dataset_id));
+        return by_name.meta.dataset_id();
+      });
+  if (absl::IsNotFound(id.status())) return UnknownDataset(dataset_id);
+  return id;
 }
 
 absl::Status DatasetStore::CheckNameFree(absl::string_view name) const {
-  absl::MutexLock lock(&mu_);
-  for (const auto& [id, versions] : datasets_) {
-    if (NameOf(versions) == name) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "a dataset named '", name, "' exists: ", id,
-          "; dataset names are unique (append to it, or delete it first)"));
-    }
+  absl::StatusOr<DatasetVersionRecord> named = metadata_->Read(
+      [&](MetadataReader& r) { return r.GetDatasetByName(name); });
+  if (named.ok()) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "a dataset named '", name, "' exists: ", named->meta.dataset_id(),
+        "; dataset names are unique (append to it, or delete it first)"));
   }
+  if (!absl::IsNotFound(named.status())) return named.status();
+  absl::MutexLock lock(&mu_);
   if (reserved_names_.count(name) > 0) {
     return absl::AlreadyExistsError(absl::StrCat(
         "a dataset named '", name, "' is being stored by another upload"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> DatasetStore::StoreRows(
+    std::unique_ptr<DatasetFileWriter> rows, const store::DatasetMeta& meta) {
+  // The finished file is adopted by hard link, then its temporary name
+  // dropped: the rows are written once.
+  const std::string path = blobs_->NewTempPath();
+  BNN_RETURN_IF_ERROR(rows->Commit(meta, path));
+  absl::StatusOr<std::string> blob = blobs_->Adopt(path);
+  const absl::Status removed = RemoveFile(path);
+  BNN_RETURN_IF_ERROR(blob.status());
+  BNN_RETURN_IF_ERROR(removed);
+  return blob;
 }
 
 absl::StatusOr<store::DatasetMeta> DatasetStore::Commit(
@@ -276,13 +166,19 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Commit(
   if (rows->num_rows() == 0) {
     return absl::InvalidArgumentError("a dataset needs at least one row");
   }
-  // The name is held from the check until the dataset is indexed.
-  BNN_RETURN_IF_ERROR(CheckNameFree(name));
-  {
+  // The name is held from the check until the dataset is committed (the
+  // metadata store refuses a taken name too, but only after the rows are
+  // written).
+  if (!name.empty()) {
+    BNN_RETURN_IF_ERROR(CheckNameFree(name));
     absl::MutexLock lock(&mu_);
-    if (!reserved_names_.emplace(name).second) return CheckNameFree(name);
+    if (!reserved_names_.emplace(name).second) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "a dataset named '", name, "' is being stored by another upload"));
+    }
   }
   absl::Cleanup release = [this, name] {
+    if (name.empty()) return;
     absl::MutexLock lock(&mu_);
     reserved_names_.erase(reserved_names_.find(name));
   };
@@ -315,12 +211,7 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Commit(
   BNN_RETURN_IF_ERROR(ranges.Check());
 
   store::DatasetMeta meta;
-  {
-    absl::MutexLock lock(&mu_);
-    do {
-      meta.set_dataset_id(NewId(kDatasetIdPrefix));
-    } while (datasets_.count(meta.dataset_id()) > 0);
-  }
+  meta.set_dataset_id(NewId(kDatasetIdPrefix));
   meta.set_version(1);
   meta.set_name(std::string(name));
   meta.set_task(std::string(TaskToString(schema.task)));
@@ -336,10 +227,11 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Commit(
   meta.set_hash_state(hasher.State());
   SetRanges(ranges, &meta);
   meta.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
-  // Written outside the lock: large files must not stall lookups.
-  BNN_RETURN_IF_ERROR(rows->Commit(meta, PathOf(meta.dataset_id(), 1)));
-  absl::MutexLock lock(&mu_);
-  datasets_[meta.dataset_id()][1] = Entry{absl::OkStatus(), meta};
+  absl::ReaderMutexLock reference(blobs_->reference_mutex());
+  DatasetVersionRecord record{meta, ""};
+  BNN_ASSIGN_OR_RETURN(record.rows_blob, StoreRows(std::move(rows), meta));
+  BNN_RETURN_IF_ERROR(metadata_->Write(
+      [&](MetadataTransaction& tx) { return tx.CreateDataset(record); }));
   return meta;
 }
 
@@ -361,7 +253,6 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Append(
     std::optional<int64_t> expected_version) {
   absl::MutexLock append_lock(&append_mu_);
   BNN_ASSIGN_OR_RETURN(const store::DatasetMeta latest, Get(dataset_id));
-  const std::string& id = latest.dataset_id();  // dataset_id may be a name
   BNN_RETURN_IF_ERROR(CheckExpectedVersion(latest, expected_version));
   if (rows->num_rows() == 0) {
     return absl::InvalidArgumentError("an append needs at least one row");
@@ -395,9 +286,11 @@ absl::StatusOr<store::DatasetMeta> DatasetStore::Append(
   meta.set_hash_state(hasher.State());
   SetRanges(state.ranges, &meta);
   meta.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
-  BNN_RETURN_IF_ERROR(rows->Commit(meta, PathOf(id, meta.version())));
-  absl::MutexLock lock(&mu_);
-  datasets_.find(id)->second[meta.version()] = Entry{absl::OkStatus(), meta};
+  absl::ReaderMutexLock reference(blobs_->reference_mutex());
+  DatasetVersionRecord record{meta, ""};
+  BNN_ASSIGN_OR_RETURN(record.rows_blob, StoreRows(std::move(rows), meta));
+  BNN_RETURN_IF_ERROR(metadata_->Write(
+      [&](MetadataTransaction& tx) { return tx.AddDatasetVersion(record); }));
   return meta;
 }
 
@@ -429,34 +322,76 @@ absl::StatusOr<DatasetStore::RowsState> DatasetStore::StateAfter(
   return state;
 }
 
+absl::StatusOr<std::vector<DatasetVersionRecord>> DatasetStore::Chain(
+    absl::string_view dataset_id, std::optional<int64_t> version) const {
+  BNN_ASSIGN_OR_RETURN(const std::string id, ResolveId(dataset_id));
+  absl::StatusOr<std::vector<DatasetVersionRecord>> versions = metadata_->Read(
+      [&](MetadataReader& r) { return r.ListDatasetVersions(id); });
+  if (absl::IsNotFound(versions.status())) return UnknownDataset(dataset_id);
+  if (!versions.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("dataset_id '", dataset_id,
+                     "' cannot be read: ", versions.status().message()));
+  }
+  const int64_t latest = versions->back().meta.version();
+  if (version.has_value() && (*version < 1 || *version > latest)) {
+    return absl::NotFoundError(absl::StrCat("dataset_id '", dataset_id,
+                                            "' has no version ", *version,
+                                            " (its latest is ", latest, ")"));
+  }
+  versions->resize(version.value_or(latest));
+  for (const DatasetVersionRecord& v : *versions) {
+    if (absl::Status servable = blobs_->CheckNotQuarantined(v.rows_blob);
+        !servable.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("dataset_id '", dataset_id, "' version ",
+                       versions->back().meta.version(),
+                       " cannot be read: the rows of version ",
+                       v.meta.version(), ": ", servable.message()));
+    }
+  }
+  return versions;
+}
+
+absl::StatusOr<std::vector<std::string>> DatasetStore::PathsOf(
+    const std::vector<DatasetVersionRecord>& chain) const {
+  std::vector<std::string> paths;
+  for (const DatasetVersionRecord& v : chain) {
+    absl::StatusOr<std::string> path = blobs_->PathOf(v.rows_blob);
+    if (!path.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          "dataset_id '", v.meta.dataset_id(), "' version ", v.meta.version(),
+          " cannot be read: ", path.status().message()));
+    }
+    paths.push_back(*std::move(path));
+  }
+  return paths;
+}
+
 absl::StatusOr<store::DatasetMeta> DatasetStore::Get(
     absl::string_view dataset_id, std::optional<int64_t> version) const {
-  absl::MutexLock lock(&mu_);
-  BNN_ASSIGN_OR_RETURN(const std::string id, ResolveLocked(dataset_id));
-  const Versions& versions = datasets_.find(id)->second;
-  const auto entry =
-      version.has_value() ? versions.find(*version) : std::prev(versions.end());
-  if (entry == versions.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("dataset_id '", dataset_id, "' has no version ", *version,
-                     " (its latest is ", versions.rbegin()->first, ")"));
-  }
-  if (!entry->second.status.ok()) return entry->second.status;
-  return entry->second.meta;
+  BNN_ASSIGN_OR_RETURN(std::vector<DatasetVersionRecord> chain,
+                       Chain(dataset_id, version));
+  return std::move(chain.back().meta);
 }
 
 absl::StatusOr<Dataset> DatasetStore::Load(
     absl::string_view dataset_id, std::optional<int64_t> version) const {
-  BNN_ASSIGN_OR_RETURN(const store::DatasetMeta meta, Get(dataset_id, version));
+  BNN_ASSIGN_OR_RETURN(const std::vector<DatasetVersionRecord> chain,
+                       Chain(dataset_id, version));
+  BNN_ASSIGN_OR_RETURN(const std::vector<std::string> paths, PathsOf(chain));
+  const store::DatasetMeta& meta = chain.back().meta;
   Dataset data;
   for (int64_t v = 1; v <= meta.version(); ++v) {
-    const std::string path = PathOf(meta.dataset_id(), v);
+    const std::string& path = paths[v - 1];
     BNN_ASSIGN_OR_RETURN(DatasetFileContents file, ReadDatasetFile(path));
-    if (file.meta.version() != v || file.meta.first_row() != data.num_rows()) {
+    if (file.meta.dataset_id() != meta.dataset_id() ||
+        file.meta.version() != v || file.meta.first_row() != data.num_rows()) {
       return absl::DataLossError(absl::StrCat(
-          path, ": holds version ", file.meta.version(), " from row ",
-          file.meta.first_row(), "; expected version ", v, " from row ",
-          data.num_rows()));
+          path, ": holds dataset_id '", file.meta.dataset_id(), "' version ",
+          file.meta.version(), " from row ", file.meta.first_row(),
+          "; expected dataset_id '", meta.dataset_id(), "' version ", v,
+          " from row ", data.num_rows()));
     }
     if (v == 1) {
       data = std::move(file.rows);
@@ -475,63 +410,80 @@ absl::StatusOr<Dataset> DatasetStore::Load(
 
 absl::StatusOr<std::unique_ptr<PoolSource>> DatasetStore::OpenRows(
     absl::string_view dataset_id, std::optional<int64_t> version) const {
-  BNN_ASSIGN_OR_RETURN(const store::DatasetMeta meta, Get(dataset_id, version));
-  std::vector<std::string> paths;
-  for (int64_t v = 1; v <= meta.version(); ++v) {
-    paths.push_back(PathOf(meta.dataset_id(), v));
-  }
+  BNN_ASSIGN_OR_RETURN(const std::vector<DatasetVersionRecord> chain,
+                       Chain(dataset_id, version));
+  BNN_ASSIGN_OR_RETURN(const std::vector<std::string> paths, PathsOf(chain));
+  const store::DatasetMeta& meta = chain.back().meta;
   return OpenDatasetRows(paths, meta.num_features(), meta.num_rows());
 }
 
 std::vector<store::DatasetMeta> DatasetStore::List() const {
-  // (creation of version 1, latest version)
-  std::vector<std::pair<int64_t, store::DatasetMeta>> listed;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [id, versions] : datasets_) {
-      const Entry& latest = versions.rbegin()->second;
-      if (!latest.status.ok()) continue;
-      listed.emplace_back(versions.begin()->second.meta.created_unix_ms(),
-                          latest.meta);
-    }
-  }
-  std::stable_sort(
-      listed.begin(), listed.end(),
-      [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<store::DatasetMeta> out;
-  out.reserve(listed.size());
-  for (auto& [created, meta] : listed) out.push_back(std::move(meta));
+  const bool any_quarantined = !blobs_->Quarantined().empty();
+  const absl::Status status = metadata_->Read([&](MetadataReader& r) {
+    PageRequest page;
+    page.page_size = kMaxPageSize;
+    do {
+      BNN_ASSIGN_OR_RETURN(Page<DatasetVersionRecord> records,
+                           r.ListDatasets(page));
+      for (DatasetVersionRecord& record : records.items) {
+        if (any_quarantined) {
+          // A dataset whose rows are quarantined is not readable.
+          BNN_ASSIGN_OR_RETURN(const std::vector<DatasetVersionRecord> versions,
+                               r.ListDatasetVersions(record.meta.dataset_id()));
+          if (std::any_of(
+                  versions.begin(), versions.end(),
+                  [&](const DatasetVersionRecord& v) {
+                    return !blobs_->CheckNotQuarantined(v.rows_blob).ok();
+                  })) {
+            continue;
+          }
+        }
+        out.push_back(std::move(record.meta));
+      }
+      page.page_token = std::move(records.next_page_token);
+    } while (!page.page_token.empty());
+    return absl::OkStatus();
+  });
+  if (!status.ok()) {
+    spdlog::error("cannot list datasets: {}", status.ToString());
+  }
+  std::reverse(out.begin(), out.end());
   return out;
 }
 
 int64_t DatasetStore::size() const {
-  absl::MutexLock lock(&mu_);
-  return std::count_if(datasets_.begin(), datasets_.end(), [](const auto& kv) {
-    return kv.second.rbegin()->second.status.ok();
-  });
+  return metadata_->Read([](MetadataReader& r) { return r.CountDatasets(); })
+      .value_or(0);
 }
 
-absl::StatusOr<std::string> DatasetStore::Delete(absl::string_view dataset_id) {
+absl::StatusOr<std::string> DatasetStore::Delete(absl::string_view dataset_id,
+                                                 bool force) {
   absl::MutexLock append_lock(&append_mu_);
-  std::string id;
-  std::vector<int64_t> versions;
-  {
-    // Forgotten first: later lookups are NotFound, not a half-deleted
-    // dataset.
-    absl::MutexLock lock(&mu_);
-    BNN_ASSIGN_OR_RETURN(id, ResolveLocked(dataset_id));
-    const auto it = datasets_.find(id);
-    for (const auto& [version, entry] : it->second) versions.push_back(version);
-    datasets_.erase(it);
+  BNN_ASSIGN_OR_RETURN(const std::string id, ResolveId(dataset_id));
+  std::vector<std::string> blobs;
+  BNN_RETURN_IF_ERROR(
+      metadata_->Write([&](MetadataTransaction& tx) -> absl::Status {
+        if (!force) BNN_RETURN_IF_ERROR(CheckDatasetUnused(id, tx));
+        // An unreadable record is deleted too (its blob is swept at the
+        // next start).
+        absl::StatusOr<std::vector<DatasetVersionRecord>> versions =
+            tx.ListDatasetVersions(id);
+        if (absl::IsNotFound(versions.status())) return UnknownDataset(id);
+        if (versions.ok()) {
+          for (const DatasetVersionRecord& v : *versions) {
+            blobs.push_back(v.rows_blob);
+          }
+        }
+        return tx.DeleteDataset(id);
+      }));
+  for (const std::string& blob : blobs) {
+    BNN_RETURN_IF_ERROR(blobs_->RemoveIfUnreferenced(blob, [&]() {
+      return metadata_->Read(
+          [&](MetadataReader& r) { return r.IsBlobReferenced(blob); });
+    }));
   }
-  // Version 1 first: a crash part-way leaves later versions without their
-  // base, which the next Open() reports as unreadable (and deletable), never
-  // a readable dataset with fewer versions.
-  for (const int64_t version : versions) {
-    BNN_RETURN_IF_ERROR(RemoveFile(PathOf(id, version)));
-  }
-  BNN_RETURN_IF_ERROR(SyncDirectory(dir_));
-  spdlog::info("dataset {} deleted ({} versions)", id, versions.size());
+  spdlog::info("dataset {} deleted ({} versions)", id, blobs.size());
   return id;
 }
 

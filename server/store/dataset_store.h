@@ -1,11 +1,14 @@
-// Versioned, immutable datasets on disk. Version 1 of a dataset is its
-// upload, <dir>/<dataset_id>.dataset; every append adds the next version,
-// <dir>/<dataset_id>.v<N>.dataset, holding only the rows it added (see
-// dataset_file.h). Metadata of every version is indexed in memory; rows are
-// written to disk as they arrive (NewVersionWriter) and read from disk when
-// needed (training, acquisition pools), so memory grows neither with the
-// data held nor with the data being uploaded. An append reads no earlier
-// version: its hash continues from the state the latest version keeps.
+// Versioned, immutable datasets. Version 1 of a dataset is its upload; every
+// append adds the next version holding only the rows it added (see
+// dataset_file.h). Each version's file is a blob of the data directory's
+// BlobStore (blob_store.h) and its store::DatasetMeta a record of the
+// MetadataStore (metadata_store.h) naming that blob. Rows are written to a
+// blob's temporary file as they arrive (NewVersionWriter) and read from the
+// blobs when needed (training, acquisition pools), so memory grows neither
+// with the data held nor with the data being uploaded. An append reads no
+// earlier version: its hash continues from the state the latest version
+// keeps. A version whose blob, or the blob of a version it builds on, is
+// quarantined is DataLoss naming the dataset on every access.
 #ifndef BNN_SERVER_STORE_DATASET_STORE_H_
 #define BNN_SERVER_STORE_DATASET_STORE_H_
 
@@ -27,7 +30,9 @@
 #include "bnn/data/dataset_hash.h"
 #include "bnn/predict/acquisition.h"
 
+#include "server/store/blob_store.h"
 #include "server/store/dataset_file.h"
+#include "server/store/metadata_store.h"
 #include "store/store.pb.h"
 
 namespace bnn::server {
@@ -37,32 +42,25 @@ namespace bnn::server {
 absl::Status CheckExpectedVersion(const store::DatasetMeta& latest,
                                   std::optional<int64_t> expected_version);
 
-class JobStore;
-class SnapshotStore;
-
 // FailedPrecondition naming what still depends on the dataset `dataset_id`
-// (an id): the snapshots trained on it, and its QUEUED or RUNNING jobs;
-// OK if nothing does. DeleteDataset checks it unless forced. Not atomic with
-// a deletion: a job submitted in between fails when it starts (NotFound).
+// (an id): the snapshots trained on it, and its QUEUED or RUNNING jobs; OK if
+// nothing does. DatasetStore::Delete checks it, in its transaction, unless
+// forced.
 absl::Status CheckDatasetUnused(absl::string_view dataset_id,
-                                const SnapshotStore& snapshots,
-                                const JobStore& jobs);
+                                MetadataReader& reader);
 
 // Thread-safe.
 class DatasetStore {
  public:
-  // Opens `dir` (created if missing) and reads and verifies every version
-  // file in it. A file failing verification stays indexed with its error,
-  // so that requests for it report the corruption (DataLoss) instead of
-  // NotFound; so do the versions after it, which build on its rows. Errors
-  // are logged and the files left on disk for inspection.
-  static absl::StatusOr<std::unique_ptr<DatasetStore>> Open(std::string dir);
+  // Both are borrowed and must outlive the store.
+  DatasetStore(MetadataStore* metadata, BlobStore* blobs)
+      : metadata_(metadata), blobs_(blobs) {}
 
   // A writer for the rows of a new version, in a temporary file of the
-  // store's directory, for Create or Append to commit: rows are written as
-  // they arrive (an upload never holds them in memory). Dropping it
-  // uncommitted deletes the file; a crash's leftover is deleted when the
-  // store opens.
+  // blob store, for Create or Append to commit: rows are written as they
+  // arrive (an upload never holds them in memory). Dropping it uncommitted
+  // deletes the file; a crash's leftover is deleted when the blob store
+  // opens.
   absl::StatusOr<std::unique_ptr<DatasetFileWriter>> NewVersionWriter(
       int64_t num_features) const;
 
@@ -101,30 +99,27 @@ class DatasetStore {
   // stored) has the name `name`.
   absl::Status CheckNameFree(absl::string_view name) const;
 
-  // Every method that takes a `dataset_id` also takes a dataset's name: an
-  // existing id is that dataset, anything else is looked up by name.
-  // Names are unique for datasets created by this store; a data directory
-  // of an older server may hold several datasets of one name, each still
-  // readable by id, whose name is then refused (FailedPrecondition naming
-  // the ids) as ambiguous.
+  // Every method that takes a `dataset_id` also takes a dataset's name
+  // (names are unique): an existing id is that dataset, anything else is
+  // looked up by name.
 
-  // The id `dataset_id` (an id or a name) names, also for an unreadable
-  // dataset.
+  // The id `dataset_id` (an id or a name) names.
   absl::StatusOr<std::string> ResolveId(absl::string_view dataset_id) const;
 
   // The metadata of `version`, or of the latest version. NotFound for an
-  // unknown id or version, DataLoss for an unreadable version.
+  // unknown id or version, DataLoss for an unreadable version (its record,
+  // or its blob or that of a version it builds on quarantined).
   absl::StatusOr<store::DatasetMeta> Get(
       absl::string_view dataset_id,
       std::optional<int64_t> version = std::nullopt) const;
 
-  // Reads the rows of a version back, verifying its files again.
+  // Reads the rows of a version back, verifying its blobs' record frames.
   absl::StatusOr<Dataset> Load(
       absl::string_view dataset_id,
       std::optional<int64_t> version = std::nullopt) const;
 
   // The feature rows of a version as an acquisition pool, read from the
-  // files in place (OpenDatasetRows) rather than loaded.
+  // blobs in place (OpenDatasetRows) rather than loaded.
   absl::StatusOr<std::unique_ptr<PoolSource>> OpenRows(
       absl::string_view dataset_id,
       std::optional<int64_t> version = std::nullopt) const;
@@ -134,28 +129,27 @@ class DatasetStore {
   // ties are ordered by id).
   std::vector<store::DatasetMeta> List() const;
 
-  // Number of datasets whose latest version is readable.
+  // Number of datasets.
   int64_t size() const;
 
-  // Deletes every version of the dataset (also unreadable ones) and
-  // returns its id; later lookups are NotFound. Readers that opened its
-  // files (an acquisition pool, a job loading its rows) finish normally.
-  // Serialised with appends.
-  absl::StatusOr<std::string> Delete(absl::string_view dataset_id);
+  // Deletes every version of the dataset (also unreadable ones) in one
+  // transaction, unless `force` is false and CheckDatasetUnused fails, then
+  // the blobs no other record shares, and returns its id; later lookups are
+  // NotFound. Readers that opened its blobs (an acquisition pool, a job
+  // loading its rows) finish normally. Serialised with appends.
+  absl::StatusOr<std::string> Delete(absl::string_view dataset_id,
+                                     bool force = true);
 
  private:
-  struct Entry {
-    absl::Status status;  // why the version is unreadable, or OK
-    store::DatasetMeta meta;
-  };
-  using Versions = std::map<int64_t, Entry>;
-
-  explicit DatasetStore(std::string dir) : dir_(std::move(dir)) {}
   // Stores version 1 (Create); `encode_labels` says whether rows' targets
   // are raw labels to encode.
   absl::StatusOr<store::DatasetMeta> Commit(
       std::unique_ptr<DatasetFileWriter> rows, const Dataset& schema,
       absl::string_view name, bool encode_labels);
+  // Writes `rows` with `meta` into the blob store and returns the blob; the
+  // caller holds blobs_->reference_mutex() shared until its record commits.
+  absl::StatusOr<std::string> StoreRows(std::unique_ptr<DatasetFileWriter> rows,
+                                        const store::DatasetMeta& meta);
   // What an append continues from: the hasher and the column ranges after
   // the rows of version `meta`, resumed from the state the version keeps
   // or, for versions stored without it, by reading its rows once.
@@ -164,24 +158,22 @@ class DatasetStore {
     ColumnRanges ranges;
   };
   absl::StatusOr<RowsState> StateAfter(const store::DatasetMeta& meta) const;
-  std::string PathOf(absl::string_view dataset_id, int64_t version) const;
-  // The id `dataset_id` (an id or a name) names: NotFound, or
-  // FailedPrecondition for a name several datasets share.
-  absl::StatusOr<std::string> ResolveLocked(absl::string_view dataset_id) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // The name of a dataset (of version 1), "" if unreadable.
-  static const std::string& NameOf(const Versions& versions);
-  // Marks every version after an unreadable or missing one unreadable too.
-  void CheckVersionChain(absl::string_view dataset_id,
-                         Versions* versions) const;
+  // Versions 1..`version` (the latest if unset) of the dataset `dataset_id`
+  // (an id or a name), each servable: NotFound, or DataLoss naming the
+  // dataset for an unreadable record or a quarantined blob.
+  absl::StatusOr<std::vector<DatasetVersionRecord>> Chain(
+      absl::string_view dataset_id, std::optional<int64_t> version) const;
+  // The blob paths of `chain`.
+  absl::StatusOr<std::vector<std::string>> PathsOf(
+      const std::vector<DatasetVersionRecord>& chain) const;
 
-  const std::string dir_;
+  MetadataStore* const metadata_;
+  BlobStore* const blobs_;
   // Held through a whole Append (version check, read, write) so that two
   // appends cannot both create the same version. Store-wide because appends
-  // are rare next to lookups, which only take mu_.
-  absl::Mutex append_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // are rare next to lookups, which take no lock.
+  absl::Mutex append_mu_;
   mutable absl::Mutex mu_;
-  std::map<std::string, Versions, std::less<>> datasets_ ABSL_GUARDED_BY(mu_);
   // Names of uploads being committed (Create), reserved so that two
   // concurrent uploads cannot both take a name.
   std::set<std::string, std::less<>> reserved_names_ ABSL_GUARDED_BY(mu_);

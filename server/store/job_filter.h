@@ -1,5 +1,4 @@
-// Which jobs a listing returns: shared by the record-file JobStore and the
-// MetadataStore backends.
+// Which jobs a listing returns (MetadataReader::ListJobs, JobStore).
 #ifndef BNN_SERVER_STORE_JOB_FILTER_H_
 #define BNN_SERVER_STORE_JOB_FILTER_H_
 
@@ -17,8 +16,6 @@ struct JobFilter {
   std::string dataset_id;
   std::string method;
   std::string model_name;
-
-  bool Matches(const store::JobRecord& job) const;
 };
 
 }  // namespace bnn::server

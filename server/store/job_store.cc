@@ -1,7 +1,6 @@
 #include "server/store/job_store.h"
 
 #include <algorithm>
-#include <tuple>
 #include <utility>
 
 #include <absl/strings/str_cat.h>
@@ -10,7 +9,6 @@
 #include <spdlog/spdlog.h>
 
 #include "bnn/io/file.h"
-#include "bnn/io/record.h"
 #include "bnn/status.h"
 
 #include "server/store/ids.h"
@@ -19,14 +17,18 @@
 namespace bnn::server {
 namespace {
 
-constexpr RecordFormat kJobFormat{"BNNJOB01", 1, "job record"};
-constexpr absl::string_view kExtension = ".job";
 constexpr absl::string_view kCheckpointExtension = ".ckpt";
+// The page token list name of ListNewestFirst's cursors.
+constexpr absl::string_view kJobsList = "jobs";
 
-// Newest first: creation time, then id, both descending.
-bool NewerThan(int64_t a_ms, absl::string_view a_id, int64_t b_ms,
-               absl::string_view b_id) {
-  return std::tie(a_ms, a_id) > std::tie(b_ms, b_id);
+absl::Status UnknownJob(absl::string_view job_id) {
+  return absl::NotFoundError(absl::StrCat("job_id '", job_id, "' not found"));
+}
+
+// Whether the job runs in this process: only such jobs have live progress.
+bool IsActive(store::JobRecord::State state) {
+  return state == store::JobRecord::RUNNING ||
+         state == store::JobRecord::CANCELLING;
 }
 
 }  // namespace
@@ -37,46 +39,42 @@ bool IsFinalJobState(store::JobRecord::State state) {
          state == store::JobRecord::CANCELLED;
 }
 
-absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(std::string dir) {
-  BNN_ASSIGN_OR_RETURN(const std::vector<std::string> ids,
-                       ScanRecordDir(dir, kJobIdPrefix, kExtension));
-  std::unique_ptr<JobStore> store(new JobStore(std::move(dir)));
-  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
-  absl::MutexLock lock(&store->mu_);
-  for (const std::string& id : ids) {
-    Entry& entry = store->entries_[id];
-    absl::StatusOr<store::JobRecord> record = store->Read(id);
-    if (!record.ok()) {
-      spdlog::error("job {} is unreadable: {}", id, record.status().ToString());
-      entry.status = record.status();
-      entry.record.set_job_id(id);
-      continue;
-    }
-    if (record->state() == store::JobRecord::RUNNING) {
-      // Its process is gone: resumable from its last checkpoint.
-      record->set_state(store::JobRecord::INTERRUPTED);
-      BNN_RETURN_IF_ERROR(store->Write(*record));
-      spdlog::warn(
-          "job {} was running when its server stopped; marked INTERRUPTED", id);
-    } else if (record->state() == store::JobRecord::CANCELLING) {
-      record->set_state(store::JobRecord::CANCELLED);
-      record->set_finished_unix_ms(now_ms);
-      BNN_RETURN_IF_ERROR(store->Write(*record));
-      spdlog::warn(
-          "job {} was being cancelled when its server stopped; "
-          "marked CANCELLED",
-          id);
-    }
-    entry.record = *std::move(record);
-  }
-  // Checkpoints are kept only for jobs that may still resume.
+absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(
+    MetadataStore* metadata, std::string checkpoint_dir) {
   BNN_ASSIGN_OR_RETURN(const std::vector<std::string> checkpoints,
-                       ScanRecordStems(store->dir_, kCheckpointExtension));
+                       ScanRecordStems(checkpoint_dir, kCheckpointExtension));
+  std::unique_ptr<JobStore> store(
+      new JobStore(metadata, std::move(checkpoint_dir)));
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  // Their process is gone: running jobs resume from their last checkpoint,
+  // cancelling ones are cancelled.
+  JobFilter stopped;
+  stopped.states = {store::JobRecord::RUNNING, store::JobRecord::CANCELLING};
+  const std::vector<store::JobRecord> jobs = store->List(stopped);
+  BNN_RETURN_IF_ERROR(metadata->Write([&](MetadataTransaction& tx) {
+    for (store::JobRecord job : jobs) {
+      if (job.state() == store::JobRecord::RUNNING) {
+        job.set_state(store::JobRecord::INTERRUPTED);
+        spdlog::warn(
+            "job {} was running when its server stopped; marked INTERRUPTED",
+            job.job_id());
+      } else {
+        job.set_state(store::JobRecord::CANCELLED);
+        job.set_finished_unix_ms(now_ms);
+        spdlog::warn(
+            "job {} was being cancelled when its server stopped; marked "
+            "CANCELLED",
+            job.job_id());
+      }
+      BNN_RETURN_IF_ERROR(tx.UpdateJob(job));
+    }
+    return absl::OkStatus();
+  }));
+  // Checkpoints are kept only for jobs that may still resume.
   for (const std::string& id : checkpoints) {
-    const auto it = store->entries_.find(id);
-    if (it != store->entries_.end() &&
-        (!it->second.status.ok() ||
-         !IsFinalJobState(it->second.record.state()))) {
+    const absl::StatusOr<store::JobRecord> job = store->Get(id);
+    if (!absl::IsNotFound(job.status()) &&
+        (!job.ok() || !IsFinalJobState(job->state()))) {
       continue;
     }
     spdlog::info("deleting the checkpoint of finished or unknown job {}", id);
@@ -86,67 +84,119 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(std::string dir) {
 }
 
 std::string JobStore::CheckpointPath(absl::string_view job_id) const {
-  return absl::StrCat(dir_, "/", job_id, kCheckpointExtension);
-}
-
-std::string JobStore::PathOf(absl::string_view job_id) const {
-  return absl::StrCat(dir_, "/", job_id, kExtension);
-}
-
-absl::Status JobStore::Write(const store::JobRecord& record) const {
-  return WriteRecordFile(PathOf(record.job_id()), kJobFormat, record);
-}
-
-absl::StatusOr<store::JobRecord> JobStore::Read(
-    const std::string& job_id) const {
-  const std::string path = PathOf(job_id);
-  store::JobRecord record;
-  BNN_RETURN_IF_ERROR(ReadRecordFile(path, kJobFormat, &record).status());
-  if (record.job_id() != job_id) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": holds job_id '", record.job_id(), "'"));
-  }
-  return record;
+  return absl::StrCat(checkpoint_dir_, "/", job_id, kCheckpointExtension);
 }
 
 absl::StatusOr<store::JobRecord> JobStore::Create(store::JobRecord record) {
-  absl::MutexLock lock(&mu_);
-  do {
-    record.set_job_id(NewId(kJobIdPrefix));
-  } while (entries_.count(record.job_id()) > 0);
   record.set_state(store::JobRecord::QUEUED);
   record.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
-  BNN_RETURN_IF_ERROR(Write(record));
-  entries_[record.job_id()] = Entry{absl::OkStatus(), record};
+  absl::Status created;
+  do {  // ids are random: a collision is retried with another
+    record.set_job_id(NewId(kJobIdPrefix));
+    created = metadata_->Write(
+        [&](MetadataTransaction& tx) { return tx.CreateJob(record); });
+  } while (absl::IsAlreadyExists(created));
+  BNN_RETURN_IF_ERROR(created);
   return record;
+}
+
+store::JobRecord JobStore::WithLive(store::JobRecord record) const {
+  const auto it = live_.find(record.job_id());
+  return it == live_.end() ? std::move(record) : it->second;
 }
 
 absl::StatusOr<store::JobRecord> JobStore::Get(absl::string_view job_id) const {
   absl::MutexLock lock(&mu_);
-  const auto it = entries_.find(job_id);
-  if (it == entries_.end()) {
-    return absl::NotFoundError(absl::StrCat("job_id '", job_id, "' not found"));
+  if (const auto it = live_.find(job_id); it != live_.end()) {
+    return it->second;
   }
-  if (!it->second.status.ok()) return it->second.status;
-  return it->second.record;
+  absl::StatusOr<store::JobRecord> record =
+      metadata_->Read([&](MetadataReader& r) { return r.GetJob(job_id); });
+  if (absl::IsNotFound(record.status())) return UnknownJob(job_id);
+  return record;
 }
 
 absl::StatusOr<store::JobRecord> JobStore::Update(
     absl::string_view job_id, absl::FunctionRef<bool(store::JobRecord*)> mutate,
     Durability durability) {
   absl::MutexLock lock(&mu_);
-  const auto it = entries_.find(job_id);
-  if (it == entries_.end()) {
-    return absl::NotFoundError(absl::StrCat("job_id '", job_id, "' not found"));
+  return UpdateLocked(job_id, mutate, durability,
+                      [](MetadataTransaction&, const store::JobRecord&) {
+                        return absl::OkStatus();
+                      });
+}
+
+absl::StatusOr<store::JobRecord> JobStore::Update(
+    absl::string_view job_id, absl::FunctionRef<bool(store::JobRecord*)> mutate,
+    absl::FunctionRef<absl::Status(MetadataTransaction&,
+                                   const store::JobRecord&)>
+        also) {
+  absl::MutexLock lock(&mu_);
+  return UpdateLocked(job_id, mutate, Durability::kPersist, also);
+}
+
+absl::StatusOr<store::JobRecord> JobStore::UpdateLocked(
+    absl::string_view job_id, absl::FunctionRef<bool(store::JobRecord*)> mutate,
+    Durability durability,
+    absl::FunctionRef<absl::Status(MetadataTransaction&,
+                                   const store::JobRecord&)>
+        also) {
+  store::JobRecord current;
+  if (const auto it = live_.find(job_id); it != live_.end()) {
+    current = it->second;
+  } else {
+    absl::StatusOr<store::JobRecord> stored =
+        metadata_->Read([&](MetadataReader& r) { return r.GetJob(job_id); });
+    if (absl::IsNotFound(stored.status())) return UnknownJob(job_id);
+    BNN_RETURN_IF_ERROR(stored.status());
+    current = *std::move(stored);
   }
-  if (!it->second.status.ok()) return it->second.status;
-  store::JobRecord updated = it->second.record;
-  if (!mutate(&updated)) return it->second.record;
-  if (durability == Durability::kPersist) {
-    BNN_RETURN_IF_ERROR(Write(updated));
+  store::JobRecord updated = current;
+  if (!mutate(&updated)) return current;
+  if (durability == Durability::kMemoryOnly) {
+    live_[updated.job_id()] = updated;
+    return updated;
   }
-  it->second.record = updated;
+  BNN_RETURN_IF_ERROR(metadata_->Write([&](MetadataTransaction& tx) {
+    BNN_RETURN_IF_ERROR(tx.UpdateJob(updated));
+    return also(tx, updated);
+  }));
+  if (IsActive(updated.state())) {
+    live_[updated.job_id()] = updated;
+  } else {
+    live_.erase(updated.job_id());
+  }
   return updated;
+}
+
+std::vector<store::JobRecord> JobStore::List(const JobFilter& filter) const {
+  std::vector<store::JobRecord> jobs;
+  const absl::Status status = metadata_->Read([&](MetadataReader& r) {
+    PageRequest page;
+    page.page_size = kMaxPageSize;
+    do {
+      BNN_ASSIGN_OR_RETURN(Page<store::JobRecord> records,
+                           r.ListJobs(filter, page));
+      for (store::JobRecord& job : records.items) {
+        jobs.push_back(std::move(job));
+      }
+      page.page_token = std::move(records.next_page_token);
+    } while (!page.page_token.empty());
+    return absl::OkStatus();
+  });
+  if (!status.ok()) spdlog::error("cannot list jobs: {}", status.ToString());
+  absl::MutexLock lock(&mu_);
+  for (store::JobRecord& job : jobs) job = WithLive(std::move(job));
+  return jobs;
+}
+
+std::vector<store::JobRecord> JobStore::InState(
+    store::JobRecord::State state) const {
+  JobFilter filter;
+  filter.states = {state};
+  std::vector<store::JobRecord> jobs = List(filter);
+  std::reverse(jobs.begin(), jobs.end());
+  return jobs;
 }
 
 std::vector<store::JobRecord> JobStore::Queued() const {
@@ -157,68 +207,36 @@ std::vector<store::JobRecord> JobStore::Interrupted() const {
   return InState(store::JobRecord::INTERRUPTED);
 }
 
-std::vector<store::JobRecord> JobStore::InState(
-    store::JobRecord::State state) const {
-  std::vector<store::JobRecord> jobs;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [id, entry] : entries_) {
-      if (entry.status.ok() && entry.record.state() == state) {
-        jobs.push_back(entry.record);
-      }
-    }
-  }
-  // Ids break ties: entries_ is ordered by id.
-  std::stable_sort(jobs.begin(), jobs.end(),
-                   [](const store::JobRecord& a, const store::JobRecord& b) {
-                     return a.created_unix_ms() < b.created_unix_ms();
-                   });
-  return jobs;
-}
-
-std::vector<store::JobRecord> JobStore::ListNewestFirst(
+absl::StatusOr<std::vector<store::JobRecord>> JobStore::ListNewestFirst(
     const JobFilter& filter, const std::optional<JobCursor>& after, int limit,
     bool* more) const {
-  absl::MutexLock lock(&mu_);
-  std::vector<const store::JobRecord*> matching;
-  for (const auto& [id, entry] : entries_) {
-    if (!entry.status.ok() || !filter.Matches(entry.record)) continue;
-    if (after.has_value() && !NewerThan(after->created_unix_ms, after->job_id,
-                                        entry.record.created_unix_ms(), id)) {
-      continue;
-    }
-    matching.push_back(&entry.record);
+  PageRequest page;
+  page.page_size = limit;
+  if (after.has_value()) {
+    page.page_token =
+        EncodePageToken(kJobsList, after->created_unix_ms, after->job_id);
   }
-  const size_t page = std::min(matching.size(), static_cast<size_t>(limit));
-  const auto newer = [](const store::JobRecord* a, const store::JobRecord* b) {
-    return NewerThan(a->created_unix_ms(), a->job_id(), b->created_unix_ms(),
-                     b->job_id());
-  };
-  std::partial_sort(matching.begin(), matching.begin() + page, matching.end(),
-                    newer);
-  *more = matching.size() > page;
-  std::vector<store::JobRecord> jobs;
-  jobs.reserve(page);
-  for (size_t i = 0; i < page; ++i) jobs.push_back(*matching[i]);
-  return jobs;
+  BNN_ASSIGN_OR_RETURN(Page<store::JobRecord> records,
+                       metadata_->Read([&](MetadataReader& r) {
+                         return r.ListJobs(filter, page);
+                       }));
+  *more = !records.next_page_token.empty();
+  absl::MutexLock lock(&mu_);
+  for (store::JobRecord& job : records.items) job = WithLive(std::move(job));
+  return std::move(records.items);
 }
 
 std::map<store::JobRecord::State, int64_t> JobStore::CountByState() const {
   std::map<store::JobRecord::State, int64_t> counts;
-  absl::MutexLock lock(&mu_);
-  for (const auto& [id, entry] : entries_) {
-    if (entry.status.ok()) ++counts[entry.record.state()];
+  const absl::StatusOr<std::vector<std::pair<store::JobRecord::State, int64_t>>>
+      counted = metadata_->Read(
+          [](MetadataReader& r) { return r.CountJobsByState(); });
+  if (!counted.ok()) {
+    spdlog::error("cannot count jobs: {}", counted.status().ToString());
+    return counts;
   }
+  for (const auto& [state, count] : *counted) counts[state] = count;
   return counts;
-}
-
-std::vector<store::JobRecord> JobStore::List() const {
-  absl::MutexLock lock(&mu_);
-  std::vector<store::JobRecord> records;
-  for (const auto& [id, entry] : entries_) {
-    if (entry.status.ok()) records.push_back(entry.record);
-  }
-  return records;
 }
 
 }  // namespace bnn::server

@@ -1,8 +1,10 @@
-// Training job records on disk, <dir>/<job_id>.job holding a store::JobRecord
-// in a checksummed frame, and the job's last training checkpoint beside it,
-// <dir>/<job_id>.ckpt (written by the job runner). Every record is also held
-// in memory; state changes are written through, per-step progress is kept in
-// memory only.
+// Training job records: each store::JobRecord is a record of the
+// MetadataStore (metadata_store.h), and a job's last training checkpoint a
+// record file of its own, <checkpoint-dir>/<job_id>.ckpt (written by the job
+// runner). State changes are committed at once; per-step progress (step,
+// loss, the loss curve) of a running job is kept in memory and committed
+// with its next state change or checkpoint, so that training does not fsync
+// per step while GetJob, ListJobs and WatchJob see it live.
 #ifndef BNN_SERVER_STORE_JOB_STORE_H_
 #define BNN_SERVER_STORE_JOB_STORE_H_
 
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include <absl/base/thread_annotations.h>
+#include <absl/container/flat_hash_map.h>
 #include <absl/functional/function_ref.h>
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
@@ -21,15 +24,10 @@
 #include <absl/synchronization/mutex.h>
 
 #include "server/store/job_filter.h"
+#include "server/store/metadata_store.h"
 #include "store/store.pb.h"
 
 namespace bnn::server {
-
-// The error of jobs that a server older than checkpoints found RUNNING
-// when it opened the store; such jobs may still adopt their snapshot
-// (JobRunner).
-inline constexpr absl::string_view kRestartedJobError =
-    "server restarted while the job was running";
 
 // True for SUCCEEDED, FAILED and CANCELLED: the job will not change again.
 bool IsFinalJobState(store::JobRecord::State state);
@@ -46,68 +44,83 @@ class JobStore {
  public:
   enum class Durability { kPersist, kMemoryOnly };
 
-  // Opens `dir` (created if missing) and loads every record. Jobs left
+  // Opens the jobs of `metadata` (borrowed; it must outlive the store) with
+  // their checkpoints in `checkpoint_dir` (created if missing). Jobs left
   // RUNNING by a previous process (a crash) become INTERRUPTED, to be
-  // resumed from their checkpoint, and CANCELLING ones CANCELLED; QUEUED and
-  // INTERRUPTED ones stay as they are (see Queued(), Interrupted()).
-  // Checkpoints of jobs that are finished or unknown are deleted. An
-  // unreadable file stays indexed with its error (DataLoss on lookup) and is
-  // logged.
-  static absl::StatusOr<std::unique_ptr<JobStore>> Open(std::string dir);
+  // resumed from their checkpoint, and CANCELLING ones CANCELLED, in one
+  // transaction; QUEUED and INTERRUPTED ones stay as they are (see
+  // Queued(), Interrupted()). Checkpoints of jobs that are finished or
+  // unknown are deleted.
+  static absl::StatusOr<std::unique_ptr<JobStore>> Open(
+      MetadataStore* metadata, std::string checkpoint_dir);
 
-  // Where the job's checkpoint is kept: <dir>/<job_id>.ckpt.
+  // Where the job's checkpoint is kept: <checkpoint-dir>/<job_id>.ckpt.
   std::string CheckpointPath(absl::string_view job_id) const;
 
   // Stores `record` under a new id as QUEUED, stamped with the creation
   // time, and returns it.
   absl::StatusOr<store::JobRecord> Create(store::JobRecord record);
 
-  // NotFound for an unknown id.
+  // NotFound for an unknown id, DataLoss for an unreadable record.
   absl::StatusOr<store::JobRecord> Get(absl::string_view job_id) const;
 
   // Atomically applies `mutate` to a copy of the record; if it returns true
-  // the copy replaces the record (written to disk first for kPersist). Returns
-  // the record as it is afterwards. `mutate` runs under the store's lock and
-  // must not call back into the store.
+  // the copy replaces the record (committed first for kPersist, with
+  // whatever `also` changes in the same transaction). Returns the record as
+  // it is afterwards. `mutate` and `also` run under the store's lock and
+  // must not call back into the store; `also` runs only for kPersist.
   absl::StatusOr<store::JobRecord> Update(
       absl::string_view job_id,
       absl::FunctionRef<bool(store::JobRecord*)> mutate,
       Durability durability = Durability::kPersist);
+  absl::StatusOr<store::JobRecord> Update(
+      absl::string_view job_id,
+      absl::FunctionRef<bool(store::JobRecord*)> mutate,
+      absl::FunctionRef<absl::Status(MetadataTransaction&,
+                                     const store::JobRecord&)>
+          also);
 
   // The QUEUED jobs, oldest first (by creation time, then id).
   std::vector<store::JobRecord> Queued() const;
   // The INTERRUPTED jobs, oldest first.
   std::vector<store::JobRecord> Interrupted() const;
 
-  // The readable jobs `filter` matches, newest first (creation time, then
-  // id, both descending), from just after `after` (none: from the newest),
-  // at most `limit`; `*more` tells whether further ones match.
-  std::vector<store::JobRecord> ListNewestFirst(
+  // The jobs `filter` matches, newest first (creation time, then id, both
+  // descending), from just after `after` (none: from the newest), at most
+  // `limit`; `*more` tells whether further ones match.
+  absl::StatusOr<std::vector<store::JobRecord>> ListNewestFirst(
       const JobFilter& filter, const std::optional<JobCursor>& after, int limit,
       bool* more) const;
 
-  // Readable jobs per state.
+  // Jobs per state.
   std::map<store::JobRecord::State, int64_t> CountByState() const;
 
-  // Every readable record, by id.
-  std::vector<store::JobRecord> List() const;
+  // Every job `filter` matches, newest first.
+  std::vector<store::JobRecord> List(const JobFilter& filter = {}) const;
 
  private:
-  struct Entry {
-    absl::Status status;  // why the file is unreadable, or OK
-    store::JobRecord record;
-  };
-
-  explicit JobStore(std::string dir) : dir_(std::move(dir)) {}
-  std::string PathOf(absl::string_view job_id) const;
-  // Readable jobs in `state`, oldest first.
+  JobStore(MetadataStore* metadata, std::string checkpoint_dir)
+      : metadata_(metadata), checkpoint_dir_(std::move(checkpoint_dir)) {}
+  absl::StatusOr<store::JobRecord> UpdateLocked(
+      absl::string_view job_id,
+      absl::FunctionRef<bool(store::JobRecord*)> mutate, Durability durability,
+      absl::FunctionRef<absl::Status(MetadataTransaction&,
+                                     const store::JobRecord&)>
+          also) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The record with its live progress, if it has any.
+  store::JobRecord WithLive(store::JobRecord record) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every job in `state`, oldest first.
   std::vector<store::JobRecord> InState(store::JobRecord::State state) const;
-  absl::Status Write(const store::JobRecord& record) const;
-  absl::StatusOr<store::JobRecord> Read(const std::string& job_id) const;
 
-  const std::string dir_;
+  MetadataStore* const metadata_;
+  const std::string checkpoint_dir_;
   mutable absl::Mutex mu_;
-  std::map<std::string, Entry, std::less<>> entries_ ABSL_GUARDED_BY(mu_);
+  // The records of jobs running in this process with progress not yet
+  // committed: each is the committed record plus that progress (state
+  // changes are always committed first), so it never disagrees with the
+  // store on anything but progress. Dropped once the job stops running.
+  absl::flat_hash_map<std::string, store::JobRecord> live_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace bnn::server

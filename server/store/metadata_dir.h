@@ -1,25 +1,29 @@
-// The store of a data directory in the metadata-store layout:
-//   <data-dir>/metadata.db   SQLite metadata (sqlite_metadata_store.h)
-//   <data-dir>/blobs/        dataset rows and snapshot files (blob_store.h)
+// The store of a data directory:
+//   <data-dir>/metadata.db    SQLite metadata (sqlite_metadata_store.h):
+//                             datasets and versions, snapshots, jobs,
+//                             models with their versions and aliases
+//   <data-dir>/blobs/         dataset version rows and snapshot files
+//                             (blob_store.h), content-addressed
+//   <data-dir>/checkpoints/   <job_id>.ckpt, the last training checkpoint
+//                             of each job that may still resume (JobStore)
 // and the one-time migration of a data directory of the record-file layout
-// (datasets/, jobs/, snapshots/ as DatasetStore, JobStore and SnapshotStore
-// write them) into it.
+// of older servers (datasets/, jobs/, snapshots/, models/, one record file
+// per dataset version, job, snapshot and model, and jobs/<id>.ckpt) into it.
+// The readers of that layout live only here.
 //
-// The migration reads the old directories with those stores, links every
-// dataset version file and snapshot file into the blob store (hard links:
-// no copy, no extra space) and writes every record into a new database,
-// metadata.db.migrating, in one transaction with a rollback journal. Only
-// when that database is complete and fsync'd is it renamed to metadata.db
-// (the commit point; the database records that it was migrated), and then
-// the old directories are moved into <data-dir>/record-files.migrated/ for
-// the operator to delete. A crash before the rename leaves the old
-// directories untouched and the next open migrates again from scratch
-// (blobs already linked are found by content, a stale .migrating file is
-// deleted, links of a failed attempt are swept); a crash after it leaves
-// metadata.db and the old directories, which the next open moves aside.
-//
-// Not yet used by the server (Server::Create still opens the record-file
-// stores).
+// The migration reads the old directories, links every dataset version
+// file and snapshot file into the blob store and every checkpoint of a job
+// that may resume into checkpoints/ (hard links: no copy, no extra space)
+// and writes every record into a new database, metadata.db.migrating, in
+// one transaction with a rollback journal. Only when that database is
+// complete and fsync'd is it renamed to metadata.db (the commit point; the
+// database records that it was migrated), and then the old directories are
+// moved into <data-dir>/record-files.migrated/ for the operator to delete.
+// A crash before the rename leaves the old directories untouched and the
+// next open migrates again from scratch (blobs and checkpoints already
+// linked are replaced, a stale .migrating file is deleted, blob links of a
+// failed attempt are swept); a crash after it leaves metadata.db and the
+// old directories, which the next open moves aside.
 #ifndef BNN_SERVER_STORE_METADATA_DIR_H_
 #define BNN_SERVER_STORE_METADATA_DIR_H_
 
@@ -33,6 +37,8 @@
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 
+#include "bnn/io/record.h"
+
 #include "server/store/blob_store.h"
 #include "server/store/sqlite_metadata_store.h"
 
@@ -40,6 +46,7 @@ namespace bnn::server {
 
 inline constexpr absl::string_view kMetadataDbName = "metadata.db";
 inline constexpr absl::string_view kBlobDirName = "blobs";
+inline constexpr absl::string_view kCheckpointDirName = "checkpoints";
 // Where the migration moves the record-file directories.
 inline constexpr absl::string_view kMigratedRecordFilesDirName =
     "record-files.migrated";
@@ -59,14 +66,28 @@ struct MigrationReport {
   int64_t dataset_versions = 0;
   int64_t snapshots = 0;
   int64_t jobs = 0;
-  // Records that could not be read (corrupt, truncated, newer format),
-  // each "<file>: <error>"; they stay in the moved-aside directories.
+  int64_t models = 0;
+  // Checkpoints of jobs that may resume, linked into checkpoints/.
+  int64_t checkpoints = 0;
+  // Records that could not be read (corrupt, truncated, newer format), and
+  // model versions whose snapshot could not be, each "<file>: <error>";
+  // they stay in the moved-aside directories.
   std::vector<std::string> skipped;
   // Dataset names several datasets shared (allowed by old servers): each
   // "<name>: <ids>"; those datasets are migrated without their name, which
   // names are unique in the metadata store.
   std::vector<std::string> dropped_names;
 };
+
+// The record formats of the record-file layout, for the migration (and
+// tests that write such a directory); the dataset version files
+// (dataset_file.h) and snapshot files (bnn/io/snapshot.h) kept their
+// formats as blobs.
+inline constexpr RecordFormat kRecordFileJobFormat{"BNNJOB01", 1, "job record"};
+inline constexpr RecordFormat kRecordFileSnapshotInfoFormat{"BNNSINFO", 1,
+                                                            "snapshot record"};
+inline constexpr RecordFormat kRecordFileModelFormat{"BNNMODEL", 1,
+                                                     "model record"};
 
 struct MigrationOptions {
   // Called with the name of each step as it is reached ("records_written":

@@ -11,7 +11,8 @@
 -- that lookups, filters, ordering and uniqueness use. Lists are newest first
 -- and paged by (created_unix_ms, id) descending, which the indexes cover.
 
--- migration 1: datasets, snapshots, jobs and loss curves, models
+-- migration 1: datasets, snapshots, jobs (loss curves inside their records),
+-- models
 PRAGMA application_id = 1112428109;
 
 CREATE TABLE store_info (
@@ -68,13 +69,6 @@ CREATE INDEX jobs_by_state ON jobs (state, created_unix_ms DESC, job_id DESC);
 CREATE INDEX jobs_by_dataset ON jobs (dataset_id, created_unix_ms DESC, job_id DESC);
 CREATE INDEX jobs_by_method ON jobs (method, created_unix_ms DESC, job_id DESC);
 CREATE INDEX jobs_by_model ON jobs (model_name, created_unix_ms DESC, job_id DESC);
-
-CREATE TABLE job_loss_points (
-  job_id TEXT NOT NULL REFERENCES jobs (job_id) ON DELETE CASCADE,
-  step INTEGER NOT NULL,
-  loss REAL NOT NULL,
-  PRIMARY KEY (job_id, step)
-) WITHOUT ROWID;
 
 CREATE TABLE models (
   name TEXT PRIMARY KEY,

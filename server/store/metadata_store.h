@@ -1,5 +1,6 @@
 // The metadata store: datasets and their versions, snapshots, training jobs
-// and their loss curves, named models with versions and aliases, behind one
+// (each with its bounded loss curve inside its record), named models with
+// versions and aliases, behind one
 // interface that SQLite implements today (sqlite_metadata_store.h) and a
 // server database can implement later. Nothing here is specific to a
 // backend.
@@ -19,9 +20,6 @@
 // FailedPrecondition for a change the current state forbids (naming what
 // forbids it), InvalidArgument for a bad filter or page token, DataLoss for
 // a corrupt record.
-//
-// Not yet used by the server, which still keeps metadata in record files
-// (dataset_store.h, job_store.h, snapshot_store.h).
 #ifndef BNN_SERVER_STORE_METADATA_STORE_H_
 #define BNN_SERVER_STORE_METADATA_STORE_H_
 
@@ -74,15 +72,6 @@ struct SnapshotRecord {
   std::string payload_blob;
 };
 
-// One point of a job's loss curve.
-struct LossPoint {
-  int64_t step = 0;
-  double loss = 0;
-  bool operator==(const LossPoint& other) const {
-    return step == other.step && loss == other.loss;
-  }
-};
-
 // Filters of ListSnapshots; empty fields do not filter.
 struct SnapshotFilter {
   std::string dataset_id;
@@ -105,6 +94,8 @@ class MetadataReader {
   // creation of version 1, then id).
   virtual absl::StatusOr<Page<DatasetVersionRecord>> ListDatasets(
       const PageRequest& page) = 0;
+  // The number of datasets.
+  virtual absl::StatusOr<int64_t> CountDatasets() = 0;
   // Every version of a dataset, version 1 first.
   virtual absl::StatusOr<std::vector<DatasetVersionRecord>> ListDatasetVersions(
       absl::string_view dataset_id) = 0;
@@ -115,18 +106,25 @@ class MetadataReader {
   virtual absl::StatusOr<Page<SnapshotRecord>> ListSnapshots(
       const SnapshotFilter& filter, const PageRequest& page) = 0;
 
+  // The number of snapshots.
+  virtual absl::StatusOr<int64_t> CountSnapshots() = 0;
+
   virtual absl::StatusOr<store::JobRecord> GetJob(absl::string_view job_id) = 0;
   // Newest first (by created_unix_ms, then id).
   virtual absl::StatusOr<Page<store::JobRecord>> ListJobs(
       const JobFilter& filter, const PageRequest& page) = 0;
-  // The job's loss curve by step; NotFound for an unknown job.
-  virtual absl::StatusOr<std::vector<LossPoint>> GetLossCurve(
-      absl::string_view job_id) = 0;
+  // The number of jobs in each state that has any.
+  virtual absl::StatusOr<
+      std::vector<std::pair<store::JobRecord::State, int64_t>>>
+  CountJobsByState() = 0;
 
   virtual absl::StatusOr<store::ModelInfo> GetModel(absl::string_view name) = 0;
-  // Newest model first (by created_unix_ms, then name).
-  virtual absl::StatusOr<Page<store::ModelInfo>> ListModels(
-      const PageRequest& page) = 0;
+  // Up to `limit` models whose names sort after `after` (from the first
+  // when empty), by name.
+  virtual absl::StatusOr<std::vector<store::ModelInfo>> ListModels(
+      absl::string_view after, int limit) = 0;
+  // The number of models.
+  virtual absl::StatusOr<int64_t> CountModels() = 0;
   virtual absl::StatusOr<store::ModelVersion> GetModelVersion(
       absl::string_view model_name, int64_t version) = 0;
   // Newest version first; NotFound for an unknown model.
@@ -145,6 +143,8 @@ class MetadataReader {
   // blob store's sweep of unreferenced blobs.
   virtual absl::StatusOr<absl::flat_hash_set<std::string>>
   ReferencedBlobs() = 0;
+  // Whether any record refers to `blob` (an indexed lookup).
+  virtual absl::StatusOr<bool> IsBlobReferenced(absl::string_view blob) = 0;
 
   // A property of the store itself (e.g. where its records came from);
   // nullopt if unset.
@@ -178,15 +178,7 @@ class MetadataTransaction : public MetadataReader {
   virtual absl::Status CreateJob(const store::JobRecord& job) = 0;
   // Replaces an existing job's record (NotFound otherwise).
   virtual absl::Status UpdateJob(const store::JobRecord& job) = 0;
-  // Deletes the job and its loss curve.
   virtual absl::Status DeleteJob(absl::string_view job_id) = 0;
-  // Adds points to a job's loss curve; AlreadyExists naming the step if the
-  // curve has a point at one of their steps.
-  virtual absl::Status AppendLossPoints(absl::string_view job_id,
-                                        absl::Span<const LossPoint> points) = 0;
-  // Replaces the job's whole loss curve (e.g. after downsampling it).
-  virtual absl::Status ReplaceLossCurve(absl::string_view job_id,
-                                        absl::Span<const LossPoint> points) = 0;
 
   // Publishes `snapshot_id` (NotFound unless it exists) as the next version
   // of the model `model_name`, created if new, and returns the version.
@@ -207,6 +199,15 @@ class MetadataTransaction : public MetadataReader {
                                    absl::string_view alias) = 0;
   // Deletes a model with its versions and aliases (not their snapshots).
   virtual absl::Status DeleteModel(absl::string_view name) = 0;
+  // Adds a whole model as another store held it (the record-file
+  // migration): its versions keep their numbers and the model its
+  // next_version. AlreadyExists if the name is taken, NotFound for a
+  // version's unknown snapshot, FailedPrecondition for an alias on a
+  // version the model does not have or a version at or above next_version.
+  virtual absl::Status RestoreModel(
+      const store::ModelInfo& model,
+      absl::Span<const store::ModelVersion> versions,
+      absl::Span<const store::ModelAlias> aliases) = 0;
 
   virtual absl::Status SetProperty(absl::string_view key,
                                    absl::string_view value) = 0;
@@ -245,6 +246,13 @@ class MetadataStore {
 
   // The schema version of the backing database.
   virtual int SchemaVersion() const = 0;
+
+  // The number of write transactions this store has committed since it
+  // opened. In-memory caches of what the store holds tag an entry with the
+  // count read before the lookup that filled it and serve it only while
+  // the count is unchanged, so they never serve a state older than the
+  // last commit (one atomic load per hit).
+  virtual uint64_t Commits() const = 0;
 
  protected:
   virtual absl::Status RunRead(

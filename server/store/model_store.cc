@@ -1,6 +1,7 @@
 #include "server/store/model_store.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -12,17 +13,11 @@
 #include <absl/time/time.h>
 #include <spdlog/spdlog.h>
 
-#include "bnn/io/file.h"
-#include "bnn/io/record.h"
 #include "bnn/status.h"
-
-#include "server/store/record_dir.h"
 
 namespace bnn::server {
 namespace {
 
-constexpr absl::string_view kExtension = ".model";
-constexpr RecordFormat kModelFormat{"BNNMODEL", 1, "model record"};
 // The longest reference: a name, '@' and an alias.
 constexpr size_t kMaxRefBytes = kMaxModelNameChars + 1 + kMaxAliasChars;
 
@@ -51,54 +46,51 @@ absl::Status UnknownModel(absl::string_view name) {
   return absl::NotFoundError(absl::StrCat("model '", name, "' not found"));
 }
 
-const store::ModelRecord::Version* FindVersion(const store::ModelRecord& model,
-                                               int64_t version) {
-  for (const store::ModelRecord::Version& v : model.versions()) {
-    if (v.version() == version) return &v;
-  }
-  return nullptr;
-}
-
-absl::Status UnknownVersion(const store::ModelRecord& model, int64_t version) {
+absl::Status UnknownVersion(const Model& model, int64_t version) {
   const int64_t latest = LatestVersion(model);
   return absl::NotFoundError(absl::StrCat(
-      "model '", model.name(), "' has no version ", version,
+      "model '", model.info.name(), "' has no version ", version,
       latest == 0 ? " (it has no versions)"
                   : absl::StrCat(" (its latest is ", latest, ")")));
 }
 
-// Why a record read from `<name>.model` cannot be served, or OK: versions
-// ascending below next_version, each with a snapshot, and aliases of the
-// alias form on existing versions.
-absl::Status CheckRecord(absl::string_view name,
-                         const store::ModelRecord& record) {
-  const auto bad = [&](const std::string& what) {
-    return absl::DataLossError(
-        absl::StrCat("model record of '", name, "' is inconsistent: ", what));
-  };
-  if (record.name() != name) {
-    return bad(absl::StrCat("it holds model '", record.name(), "'"));
-  }
-  int64_t previous = 0;
-  for (const store::ModelRecord::Version& v : record.versions()) {
-    if (v.version() <= previous || v.version() >= record.next_version()) {
-      return bad(absl::StrCat("version ", v.version(), " is out of order"));
+int UserAliases(const Model& model) {
+  return static_cast<int>(std::count_if(
+      model.aliases.begin(), model.aliases.end(),
+      [](const store::ModelAlias& a) { return a.alias() != kLatestAlias; }));
+}
+
+// The whole model `name` as `r` sees it.
+absl::StatusOr<Model> ReadModel(MetadataReader& r, absl::string_view name) {
+  Model model;
+  absl::StatusOr<store::ModelInfo> info = r.GetModel(name);
+  if (absl::IsNotFound(info.status())) return UnknownModel(name);
+  BNN_ASSIGN_OR_RETURN(model.info, std::move(info));
+  PageRequest page;
+  page.page_size = kMaxPageSize;
+  do {
+    BNN_ASSIGN_OR_RETURN(Page<store::ModelVersion> versions,
+                         r.ListModelVersions(name, page));
+    for (store::ModelVersion& v : versions.items) {
+      model.versions.push_back(std::move(v));
     }
-    if (v.snapshot_id().empty()) {
-      return bad(absl::StrCat("version ", v.version(), " has no snapshot"));
-    }
-    previous = v.version();
-  }
-  for (const auto& [alias, version] : record.aliases()) {
-    if (!IsAlias(alias) || alias == kLatestAlias) {
-      return bad(absl::StrCat("alias '", alias, "' is not a user alias"));
-    }
-    if (FindVersion(record, version) == nullptr) {
-      return bad(absl::StrCat("alias '", alias, "' names version ", version,
-                              ", which does not exist"));
-    }
-  }
-  return absl::OkStatus();
+    page.page_token = std::move(versions.next_page_token);
+  } while (!page.page_token.empty());
+  std::reverse(model.versions.begin(), model.versions.end());
+  BNN_ASSIGN_OR_RETURN(model.aliases, r.ListAliases(name));
+  return model;
+}
+
+// Points `latest` at the newest version of `name`, or removes it if the
+// model has no versions.
+absl::Status MoveLatest(MetadataTransaction& tx, absl::string_view name,
+                        int64_t now) {
+  BNN_ASSIGN_OR_RETURN(const Model model, ReadModel(tx, name));
+  const int64_t latest = LatestVersion(model);
+  if (latest > 0) return tx.SetAlias(name, kLatestAlias, latest, now).status();
+  absl::Status deleted = tx.DeleteAlias(name, kLatestAlias);
+  if (absl::IsNotFound(deleted)) return absl::OkStatus();
+  return deleted;
 }
 
 }  // namespace
@@ -188,18 +180,14 @@ absl::StatusOr<ModelRef> ParseModelRef(absl::string_view field,
   return parsed;
 }
 
-int64_t LatestVersion(const store::ModelRecord& model) {
-  return model.versions().empty() ? 0 : model.versions().rbegin()->version();
+int64_t LatestVersion(const Model& model) {
+  return model.versions.empty() ? 0 : model.versions.back().version();
 }
 
-std::vector<std::string> AliasesOf(const store::ModelRecord& model,
-                                   int64_t version) {
+std::vector<std::string> AliasesOf(const Model& model, int64_t version) {
   std::vector<std::string> aliases;
-  if (version == LatestVersion(model) && version > 0) {
-    aliases.emplace_back(kLatestAlias);
-  }
-  for (const auto& [alias, target] : model.aliases()) {
-    if (target == version) aliases.push_back(alias);
+  for (const store::ModelAlias& alias : model.aliases) {
+    if (alias.version() == version) aliases.push_back(alias.alias());
   }
   std::sort(aliases.begin(), aliases.end());
   return aliases;
@@ -218,79 +206,15 @@ absl::Status ModelStore::Options::Validate() const {
 }
 
 absl::StatusOr<std::unique_ptr<ModelStore>> ModelStore::Open(
-    std::string dir, const Options& options, SnapshotStore* snapshots) {
+    const Options& options, SnapshotStore* snapshots) {
   BNN_RETURN_IF_ERROR(options.Validate());
-  BNN_ASSIGN_OR_RETURN(const std::vector<std::string> stems,
-                       ScanRecordStems(dir, kExtension));
-  std::unique_ptr<ModelStore> store(
-      new ModelStore(std::move(dir), options, snapshots));
-  absl::MutexLock lock(&store->mu_);
-  for (const std::string& stem : stems) {
-    if (!IsModelName(stem)) {
-      spdlog::warn("models: ignoring {}.model, not named after a model", stem);
-      continue;
-    }
-    store->models_[stem] = store->Load(stem);
-  }
-  return store;
+  return std::unique_ptr<ModelStore>(new ModelStore(options, snapshots));
 }
 
-ModelStore::Entry ModelStore::Load(const std::string& name) const {
-  Entry entry;
-  absl::StatusOr<uint32_t> read =
-      ReadRecordFile(PathOf(name), kModelFormat, &entry.record);
-  entry.status = read.ok() ? CheckRecord(name, entry.record) : read.status();
-  if (!entry.status.ok()) {
-    spdlog::error("model {} is unreadable: {}", name, entry.status.ToString());
-    entry.record.Clear();
-    entry.record.set_name(name);
-  }
-  return entry;
-}
-
-std::string ModelStore::PathOf(absl::string_view name) const {
-  return absl::StrCat(dir_, "/", name, kExtension);
-}
-
-absl::StatusOr<store::ModelRecord> ModelStore::ReadableRecord(
-    absl::string_view name) const {
-  absl::MutexLock lock(&mu_);
-  const auto it = models_.find(name);
-  if (it == models_.end()) return UnknownModel(name);
-  if (!it->second.status.ok()) return it->second.status;
-  return it->second.record;
-}
-
-absl::Status ModelStore::Commit(const store::ModelRecord& record) {
-  BNN_RETURN_IF_ERROR(
-      WriteRecordFile(PathOf(record.name()), kModelFormat, record));
-  absl::MutexLock lock(&mu_);
-  models_[record.name()] = Entry{absl::OkStatus(), record};
-  return absl::OkStatus();
-}
-
-absl::StatusOr<store::ModelRecord> ModelStore::Publish(
-    absl::string_view name, absl::string_view snapshot_id,
-    absl::Span<const std::string> aliases) {
-  absl::MutexLock write_lock(&write_mu_);
-  return PublishLocked(name, snapshot_id, aliases);
-}
-
-absl::StatusOr<store::ModelRecord> ModelStore::PublishFromJob(
-    absl::string_view name, absl::string_view snapshot_id) {
-  absl::MutexLock write_lock(&write_mu_);
-  absl::StatusOr<store::ModelRecord> existing = ReadableRecord(name);
-  if (existing.ok()) {
-    for (const store::ModelRecord::Version& v : existing->versions()) {
-      if (v.snapshot_id() == snapshot_id) return existing;
-    }
-  }
-  return PublishLocked(name, snapshot_id, {});
-}
-
-absl::StatusOr<store::ModelRecord> ModelStore::PublishLocked(
-    absl::string_view name, absl::string_view snapshot_id,
-    absl::Span<const std::string> aliases) {
+absl::StatusOr<store::ModelVersion> ModelStore::PublishIn(
+    MetadataTransaction& tx, absl::string_view name,
+    absl::string_view snapshot_id,
+    absl::Span<const std::string> aliases) const {
   BNN_RETURN_IF_ERROR(ValidateModelName("name", name));
   std::set<std::string> new_aliases;
   for (size_t i = 0; i < aliases.size(); ++i) {
@@ -298,251 +222,309 @@ absl::StatusOr<store::ModelRecord> ModelStore::PublishLocked(
         ValidateUserAlias(absl::StrCat("aliases[", i, "]"), aliases[i]));
     new_aliases.insert(aliases[i]);
   }
-  BNN_RETURN_IF_ERROR(snapshots_->GetMeta(snapshot_id).status());
-  const int64_t now = absl::ToUnixMillis(absl::Now());
-  store::ModelRecord record;
-  absl::StatusOr<store::ModelRecord> existing = ReadableRecord(name);
-  if (existing.ok()) {
-    record = *std::move(existing);
-  } else if (absl::IsNotFound(existing.status())) {
-    absl::MutexLock lock(&mu_);
-    if (models_.size() >= static_cast<size_t>(options_.max_models)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the server holds ", models_.size(),
-          " models, its limit (--max-models = ", options_.max_models,
-          "); delete one to publish '", name, "'"));
+  {
+    absl::StatusOr<SnapshotRecord> snapshot = tx.GetSnapshot(snapshot_id);
+    if (absl::IsNotFound(snapshot.status())) {
+      return absl::NotFoundError(
+          absl::StrCat("snapshot_id '", snapshot_id, "' not found"));
     }
-    record.set_name(std::string(name));
-    record.set_next_version(1);
-    record.set_created_unix_ms(now);
+    BNN_RETURN_IF_ERROR(snapshot.status());
+  }
+  const int64_t now = absl::ToUnixMillis(absl::Now());
+  absl::StatusOr<Model> existing = ReadModel(tx, name);
+  Model model;
+  if (existing.ok()) {
+    model = *std::move(existing);
+  } else if (absl::IsNotFound(existing.status())) {
+    BNN_ASSIGN_OR_RETURN(const int64_t models, tx.CountModels());
+    if (models >= options_.max_models) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the server holds ", models, " models, its limit (--max-models = ",
+          options_.max_models, "); delete one to publish '", name, "'"));
+    }
   } else {
     return existing.status();
   }
-  if (record.versions_size() >= options_.max_versions) {
+  if (static_cast<int>(model.versions.size()) >= options_.max_versions) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "model '", name, "' has ", record.versions_size(),
+        "model '", name, "' has ", model.versions.size(),
         " versions, the limit (--max-model-versions = ", options_.max_versions,
         "); delete the model or force-delete old snapshots to publish more"));
   }
-  store::ModelRecord::Version* version = record.add_versions();
-  version->set_version(record.next_version());
-  version->set_snapshot_id(std::string(snapshot_id));
-  version->set_created_unix_ms(now);
-  record.set_next_version(record.next_version() + 1);
+  int user_aliases = UserAliases(model);
   for (const std::string& alias : new_aliases) {
-    (*record.mutable_aliases())[alias] = version->version();
+    if (std::none_of(
+            model.aliases.begin(), model.aliases.end(),
+            [&](const store::ModelAlias& a) { return a.alias() == alias; })) {
+      ++user_aliases;
+    }
   }
-  if (record.aliases_size() > options_.max_aliases) {
+  if (user_aliases > options_.max_aliases) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "model '", name, "' would have ", record.aliases_size(),
+        "model '", name, "' would have ", user_aliases,
         " aliases besides latest, more than the limit (--max-model-aliases "
         "= ",
         options_.max_aliases, ")"));
   }
-  record.set_updated_unix_ms(now);
-  BNN_RETURN_IF_ERROR(Commit(record));
-  spdlog::info("model {} version {} published: snapshot {}", std::string(name),
-               version->version(), std::string(snapshot_id));
-  return record;
-}
-
-absl::StatusOr<store::ModelRecord> ModelStore::Get(
-    absl::string_view name) const {
-  BNN_RETURN_IF_ERROR(ValidateModelName("name", name));
-  absl::MutexLock lock(&mu_);
-  const auto it = models_.find(name);
-  if (it == models_.end()) return UnknownModel(name);
-  if (!it->second.status.ok()) return it->second.status;
-  return it->second.record;
-}
-
-std::vector<store::ModelRecord> ModelStore::List(absl::string_view after,
-                                                 int limit, bool* more) const {
-  std::vector<store::ModelRecord> out;
-  *more = false;
-  absl::MutexLock lock(&mu_);
-  for (auto it = after.empty() ? models_.begin() : models_.upper_bound(after);
-       it != models_.end(); ++it) {
-    if (!it->second.status.ok()) continue;
-    if (static_cast<int>(out.size()) == limit) {
-      *more = true;
-      break;
-    }
-    out.push_back(it->second.record);
+  BNN_ASSIGN_OR_RETURN(const store::ModelVersion version,
+                       tx.PublishModelVersion(name, snapshot_id, now));
+  BNN_RETURN_IF_ERROR(
+      tx.SetAlias(name, kLatestAlias, version.version(), now).status());
+  for (const std::string& alias : new_aliases) {
+    BNN_RETURN_IF_ERROR(
+        tx.SetAlias(name, alias, version.version(), now).status());
   }
-  return out;
+  return version;
 }
 
-absl::StatusOr<store::ModelRecord> ModelStore::SetAlias(absl::string_view name,
-                                                        absl::string_view alias,
-                                                        int64_t version) {
+absl::StatusOr<Model> ModelStore::Publish(
+    absl::string_view name, absl::string_view snapshot_id,
+    absl::Span<const std::string> aliases) {
+  int64_t version = 0;
+  BNN_ASSIGN_OR_RETURN(
+      Model model,
+      metadata().Write([&](MetadataTransaction& tx) -> absl::StatusOr<Model> {
+        BNN_ASSIGN_OR_RETURN(const store::ModelVersion published,
+                             PublishIn(tx, name, snapshot_id, aliases));
+        version = published.version();
+        return ReadModel(tx, name);
+      }));
+  spdlog::info("model {} version {} published: snapshot {}", std::string(name),
+               version, std::string(snapshot_id));
+  return model;
+}
+
+absl::Status ModelStore::PublishFromJob(MetadataTransaction& tx,
+                                        absl::string_view name,
+                                        absl::string_view snapshot_id) const {
+  BNN_ASSIGN_OR_RETURN(const std::vector<store::ModelVersion> versions,
+                       tx.ListVersionsOfSnapshot(snapshot_id));
+  for (const store::ModelVersion& v : versions) {
+    if (v.model_name() == name) return absl::OkStatus();
+  }
+  BNN_ASSIGN_OR_RETURN(const store::ModelVersion version,
+                       PublishIn(tx, name, snapshot_id, {}));
+  spdlog::info("model {} version {} published: snapshot {}", std::string(name),
+               version.version(), std::string(snapshot_id));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Model> ModelStore::Get(absl::string_view name) const {
+  BNN_RETURN_IF_ERROR(ValidateModelName("name", name));
+  return metadata().Read([&](MetadataReader& r) { return ReadModel(r, name); });
+}
+
+absl::StatusOr<std::vector<Model>> ModelStore::List(absl::string_view after,
+                                                    int limit,
+                                                    bool* more) const {
+  *more = false;
+  return metadata().Read(
+      [&](MetadataReader& r) -> absl::StatusOr<std::vector<Model>> {
+        BNN_ASSIGN_OR_RETURN(const std::vector<store::ModelInfo> infos,
+                             r.ListModels(after, limit + 1));
+        std::vector<Model> models;
+        for (const store::ModelInfo& info : infos) {
+          if (static_cast<int>(models.size()) == limit) {
+            *more = true;
+            break;
+          }
+          BNN_ASSIGN_OR_RETURN(models.emplace_back(),
+                               ReadModel(r, info.name()));
+        }
+        return models;
+      });
+}
+
+absl::StatusOr<Model> ModelStore::SetAlias(absl::string_view name,
+                                           absl::string_view alias,
+                                           int64_t version) {
   BNN_RETURN_IF_ERROR(ValidateModelName("name", name));
   BNN_RETURN_IF_ERROR(ValidateUserAlias("alias", alias));
   if (version < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("version = ", version, " must be >= 1"));
   }
-  absl::MutexLock write_lock(&write_mu_);
-  BNN_ASSIGN_OR_RETURN(store::ModelRecord record, ReadableRecord(name));
-  if (FindVersion(record, version) == nullptr) {
-    return UnknownVersion(record, version);
-  }
-  auto& aliases = *record.mutable_aliases();
-  if (aliases.count(std::string(alias)) == 0 &&
-      aliases.size() >= static_cast<size_t>(options_.max_aliases)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "model '", name, "' has ", aliases.size(),
-        " aliases besides latest, the limit (--max-model-aliases = ",
-        options_.max_aliases, "); delete one to add '", alias, "'"));
-  }
-  aliases[std::string(alias)] = version;
-  record.set_updated_unix_ms(absl::ToUnixMillis(absl::Now()));
-  BNN_RETURN_IF_ERROR(Commit(record));
+  BNN_ASSIGN_OR_RETURN(
+      Model model,
+      metadata().Write([&](MetadataTransaction& tx) -> absl::StatusOr<Model> {
+        BNN_ASSIGN_OR_RETURN(const Model before, ReadModel(tx, name));
+        if (std::none_of(before.versions.begin(), before.versions.end(),
+                         [&](const store::ModelVersion& v) {
+                           return v.version() == version;
+                         })) {
+          return UnknownVersion(before, version);
+        }
+        const bool is_new = std::none_of(
+            before.aliases.begin(), before.aliases.end(),
+            [&](const store::ModelAlias& a) { return a.alias() == alias; });
+        if (is_new && UserAliases(before) >= options_.max_aliases) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "model '", name, "' has ", UserAliases(before),
+              " aliases besides latest, the limit (--max-model-aliases = ",
+              options_.max_aliases, "); delete one to add '", alias, "'"));
+        }
+        BNN_RETURN_IF_ERROR(
+            tx.SetAlias(name, alias, version, absl::ToUnixMillis(absl::Now()))
+                .status());
+        return ReadModel(tx, name);
+      }));
   spdlog::info("model {}: alias {} -> version {}", std::string(name),
                std::string(alias), version);
-  return record;
+  return model;
 }
 
-absl::StatusOr<store::ModelRecord> ModelStore::DeleteAlias(
-    absl::string_view name, absl::string_view alias) {
+absl::StatusOr<Model> ModelStore::DeleteAlias(absl::string_view name,
+                                              absl::string_view alias) {
   BNN_RETURN_IF_ERROR(ValidateModelName("name", name));
   BNN_RETURN_IF_ERROR(ValidateUserAlias("alias", alias));
-  absl::MutexLock write_lock(&write_mu_);
-  BNN_ASSIGN_OR_RETURN(store::ModelRecord record, ReadableRecord(name));
-  if (record.mutable_aliases()->erase(std::string(alias)) == 0) {
-    return absl::NotFoundError(
-        absl::StrCat("model '", name, "' has no alias '", alias, "'"));
-  }
-  record.set_updated_unix_ms(absl::ToUnixMillis(absl::Now()));
-  BNN_RETURN_IF_ERROR(Commit(record));
+  BNN_ASSIGN_OR_RETURN(
+      Model model,
+      metadata().Write([&](MetadataTransaction& tx) -> absl::StatusOr<Model> {
+        BNN_RETURN_IF_ERROR(ReadModel(tx, name).status());
+        const absl::Status deleted = tx.DeleteAlias(name, alias);
+        if (absl::IsNotFound(deleted)) {
+          return absl::NotFoundError(
+              absl::StrCat("model '", name, "' has no alias '", alias, "'"));
+        }
+        BNN_RETURN_IF_ERROR(deleted);
+        return ReadModel(tx, name);
+      }));
   spdlog::info("model {}: alias {} deleted", std::string(name),
                std::string(alias));
-  return record;
+  return model;
 }
 
 absl::Status ModelStore::Delete(absl::string_view name) {
   BNN_RETURN_IF_ERROR(ValidateModelName("name", name));
-  absl::MutexLock write_lock(&write_mu_);
-  {
-    absl::MutexLock lock(&mu_);
-    if (models_.count(name) == 0) return UnknownModel(name);
-  }
-  BNN_RETURN_IF_ERROR(RemoveFile(PathOf(name)));
-  BNN_RETURN_IF_ERROR(SyncDirectory(dir_));
-  absl::MutexLock lock(&mu_);
-  models_.erase(models_.find(name));
+  const absl::Status deleted = metadata().Write(
+      [&](MetadataTransaction& tx) { return tx.DeleteModel(name); });
+  if (absl::IsNotFound(deleted)) return UnknownModel(name);
+  BNN_RETURN_IF_ERROR(deleted);
   spdlog::info("model {} deleted", std::string(name));
   return absl::OkStatus();
 }
 
 absl::StatusOr<ResolvedModel> ModelStore::Resolve(const ModelRef& ref) const {
-  absl::MutexLock lock(&mu_);
-  const auto it = models_.find(ref.name);
-  if (it == models_.end()) return UnknownModel(ref.name);
-  if (!it->second.status.ok()) return it->second.status;
-  const store::ModelRecord& model = it->second.record;
-  int64_t version = ref.version;
-  if (version == 0) {
-    if (ref.alias == kLatestAlias) {
-      version = LatestVersion(model);
-      if (version == 0) {
-        return absl::NotFoundError(
-            absl::StrCat("model '", ref.name, "' has no versions"));
-      }
-    } else {
-      const auto alias = model.aliases().find(ref.alias);
-      if (alias == model.aliases().end()) {
-        std::vector<std::string> known = {std::string(kLatestAlias)};
-        for (const auto& [name, v] : model.aliases()) known.push_back(name);
-        std::sort(known.begin(), known.end());
-        return absl::NotFoundError(
-            absl::StrCat("model '", ref.name, "' has no alias '", ref.alias,
-                         "' (its aliases: ", absl::StrJoin(known, ", "), ")"));
-      }
-      version = alias->second;
+  const std::string key = ref.version > 0
+                              ? absl::StrCat(ref.name, ":", ref.version)
+                              : absl::StrCat(ref.name, "@", ref.alias);
+  // Read before the lookup: see MetadataStore::Commits.
+  const uint64_t commits = metadata().Commits();
+  {
+    absl::MutexLock lock(&cache_mu_);
+    const auto it = resolved_.find(key);
+    if (it != resolved_.end() && it->second.commits == commits) {
+      return it->second.resolved;
     }
   }
-  const store::ModelRecord::Version* found = FindVersion(model, version);
-  if (found == nullptr) return UnknownVersion(model, version);
-  return ResolvedModel{model.name(), version, found->snapshot_id()};
+  BNN_ASSIGN_OR_RETURN(ResolvedModel resolved, ResolveInStore(ref));
+  absl::MutexLock lock(&cache_mu_);
+  if (resolved_.size() >= kMaxCachedResolutions) resolved_.clear();
+  resolved_[key] = CachedResolution{resolved, commits};
+  return resolved;
 }
 
-std::vector<std::string> ModelStore::References(
-    absl::string_view snapshot_id) const {
-  std::vector<std::string> out;
-  absl::MutexLock lock(&mu_);
-  for (const auto& [name, entry] : models_) {
-    if (!entry.status.ok()) continue;
-    std::vector<std::string> versions;
-    std::set<std::string> aliases;
-    for (const store::ModelRecord::Version& v : entry.record.versions()) {
-      if (v.snapshot_id() != snapshot_id) continue;
-      versions.push_back(absl::StrCat(v.version()));
-      for (std::string& alias : AliasesOf(entry.record, v.version())) {
-        aliases.insert(std::move(alias));
-      }
-    }
-    if (versions.empty()) continue;
-    out.push_back(absl::StrCat(
-        name, versions.size() == 1 ? " version " : " versions ",
-        absl::StrJoin(versions, ", "),
-        aliases.empty()
-            ? ""
-            : absl::StrCat(" (aliases ", absl::StrJoin(aliases, ", "), ")")));
-  }
-  return out;
+absl::StatusOr<ResolvedModel> ModelStore::ResolveInStore(
+    const ModelRef& ref) const {
+  return metadata().Read(
+      [&](MetadataReader& r) -> absl::StatusOr<ResolvedModel> {
+        int64_t version = ref.version;
+        if (version == 0) {
+          absl::StatusOr<store::ModelAlias> alias =
+              r.GetAlias(ref.name, ref.alias);
+          if (absl::IsNotFound(alias.status())) {
+            BNN_ASSIGN_OR_RETURN(const Model model, ReadModel(r, ref.name));
+            if (ref.alias == kLatestAlias) {
+              return absl::NotFoundError(
+                  absl::StrCat("model '", ref.name, "' has no versions"));
+            }
+            std::vector<std::string> known = {std::string(kLatestAlias)};
+            for (const store::ModelAlias& a : model.aliases) {
+              if (a.alias() != kLatestAlias) known.push_back(a.alias());
+            }
+            std::sort(known.begin(), known.end());
+            return absl::NotFoundError(absl::StrCat(
+                "model '", ref.name, "' has no alias '", ref.alias,
+                "' (its aliases: ", absl::StrJoin(known, ", "), ")"));
+          }
+          BNN_RETURN_IF_ERROR(alias.status());
+          version = alias->version();
+        }
+        absl::StatusOr<store::ModelVersion> found =
+            r.GetModelVersion(ref.name, version);
+        if (absl::IsNotFound(found.status())) {
+          BNN_ASSIGN_OR_RETURN(const Model model, ReadModel(r, ref.name));
+          return UnknownVersion(model, version);
+        }
+        BNN_RETURN_IF_ERROR(found.status());
+        return ResolvedModel{ref.name, version, found->snapshot_id()};
+      });
 }
 
 absl::Status ModelStore::DeleteSnapshot(absl::string_view snapshot_id,
                                         bool force) {
-  absl::MutexLock write_lock(&write_mu_);
-  const std::vector<std::string> references = References(snapshot_id);
-  if (!references.empty() && !force) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "snapshot_id '", snapshot_id, "' is published as model ",
-        absl::StrJoin(references, "; "),
-        "; delete or move those first, or set force to remove the versions "
-        "with the snapshot"));
-  }
-  // The versions go first: a crash before the snapshot is deleted leaves an
-  // unreferenced snapshot, never a version without its snapshot.
-  std::vector<store::ModelRecord> changed;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [name, entry] : models_) {
-      if (!entry.status.ok()) continue;
-      store::ModelRecord record = entry.record;
-      record.clear_versions();
-      std::set<int64_t> gone;
-      for (const store::ModelRecord::Version& v : entry.record.versions()) {
-        if (v.snapshot_id() == snapshot_id) {
-          gone.insert(v.version());
-        } else {
-          *record.add_versions() = v;
+  std::vector<std::string> removed;
+  BNN_RETURN_IF_ERROR(snapshots_->Delete(
+      snapshot_id, [&](MetadataTransaction& tx) -> absl::Status {
+        BNN_ASSIGN_OR_RETURN(const std::vector<store::ModelVersion> versions,
+                             tx.ListVersionsOfSnapshot(snapshot_id));
+        if (versions.empty()) return absl::OkStatus();
+        // Per model: its versions of the snapshot, and the aliases on them.
+        std::map<std::string,
+                 std::pair<std::vector<int64_t>, std::set<std::string>>>
+            uses;
+        for (const store::ModelVersion& v : versions) {
+          BNN_ASSIGN_OR_RETURN(const Model model,
+                               ReadModel(tx, v.model_name()));
+          auto& [numbers, aliases] = uses[v.model_name()];
+          numbers.push_back(v.version());
+          for (std::string& alias : AliasesOf(model, v.version())) {
+            aliases.insert(std::move(alias));
+          }
         }
-      }
-      if (gone.empty()) continue;
-      auto* aliases = record.mutable_aliases();
-      for (auto it = aliases->begin(); it != aliases->end();) {
-        it = gone.count(it->second) > 0 ? aliases->erase(it) : std::next(it);
-      }
-      changed.push_back(std::move(record));
-    }
-  }
-  const int64_t now = absl::ToUnixMillis(absl::Now());
-  for (store::ModelRecord& record : changed) {
-    record.set_updated_unix_ms(now);
-    BNN_RETURN_IF_ERROR(Commit(record));
+        if (!force) {
+          std::vector<std::string> references;
+          for (const auto& [name, use] : uses) {
+            const auto& [numbers, aliases] = use;
+            references.push_back(absl::StrCat(
+                name, numbers.size() == 1 ? " version " : " versions ",
+                absl::StrJoin(numbers, ", "),
+                aliases.empty()
+                    ? ""
+                    : absl::StrCat(" (aliases ", absl::StrJoin(aliases, ", "),
+                                   ")")));
+          }
+          return absl::FailedPreconditionError(absl::StrCat(
+              "snapshot_id '", snapshot_id, "' is published as model ",
+              absl::StrJoin(references, "; "),
+              "; delete or move those first, or set force to remove the "
+              "versions with the snapshot"));
+        }
+        const int64_t now = absl::ToUnixMillis(absl::Now());
+        for (const auto& [name, use] : uses) {
+          const auto& [numbers, aliases] = use;
+          for (const std::string& alias : aliases) {
+            BNN_RETURN_IF_ERROR(tx.DeleteAlias(name, alias));
+          }
+          for (const int64_t number : numbers) {
+            BNN_RETURN_IF_ERROR(tx.DeleteModelVersion(name, number));
+          }
+          BNN_RETURN_IF_ERROR(MoveLatest(tx, name, now));
+          removed.push_back(name);
+        }
+        return absl::OkStatus();
+      }));
+  for (const std::string& name : removed) {
     spdlog::warn("model {}: versions of snapshot {} removed (forced delete)",
-                 record.name(), std::string(snapshot_id));
+                 name, std::string(snapshot_id));
   }
-  return snapshots_->Delete(snapshot_id);
+  return absl::OkStatus();
 }
 
 int64_t ModelStore::size() const {
-  absl::MutexLock lock(&mu_);
-  return std::count_if(models_.begin(), models_.end(),
-                       [](const auto& kv) { return kv.second.status.ok(); });
+  return metadata()
+      .Read([](MetadataReader& r) { return r.CountModels(); })
+      .value_or(0);
 }
 
 }  // namespace bnn::server

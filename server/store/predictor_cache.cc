@@ -26,15 +26,27 @@ absl::StatusOr<std::unique_ptr<PredictorCache>> PredictorCache::Create(
 
 absl::StatusOr<std::shared_ptr<const Predictor>> PredictorCache::Get(
     absl::string_view snapshot_id) {
+  // Read before any lookup: see MetadataStore::Commits.
+  const uint64_t commits = snapshots_->metadata().Commits();
+  {
+    absl::MutexLock lock(&mu_);
+    Entry* entry = Find(snapshot_id);
+    if (entry != nullptr && entry->checked_at_commits == commits) {
+      entry->last_used = ++use_clock_;
+      ++hits_;
+      return entry->predictor;
+    }
+  }
+  // The store changed since the snapshot was last seen in it: is it still
+  // there (and servable)?
   BNN_RETURN_IF_ERROR(snapshots_->GetMeta(snapshot_id).status());
   {
     absl::MutexLock lock(&mu_);
-    for (Entry& entry : entries_) {
-      if (entry.snapshot_id == snapshot_id) {
-        entry.last_used = ++use_clock_;
-        ++hits_;
-        return entry.predictor;
-      }
+    if (Entry* entry = Find(snapshot_id); entry != nullptr) {
+      entry->checked_at_commits = commits;
+      entry->last_used = ++use_clock_;
+      ++hits_;
+      return entry->predictor;
     }
     ++misses_;
   }
@@ -47,7 +59,7 @@ absl::StatusOr<std::shared_ptr<const Predictor>> PredictorCache::Get(
   // the Insert() below.
   BNN_RETURN_IF_ERROR(snapshots_->GetMeta(snapshot_id).status());
   if (!predictor.ok()) return predictor.status();
-  Insert(snapshot_id, *predictor);
+  Insert(snapshot_id, *predictor, commits);
   return predictor;
 }
 
@@ -88,14 +100,20 @@ void PredictorCache::Evict(absl::string_view snapshot_id) {
   if (it != entries_.end()) Remove(it);
 }
 
-void PredictorCache::Insert(absl::string_view snapshot_id,
-                            std::shared_ptr<const Predictor> predictor) {
-  // A concurrent miss may have loaded the same snapshot; keep one entry.
+PredictorCache::Entry* PredictorCache::Find(absl::string_view snapshot_id) {
   for (Entry& entry : entries_) {
-    if (entry.snapshot_id == snapshot_id) {
-      entry.last_used = ++use_clock_;
-      return;
-    }
+    if (entry.snapshot_id == snapshot_id) return &entry;
+  }
+  return nullptr;
+}
+
+void PredictorCache::Insert(absl::string_view snapshot_id,
+                            std::shared_ptr<const Predictor> predictor,
+                            uint64_t checked_at_commits) {
+  // A concurrent miss may have loaded the same snapshot; keep one entry.
+  if (Entry* entry = Find(snapshot_id); entry != nullptr) {
+    entry->last_used = ++use_clock_;
+    return;
   }
   if (entries_.size() >= static_cast<size_t>(options_.capacity)) {
     Remove(std::min_element(entries_.begin(), entries_.end(),
@@ -103,8 +121,11 @@ void PredictorCache::Insert(absl::string_view snapshot_id,
                               return a.last_used < b.last_used;
                             }));
   }
-  entries_.push_back(
-      {std::string(snapshot_id), std::move(predictor), ++use_clock_, {}});
+  entries_.push_back({std::string(snapshot_id),
+                      std::move(predictor),
+                      ++use_clock_,
+                      {},
+                      checked_at_commits});
 }
 
 void PredictorCache::CountLookups(Entry* entry, CacheCounts* counts) {

@@ -29,6 +29,9 @@ namespace bnn::server {
 
 // Thread-safe. One mutex guards the entries; snapshots are read and decoded
 // outside it, so a large snapshot does not stall requests for cached ones.
+// A hit looks the snapshot up in the store again only if the metadata store
+// committed anything since it last did (MetadataStore::Commits), so a
+// deleted or quarantined snapshot is never served from the cache.
 class PredictorCache {
  public:
   struct Options {
@@ -90,6 +93,9 @@ class PredictorCache {
     uint64_t last_used = 0;
     // The predictor's cache_stats() already added to TakeCacheCounts().
     CacheCounts counted;
+    // The metadata store's Commits() when the snapshot was last found in
+    // it: while unchanged, a hit needs no lookup.
+    uint64_t checked_at_commits = 0;
   };
 
   PredictorCache(const Options& options, const SnapshotStore* snapshots)
@@ -98,8 +104,10 @@ class PredictorCache {
   absl::StatusOr<std::shared_ptr<const Predictor>> Load(
       absl::string_view snapshot_id) const;
   void Insert(absl::string_view snapshot_id,
-              std::shared_ptr<const Predictor> predictor)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+              std::shared_ptr<const Predictor> predictor,
+              uint64_t checked_at_commits) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The entry of `snapshot_id`, or null.
+  Entry* Find(absl::string_view snapshot_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Adds the lookups of `entry` not yet counted to `counts`.
   static void CountLookups(Entry* entry, CacheCounts* counts);
   // Removes an entry, keeping its uncounted sample-cache lookups.

@@ -1,5 +1,6 @@
-// The store's directories: one record file (bnn/io/record.h) per dataset
-// version, job or snapshot, written with bnn::WriteFileAtomically.
+// Directories of record files (bnn/io/record.h, written with
+// bnn::WriteFileAtomically): the checkpoints of jobs, and the record-file
+// layout of older servers that the migration (metadata_dir.h) reads.
 #ifndef BNN_SERVER_STORE_RECORD_DIR_H_
 #define BNN_SERVER_STORE_RECORD_DIR_H_
 

@@ -372,6 +372,10 @@ class SqliteMetadataStore::Ops final : public MetadataTransaction {
         });
   }
 
+  absl::StatusOr<int64_t> CountDatasets() override {
+    return c_->QueryInt("SELECT COUNT(*) FROM datasets");
+  }
+
   absl::StatusOr<std::vector<DatasetVersionRecord>> ListDatasetVersions(
       absl::string_view dataset_id) override {
     BNN_RETURN_IF_ERROR(DatasetExists(dataset_id));
@@ -509,6 +513,10 @@ class SqliteMetadataStore::Ops final : public MetadataTransaction {
         });
   }
 
+  absl::StatusOr<int64_t> CountSnapshots() override {
+    return c_->QueryInt("SELECT COUNT(*) FROM snapshots");
+  }
+
   absl::Status CreateSnapshot(const SnapshotRecord& record) override {
     const store::SnapshotMeta& meta = record.meta;
     if (meta.snapshot_id().empty() || record.payload_blob.empty()) {
@@ -607,6 +615,21 @@ class SqliteMetadataStore::Ops final : public MetadataTransaction {
                                   });
   }
 
+  absl::StatusOr<std::vector<std::pair<store::JobRecord::State, int64_t>>>
+  CountJobsByState() override {
+    BNN_ASSIGN_OR_RETURN(
+        Statement s,
+        c_->Prepare("SELECT state, COUNT(*) FROM jobs GROUP BY state"));
+    std::vector<std::pair<store::JobRecord::State, int64_t>> counts;
+    while (true) {
+      BNN_ASSIGN_OR_RETURN(const bool row, s->Step());
+      if (!row) break;
+      counts.emplace_back(static_cast<store::JobRecord::State>(s->Int(0)),
+                          s->Int(1));
+    }
+    return counts;
+  }
+
   absl::Status CreateJob(const store::JobRecord& job) override {
     if (job.job_id().empty()) {
       return absl::InvalidArgumentError("a job record needs its job_id");
@@ -672,55 +695,6 @@ class SqliteMetadataStore::Ops final : public MetadataTransaction {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::vector<LossPoint>> GetLossCurve(
-      absl::string_view job_id) override {
-    BNN_RETURN_IF_ERROR(JobExists(job_id));
-    BNN_ASSIGN_OR_RETURN(Statement s,
-                         c_->Prepare("SELECT step, loss FROM job_loss_points "
-                                     "WHERE job_id = ? ORDER BY step"));
-    s->Bind(1, job_id);
-    std::vector<LossPoint> points;
-    while (true) {
-      BNN_ASSIGN_OR_RETURN(const bool row, s->Step());
-      if (!row) break;
-      points.push_back({s->Int(0), s->Double(1)});
-    }
-    return points;
-  }
-
-  absl::Status AppendLossPoints(absl::string_view job_id,
-                                absl::Span<const LossPoint> points) override {
-    BNN_RETURN_IF_ERROR(JobExists(job_id));
-    BNN_ASSIGN_OR_RETURN(
-        Statement s, c_->Prepare("INSERT INTO job_loss_points (job_id, step, "
-                                 "loss) VALUES (?, ?, ?)"));
-    for (const LossPoint& point : points) {
-      s->Bind(1, job_id).Bind(2, point.step).Bind(3, point.loss);
-      const absl::Status status = s->Run();
-      if (!status.ok() && s->ConstraintFailed()) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            "job ", job_id, ": the loss curve already has a point at step ",
-            point.step));
-      }
-      BNN_RETURN_IF_ERROR(status);
-      s->Reset();
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status ReplaceLossCurve(absl::string_view job_id,
-                                absl::Span<const LossPoint> points) override {
-    BNN_RETURN_IF_ERROR(JobExists(job_id));
-    {
-      BNN_ASSIGN_OR_RETURN(
-          Statement s,
-          c_->Prepare("DELETE FROM job_loss_points WHERE job_id = ?"));
-      s->Bind(1, job_id);
-      BNN_RETURN_IF_ERROR(s->Run());
-    }
-    return AppendLossPoints(job_id, points);
-  }
-
   // ---- Models.
 
   absl::StatusOr<store::ModelInfo> GetModel(absl::string_view name) override {
@@ -735,16 +709,23 @@ class SqliteMetadataStore::Ops final : public MetadataTransaction {
     return ModelRow(name, *s, 0);
   }
 
-  absl::StatusOr<Page<store::ModelInfo>> ListModels(
-      const PageRequest& page) override {
-    ListQuery query("SELECT created_unix_ms, name, payload FROM models",
-                    "created_unix_ms", "name");
-    BNN_RETURN_IF_ERROR(query.Finish("models", page));
-    return List<store::ModelInfo>(query, "models", page,
-                                  [&](const Connection::Statement& s)
-                                      -> absl::StatusOr<store::ModelInfo> {
-                                    return ModelRow(s.Text(1), s, 2);
-                                  });
+  absl::StatusOr<std::vector<store::ModelInfo>> ListModels(
+      absl::string_view after, int limit) override {
+    BNN_ASSIGN_OR_RETURN(
+        Statement s, c_->Prepare("SELECT name, payload FROM models WHERE name "
+                                 "> ? ORDER BY name LIMIT ?"));
+    s->Bind(1, after).Bind(2, int64_t{limit});
+    std::vector<store::ModelInfo> models;
+    while (true) {
+      BNN_ASSIGN_OR_RETURN(const bool row, s->Step());
+      if (!row) break;
+      BNN_ASSIGN_OR_RETURN(models.emplace_back(), ModelRow(s->Text(0), *s, 1));
+    }
+    return models;
+  }
+
+  absl::StatusOr<int64_t> CountModels() override {
+    return c_->QueryInt("SELECT COUNT(*) FROM models");
   }
 
   absl::StatusOr<store::ModelVersion> GetModelVersion(
@@ -964,6 +945,63 @@ class SqliteMetadataStore::Ops final : public MetadataTransaction {
     return absl::OkStatus();
   }
 
+  absl::Status RestoreModel(
+      const store::ModelInfo& model,
+      absl::Span<const store::ModelVersion> versions,
+      absl::Span<const store::ModelAlias> aliases) override {
+    if (model.name().empty()) {
+      return absl::InvalidArgumentError("model name: must not be empty");
+    }
+    if (absl::Status exists = ModelExists(model.name()); exists.ok()) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("model ", Quoted(model.name()), " already exists"));
+    } else if (!absl::IsNotFound(exists)) {
+      return exists;
+    }
+    BNN_RETURN_IF_ERROR(PutModel(model));
+    for (const store::ModelVersion& version : versions) {
+      if (version.model_name() != model.name() || version.version() < 1 ||
+          version.version() >= model.next_version()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "model ", Quoted(model.name()), ": version ", version.version(),
+            " of model ", Quoted(version.model_name()),
+            " does not fit below its next version ", model.next_version()));
+      }
+      {
+        BNN_ASSIGN_OR_RETURN(
+            Statement s,
+            c_->Prepare("SELECT 1 FROM snapshots WHERE snapshot_id = ?"));
+        s->Bind(1, version.snapshot_id());
+        BNN_ASSIGN_OR_RETURN(const bool row, s->Step());
+        if (!row) {
+          return absl::NotFoundError(
+              absl::StrCat("snapshot ", version.snapshot_id(), " not found"));
+        }
+      }
+      BNN_ASSIGN_OR_RETURN(const std::string payload,
+                           EncodePayload(RecordKind::kModelVersion, version));
+      BNN_ASSIGN_OR_RETURN(
+          Statement s,
+          c_->Prepare("INSERT INTO model_versions (model_name, version, "
+                      "snapshot_id, payload) VALUES (?, ?, ?, ?)"));
+      s->Bind(1, model.name())
+          .Bind(2, version.version())
+          .Bind(3, version.snapshot_id())
+          .BindBlob(4, payload);
+      BNN_RETURN_IF_ERROR(s->Run());
+    }
+    for (const store::ModelAlias& alias : aliases) {
+      absl::Status set = SetAlias(model.name(), alias.alias(), alias.version(),
+                                  alias.updated_unix_ms())
+                             .status();
+      if (absl::IsNotFound(set)) {
+        return absl::FailedPreconditionError(set.message());
+      }
+      BNN_RETURN_IF_ERROR(set);
+    }
+    return absl::OkStatus();
+  }
+
   // ---- The store.
 
   absl::StatusOr<absl::flat_hash_set<std::string>> ReferencedBlobs() override {
@@ -978,6 +1016,17 @@ class SqliteMetadataStore::Ops final : public MetadataTransaction {
       blobs.insert(s->Text(0));
     }
     return blobs;
+  }
+
+  absl::StatusOr<bool> IsBlobReferenced(absl::string_view blob) override {
+    BNN_ASSIGN_OR_RETURN(
+        Statement s,
+        c_->Prepare("SELECT EXISTS (SELECT 1 FROM dataset_versions WHERE "
+                    "rows_blob = ?1) OR EXISTS (SELECT 1 FROM snapshots WHERE "
+                    "payload_blob = ?1)"));
+    s->Bind(1, blob);
+    BNN_ASSIGN_OR_RETURN(const bool row, s->Step());
+    return row && s->Int(0) != 0;
   }
 
   absl::StatusOr<std::optional<std::string>> GetProperty(
@@ -1072,17 +1121,6 @@ class SqliteMetadataStore::Ops final : public MetadataTransaction {
     if (!row) {
       return absl::NotFoundError(
           absl::StrCat("dataset ", dataset_id, " not found"));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status JobExists(absl::string_view job_id) {
-    BNN_ASSIGN_OR_RETURN(Statement s,
-                         c_->Prepare("SELECT 1 FROM jobs WHERE job_id = ?"));
-    s->Bind(1, job_id);
-    BNN_ASSIGN_OR_RETURN(const bool row, s->Step());
-    if (!row) {
-      return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
     }
     return absl::OkStatus();
   }
@@ -1279,6 +1317,9 @@ absl::Status SqliteMetadataStore::RunWrite(
   BNN_RETURN_IF_ERROR(connection_->Exec("BEGIN IMMEDIATE"));
   absl::Status status = body(*ops_);
   if (status.ok()) status = connection_->Exec("COMMIT");
+  // Counted whatever the outcome: a cache revalidating once too often is
+  // harmless, one missing a commit is not.
+  commits_.fetch_add(1, std::memory_order_release);
   if (!status.ok() && connection_->InTransaction()) {
     const absl::Status rollback = connection_->Exec("ROLLBACK");
     if (!rollback.ok()) {

@@ -17,6 +17,8 @@
 #ifndef BNN_SERVER_STORE_SQLITE_METADATA_STORE_H_
 #define BNN_SERVER_STORE_SQLITE_METADATA_STORE_H_
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -66,6 +68,9 @@ class SqliteMetadataStore final : public MetadataStore {
   SqliteMetadataStore& operator=(const SqliteMetadataStore&) = delete;
 
   int SchemaVersion() const override { return SchemaVersionOfBuild(); }
+  uint64_t Commits() const override {
+    return commits_.load(std::memory_order_acquire);
+  }
   const std::string& path() const { return path_; }
 
  protected:
@@ -84,6 +89,8 @@ class SqliteMetadataStore final : public MetadataStore {
   absl::Mutex mu_;
   std::unique_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<Ops> ops_ ABSL_GUARDED_BY(mu_);
+  // Incremented at the end of each write transaction, under mu_.
+  std::atomic<uint64_t> commits_{0};
 };
 
 }  // namespace bnn::server

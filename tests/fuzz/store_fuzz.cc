@@ -1,23 +1,25 @@
-// Fuzz target: the decoding of the embedded store's records when the server
-// opens its data directory and serves from it: dataset version files (read
-// whole, and walked in place as an acquisition pool), job records, snapshot
-// records (.info) and snapshots (.snap).
+// Fuzz target: the decoding of a data directory's records when the server
+// opens it, migrates it from the record-file layout (MetadataDir::Open) and
+// serves from it: dataset version files (read whole, and walked in place as
+// an acquisition pool), job records, snapshot records (.info) and snapshots
+// (.snap).
 //
 // Input: one byte, whose bits 0-6 (mod 5) pick a file of the data
 // directory tests/server/store/golden_data (a dataset with two versions, a
-// job and a snapshot written by bnn-server) and whose bit 7 asks to repair
-// the record frame (RepairRecordFrame); then that file's new contents. The
-// file's folder, with that one file replaced, is opened by its store (the
-// dataset, job or snapshot store), and everything in it is looked up and
-// read.
+// job and a snapshot written by bnn-server in the record-file layout) and
+// whose bit 7 asks to repair the record frame (RepairRecordFrame); then
+// that file's new contents. The directory, with that one file replaced, is
+// opened (migrated) and the store of the replaced file's kind (the dataset,
+// job or snapshot store) looks up and reads everything.
 //
-// Invariants: a corrupt file never keeps a store from opening; every lookup
-// and read is OK or fails with DataLoss or FailedPrecondition (a newer
+// Invariants: a corrupt file never keeps the directory from opening (the
+// migration skips it); every lookup and read is OK, NotFound (a record the
+// migration skipped) or fails with DataLoss or FailedPrecondition (a newer
 // format) and a message; what is readable is consistent: a dataset version
 // passes Dataset::Validate with the row count and width its metadata says,
 // its rows read in place (the pool) equal its rows decoded, a readable job
-// that was running is failed by the restart, and a readable snapshot serves
-// (CheckServes).
+// that was running is interrupted by the restart, and a readable snapshot
+// serves (CheckServes).
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -37,6 +39,7 @@
 
 #include "server/store/dataset_store.h"
 #include "server/store/job_store.h"
+#include "server/store/metadata_dir.h"
 #include "server/store/snapshot_store.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "tests/fuzz/serving_check.h"
@@ -74,23 +77,23 @@ class Scratch {
 void CheckReadError(const absl::Status& status, absl::string_view what) {
   CheckStatus(
       status,
-      {absl::StatusCode::kDataLoss, absl::StatusCode::kFailedPrecondition},
+      {absl::StatusCode::kDataLoss, absl::StatusCode::kFailedPrecondition,
+       absl::StatusCode::kNotFound},
       what);
 }
 
-void CheckDatasets(const fs::path& dir) {
-  absl::StatusOr<std::unique_ptr<server::DatasetStore>> store =
-      server::DatasetStore::Open(dir.string());
-  BNN_CHECK_OK(store.status());
+void CheckDatasets(server::MetadataDir& dir, const fs::path& data_dir) {
+  const auto store = std::make_unique<server::DatasetStore>(dir.metadata.get(),
+                                                            dir.blobs.get());
   for (const int64_t version : {1, 2}) {
     const absl::StatusOr<server::store::DatasetMeta> meta =
-        (*store)->Get(kDatasetId, version);
+        store->Get(kDatasetId, version);
     CheckReadError(meta.status(), "DatasetStore::Get");
     if (!meta.ok()) continue;
-    const absl::StatusOr<Dataset> rows = (*store)->Load(kDatasetId, version);
+    const absl::StatusOr<Dataset> rows = store->Load(kDatasetId, version);
     CheckReadError(rows.status(), "DatasetStore::Load");
     const absl::StatusOr<std::unique_ptr<PoolSource>> pool =
-        (*store)->OpenRows(kDatasetId, version);
+        store->OpenRows(kDatasetId, version);
     CheckReadError(pool.status(), "DatasetStore::OpenRows");
     if (!rows.ok()) continue;
     BNN_CHECK_OK(rows->Validate());
@@ -105,9 +108,10 @@ void CheckDatasets(const fs::path& dir) {
   }
 }
 
-void CheckJobs(const fs::path& dir) {
+void CheckJobs(server::MetadataDir& dir, const fs::path& data_dir) {
   absl::StatusOr<std::unique_ptr<server::JobStore>> store =
-      server::JobStore::Open(dir.string());
+      server::JobStore::Open(dir.metadata.get(),
+                             (data_dir / "checkpoints").string());
   BNN_CHECK_OK(store.status());
   const absl::StatusOr<server::store::JobRecord> job = (*store)->Get(kJobId);
   CheckReadError(job.status(), "JobStore::Get");
@@ -116,15 +120,14 @@ void CheckJobs(const fs::path& dir) {
   BNN_CHECK(job->state() != server::store::JobRecord::RUNNING);
 }
 
-void CheckSnapshots(const fs::path& dir) {
-  absl::StatusOr<std::unique_ptr<server::SnapshotStore>> store =
-      server::SnapshotStore::Open(dir.string());
-  BNN_CHECK_OK(store.status());
+void CheckSnapshots(server::MetadataDir& dir, const fs::path& data_dir) {
+  const auto store = std::make_unique<server::SnapshotStore>(dir.metadata.get(),
+                                                             dir.blobs.get());
   const absl::StatusOr<server::store::SnapshotMeta> meta =
-      (*store)->GetMeta(kSnapshotId);
+      store->GetMeta(kSnapshotId);
   CheckReadError(meta.status(), "SnapshotStore::GetMeta");
   if (!meta.ok()) return;
-  absl::StatusOr<Snapshot> snapshot = (*store)->Read(kSnapshotId);
+  absl::StatusOr<Snapshot> snapshot = store->Read(kSnapshotId);
   CheckReadError(snapshot.status(), "SnapshotStore::Read");
   if (!snapshot.ok()) return;
   CheckServes(std::make_shared<const Snapshot>(*std::move(snapshot)));
@@ -135,7 +138,7 @@ void CheckSnapshots(const fs::path& dir) {
 struct StoreFile {
   const char* folder;
   const char* name;
-  void (*check)(const fs::path& folder);
+  void (*check)(server::MetadataDir& dir, const fs::path& data_dir);
 };
 constexpr StoreFile kFiles[] = {
     {"datasets", "ds-d2f12dccf5712957.dataset", CheckDatasets},
@@ -167,17 +170,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string contents(input.Rest());
   if ((selector & 0x80) != 0) RepairRecordFrame(&contents);
 
-  // Only the store of the replaced file opens: the others read nothing of
-  // it.
+  // The whole directory is migrated; the store of the replaced file's kind
+  // is checked.
   const StoreFile& file = kFiles[(selector & 0x7f) % std::size(kFiles)];
-  const fs::path folder = scratch.path() / file.folder;
-  fs::remove_all(folder);
-  fs::copy(golden / file.folder, folder);
+  const fs::path data_dir = scratch.path() / "data";
+  fs::remove_all(data_dir);
+  fs::copy(golden, data_dir, fs::copy_options::recursive);
   {
-    std::ofstream out(folder / file.name, std::ios::binary | std::ios::trunc);
+    std::ofstream out(data_dir / file.folder / file.name,
+                      std::ios::binary | std::ios::trunc);
     out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
     BNN_CHECK(out.good());
   }
-  file.check(folder);
+  absl::StatusOr<server::MetadataDir> dir = server::MetadataDir::Open(
+      data_dir.string(), server::MetadataDir::Options());
+  BNN_CHECK_OK(dir.status());
+  file.check(*dir, data_dir);
   return 0;
 }

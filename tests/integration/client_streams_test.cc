@@ -218,16 +218,12 @@ TEST_F(ClientStreamsTest, UnparsableImportMessageStoresNothing) {
   EXPECT_THAT(*listed, SizeIs(1));  // the trained one only
 }
 
-// The temporary files in the store's folders (none once streams ended).
+// The temporary files of the blob store (none once streams ended).
 std::vector<std::string> TempFiles(const std::string& data_dir) {
   std::vector<std::string> found;
-  for (const char* folder : {"/datasets", "/snapshots"}) {
-    for (const auto& entry :
-         std::filesystem::directory_iterator(data_dir + folder)) {
-      if (entry.path().extension() == ".tmp") {
-        found.push_back(entry.path().string());
-      }
-    }
+  for (const auto& entry :
+       std::filesystem::directory_iterator(data_dir + "/blobs/tmp")) {
+    found.push_back(entry.path().string());
   }
   return found;
 }

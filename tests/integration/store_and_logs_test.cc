@@ -208,10 +208,11 @@ TEST_F(StoreAndLogsTest, DiskFullHidesPathsAndLeavesNoTemporaryFile) {
   EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted)
       << big.status();
   EXPECT_THAT(big.status().message(), HasSubstr("File too large"));
-  EXPECT_THAT(big.status().message(), HasSubstr("<data-dir>/datasets/"));
+  EXPECT_THAT(big.status().message(), HasSubstr("<data-dir>/blobs/tmp/"));
   EXPECT_THAT(big.status().message(), Not(HasSubstr(dir_->path())));
-  EXPECT_THAT(server_->Log(), HasSubstr(DataDir() + "/datasets/"));
-  EXPECT_TRUE(std::filesystem::is_empty(DataDir() + "/datasets"));
+  EXPECT_THAT(server_->Log(), HasSubstr(DataDir() + "/blobs/tmp/"));
+  EXPECT_TRUE(std::filesystem::is_empty(DataDir() + "/blobs/tmp"));
+  EXPECT_TRUE(std::filesystem::is_empty(DataDir() + "/blobs/objects"));
   // Still serving, and small uploads fit.
   EXPECT_TRUE(Upload("small", 10).ok());
 }
@@ -219,53 +220,44 @@ TEST_F(StoreAndLogsTest, DiskFullHidesPathsAndLeavesNoTemporaryFile) {
 TEST_F(StoreAndLogsTest, LeftoverTemporaryFilesAreRemovedOnStart) {
   StartServer();
   server_.reset();
-  const std::string leftover = DataDir() + "/datasets/incoming-0123.tmp";
+  const std::string leftover = DataDir() + "/blobs/tmp/blob-0123.tmp";
   std::ofstream(leftover) << "half an upload";
   StartServer();
   EXPECT_FALSE(std::filesystem::exists(leftover));
 }
 
-// A crash between writing a job's snapshot and recording that the job
-// succeeded: the record still says RUNNING, naming the snapshot it was
-// writing. On restart the job succeeds with it instead of failing and
-// leaving an orphan snapshot.
-TEST_F(StoreAndLogsTest, InterruptedJobAdoptsItsWrittenSnapshot) {
-  StartServer();
-  absl::StatusOr<v1::DatasetInfo> dataset = Upload("d", 20);
-  ASSERT_TRUE(dataset.ok()) << dataset.status();
-  v1::StartTrainingRequest train;
-  train.set_dataset_id(dataset->dataset_id());
-  train.set_method("slang");
-  train.set_epochs(2);
-  train.set_seed(1);
-  std::vector<std::string> job_ids;
+// Servers before the metadata store recorded the snapshot a job was about
+// to write, then wrote it, then recorded the job SUCCEEDED: a crash in
+// between left a RUNNING job naming its written snapshot. Such a data
+// directory (the golden one of tests/server/store, its job rewritten so,
+// and a second job whose snapshot was never written) is migrated on start,
+// and the first job succeeds with its snapshot instead of running again;
+// the second runs again to a new one.
+TEST_F(StoreAndLogsTest, MigratedJobAdoptsItsWrittenSnapshot) {
+  const std::string golden =
+      std::string(BNN_SOURCE_DIR) + "/tests/server/store/golden_data";
+  std::filesystem::copy(golden, DataDir(),
+                        std::filesystem::copy_options::recursive);
+  const std::string snapshot_id = "snap-d50c100cac863123";
+  const std::string job_ids[] = {"job-c5c7ec00269a648e",
+                                 "job-00000000000000ff"};
+  server::store::JobRecord record;
+  ASSERT_TRUE(ReadRecordFile(DataDir() + "/jobs/" + job_ids[0] + ".job",
+                             kJobFormat, &record)
+                  .ok());
   for (int i = 0; i < 2; ++i) {
-    absl::StatusOr<std::string> job_id = client_->StartTraining(train);
-    ASSERT_TRUE(job_id.ok()) << job_id.status();
-    absl::StatusOr<v1::Job> job =
-        client_->WaitForJob(*job_id, absl::Seconds(60));
-    ASSERT_TRUE(job.ok()) << job.status();
-    ASSERT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->error();
-    job_ids.push_back(*job_id);
-  }
-  const std::string snapshot_id = client_->GetJob(job_ids[0])->snapshot_id();
-  server_.reset();
-
-  // Job 0: stopped after its snapshot was written. Job 1: stopped before
-  // (its snapshot id names nothing).
-  for (int i = 0; i < 2; ++i) {
-    const std::string path =
-        absl::StrCat(DataDir(), "/jobs/", job_ids[i], ".job");
-    server::store::JobRecord record;
-    ASSERT_TRUE(ReadRecordFile(path, kJobFormat, &record).ok());
+    record.set_job_id(job_ids[i]);
     record.set_state(server::store::JobRecord::RUNNING);
     record.set_pending_snapshot_id(i == 0 ? snapshot_id
                                           : "snap-00000000000000ff");
     record.clear_snapshot_id();
     record.clear_finished_unix_ms();
-    ASSERT_TRUE(WriteRecordFile(path, kJobFormat, record).ok());
+    ASSERT_TRUE(WriteRecordFile(DataDir() + "/jobs/" + job_ids[i] + ".job",
+                                kJobFormat, record)
+                    .ok());
   }
   StartServer();
+  EXPECT_THAT(server_->Log(), HasSubstr("data directory migrated"));
   absl::StatusOr<v1::Job> adopted = client_->GetJob(job_ids[0]);
   ASSERT_TRUE(adopted.ok()) << adopted.status();
   EXPECT_EQ(adopted->state(), v1::JOB_STATE_SUCCEEDED) << adopted->error();

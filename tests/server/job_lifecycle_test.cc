@@ -175,7 +175,7 @@ class JobLifecycleTest : public ::testing::Test {
   }
 
   std::string CheckpointOf(const std::string& job_id) const {
-    return DataDir() + "/jobs/" + job_id + ".ckpt";
+    return DataDir() + "/checkpoints/" + job_id + ".ckpt";
   }
 
   void UploadData() {
@@ -510,7 +510,7 @@ TEST_F(JobLifecycleTest, ACorruptCheckpointFailsItsJobAlone) {
   const v1::Job failed = WaitForEnd(damaged);
   EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);
   EXPECT_THAT(failed.error(), HasSubstr("DATA_LOSS"));
-  EXPECT_THAT(failed.error(), HasSubstr("checkpoint <data-dir>/jobs/" +
+  EXPECT_THAT(failed.error(), HasSubstr("checkpoint <data-dir>/checkpoints/" +
                                         damaged + ".ckpt is corrupt"));
   const v1::Job other = WaitForEnd(intact);
   EXPECT_EQ(other.state(), v1::JOB_STATE_SUCCEEDED) << other.error();

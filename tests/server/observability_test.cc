@@ -90,10 +90,10 @@ TEST_F(ObservabilityTest, MetricsPortServesMetricsAndProbes) {
   for (const char* series :
        {"bnn_rpc_requests_total{code=\"OK\",rpc=\"ListMethods\"} 1\n",
         "bnn_build_info{version=\"0.1.0\"} 1\n", "bnn_compute_queue_length 0\n",
-        "bnn_store_bytes{store=\"datasets\"} ", "bnn_predictor_cache_bytes 0\n",
-        "process_resident_memory_bytes ", "process_cpu_seconds_total ",
-        "process_open_fds ", "process_max_fds ", "process_start_time_seconds ",
-        "process_virtual_memory_bytes "}) {
+        "bnn_store_bytes{store=\"blobs\"} ", "bnn_store_quarantined_blobs 0\n",
+        "bnn_predictor_cache_bytes 0\n", "process_resident_memory_bytes ",
+        "process_cpu_seconds_total ", "process_open_fds ", "process_max_fds ",
+        "process_start_time_seconds ", "process_virtual_memory_bytes "}) {
     EXPECT_THAT(metrics.body, HasSubstr(series));
   }
   EXPECT_EQ(Get("/nothing").status, 404);

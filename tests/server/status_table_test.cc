@@ -7,6 +7,7 @@
 // row is about tokens.
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -18,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include <absl/strings/str_cat.h>
 #include <absl/strings/str_split.h>
 #include <absl/strings/strip.h>
 #include <absl/time/clock.h>
@@ -25,6 +27,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "bnn/io/sha256.h"
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
 #include "server/auth/scope.h"
@@ -37,6 +40,7 @@ namespace {
 
 using ::bnn::server::testutil::CubicDataset;
 using ::bnn::server::testutil::NewClientChannel;
+using ::bnn::server::testutil::ReadFileOrEmpty;
 using ::bnn::server::testutil::StartTraining;
 using ::bnn::server::testutil::TempDir;
 using ::bnn::server::testutil::UploadCubic;
@@ -131,24 +135,20 @@ class StatusTableTest : public ::testing::Test {
       *token = created->token;
     }
     tokens.close();
-    absl::StatusOr<std::unique_ptr<ServerProcess>> server =
-        ServerProcess::Start(
-            BNN_SERVER_PATH, dir_.path() + "/data", dir_.path() + "/server.log",
-            {"--token-file", token_file, "--threads=1",
-             "--max-upload-rows=" + std::to_string(kMaxUploadRows),
-             "--max-predict-rows=" + std::to_string(kMaxPredictRows),
-             "--max-predict-samples=" + std::to_string(kMaxPredictSamples),
-             "--max-snapshot-bytes=" + std::to_string(kMaxSnapshotBytes),
-             "--max-model-versions=" + std::to_string(kMaxModelVersions),
-             "--max-model-aliases=" + std::to_string(kMaxModelAliases),
-             "--max-queued-jobs=" + std::to_string(kMaxQueuedJobs),
-             "--max-watchers-per-client=" + std::to_string(kMaxWatchers),
-             // A Predict of kMaxPredictRows rows x 64 samples through the
-             // 200-200 net below takes two chunks of ~2.7e9 multiply-adds each.
-             "--max-request-seconds=0.05"});
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    stub_ = StubWithToken(admin_token_);
+    flags_ = {
+        "--token-file", token_file, "--threads=1",
+        "--max-upload-rows=" + std::to_string(kMaxUploadRows),
+        "--max-predict-rows=" + std::to_string(kMaxPredictRows),
+        "--max-predict-samples=" + std::to_string(kMaxPredictSamples),
+        "--max-snapshot-bytes=" + std::to_string(kMaxSnapshotBytes),
+        "--max-model-versions=" + std::to_string(kMaxModelVersions),
+        "--max-model-aliases=" + std::to_string(kMaxModelAliases),
+        "--max-queued-jobs=" + std::to_string(kMaxQueuedJobs),
+        "--max-watchers-per-client=" + std::to_string(kMaxWatchers),
+        // A Predict of kMaxPredictRows rows x 64 samples through the
+        // 200-200 net below takes two chunks of ~2.7e9 multiply-adds each.
+        "--max-request-seconds=0.05"};
+    StartServer();
 
     absl::StatusOr<std::string> dataset_id = UploadCubic(*stub_, 30);
     ASSERT_TRUE(dataset_id.ok()) << dataset_id.status();
@@ -171,6 +171,51 @@ class StatusTableTest : public ::testing::Test {
     ASSERT_TRUE(job.ok()) << job.status();
     ASSERT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->error();
     snapshot_id_ = job->snapshot_id();
+  }
+
+  // Starts the server on the test's data directory with flags_.
+  void StartServer() {
+    absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+        ServerProcess::Start(BNN_SERVER_PATH, dir_.path() + "/data",
+                             dir_.path() + "/server.log", flags_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    stub_ = StubWithToken(admin_token_);
+  }
+
+  // A snapshot whose blob a bit flip damaged while the server was down:
+  // trained (tiny), its blob (named by the SHA-256 of the exported bytes)
+  // damaged between a stop and a restart, which quarantines it. Made once.
+  const std::string& QuarantinedSnapshot() {
+    if (!quarantined_.empty()) return quarantined_;
+    v1::StartTrainingRequest train;
+    train.set_dataset_id(dataset_id_);
+    train.set_method("slang");
+    train.set_epochs(1);
+    train.set_seed(7);
+    train.mutable_model()->add_hidden_sizes(2);
+    const absl::StatusOr<std::string> job_id = StartTraining(*stub_, train);
+    EXPECT_TRUE(job_id.ok()) << job_id.status();
+    const absl::StatusOr<v1::Job> job =
+        WaitForJob(*stub_, job_id.value_or(""), [](const v1::Job& j) {
+          return j.state() == v1::JOB_STATE_SUCCEEDED ||
+                 j.state() == v1::JOB_STATE_FAILED;
+        });
+    EXPECT_TRUE(job.ok() && job->state() == v1::JOB_STATE_SUCCEEDED);
+    std::string bytes;
+    EXPECT_TRUE(Export(job->snapshot_id(), &bytes).ok());
+    const std::string blob = Sha256Hex(bytes);
+    EXPECT_EQ(server_->Stop(SIGTERM).value_or(-1), 0);
+    const std::string path = absl::StrCat(dir_.path(), "/data/blobs/objects/",
+                                          blob.substr(0, 2), "/", blob);
+    std::string damaged = ReadFileOrEmpty(path);
+    EXPECT_FALSE(damaged.empty()) << path;
+    if (!damaged.empty()) damaged[damaged.size() / 2] ^= 0x01;
+    std::filesystem::remove(path);
+    std::ofstream(path, std::ios::binary) << damaged;
+    StartServer();
+    quarantined_ = job->snapshot_id();
+    return quarantined_;
   }
 
   void TearDown() override {
@@ -500,6 +545,9 @@ class StatusTableTest : public ::testing::Test {
     s["Predict/unknown id"] = [=, this] {
       return predict(Predict(kUnknownSnapshot, 1));
     };
+    s["Predict/quarantined"] = [=, this] {
+      return predict(Predict(QuarantinedSnapshot(), 1));
+    };
     s["Predict/bad field"] = [=, this] {
       v1::PredictRequest request = Predict(snapshot_id_, 1);
       request.mutable_rows(0)->set_x(0, std::nan(""));
@@ -551,6 +599,13 @@ class StatusTableTest : public ::testing::Test {
     s["GetSnapshot/bad id"] = [=] { return get_snapshot(""); };
     s["GetSnapshot/unknown id"] = [=] {
       return get_snapshot(kUnknownSnapshot);
+    };
+    s["GetSnapshot/quarantined"] = [=, this] {
+      return get_snapshot(QuarantinedSnapshot());
+    };
+    s["ExportSnapshot/quarantined"] = [this] {
+      std::string bytes;
+      return Export(QuarantinedSnapshot(), &bytes);
     };
     s["DeleteSnapshot/bad id"] = [=] { return delete_snapshot(""); };
     s["DeleteSnapshot/unknown id"] = [=] {
@@ -849,8 +904,10 @@ class StatusTableTest : public ::testing::Test {
   }
 
   TempDir dir_;
+  std::vector<std::string> flags_;
   std::string admin_token_;
   std::string predict_token_;
+  std::string quarantined_;
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<v1::BnnService::Stub> stub_;
   std::string dataset_id_;

@@ -99,11 +99,13 @@ Interrupt CallInterrupt(ThreadPool* pool, absl::Time client_deadline,
 
 }  // namespace
 
-BnnServiceImpl::BnnServiceImpl(
-    const Options& options, DatasetStore* datasets, SnapshotStore* snapshots,
-    PredictorCache* predictors, JobRunner* jobs, const MethodRegistry* registry,
-    ServerMetrics* metrics, MemoryBudget* memory_budget,
-    const Authenticator* auth, ModelStore* models, const JobStore* job_store)
+BnnServiceImpl::BnnServiceImpl(const Options& options, DatasetStore* datasets,
+                               SnapshotStore* snapshots,
+                               PredictorCache* predictors, JobRunner* jobs,
+                               const MethodRegistry* registry,
+                               ServerMetrics* metrics,
+                               MemoryBudget* memory_budget,
+                               const Authenticator* auth, ModelStore* models)
     : options_(options),
       datasets_(datasets),
       snapshots_(snapshots),
@@ -114,7 +116,6 @@ BnnServiceImpl::BnnServiceImpl(
       memory_budget_(memory_budget),
       auth_(auth),
       models_(models),
-      job_store_(job_store),
       streams_(options.max_client_streams, options.stream_idle_timeout),
       io_pool_(kIoThreads),
       compute_pool_(ThreadPool::Options{
@@ -338,8 +339,7 @@ grpc::ServerUnaryReactor* BnnServiceImpl::GetModel(
     grpc::CallbackServerContext* context, const v1::GetModelRequest* request,
     v1::ModelInfo* response) {
   return Run(context, "GetModel", [&]() -> absl::Status {
-    BNN_ASSIGN_OR_RETURN(const store::ModelRecord model,
-                         models_->Get(request->name()));
+    BNN_ASSIGN_OR_RETURN(const Model model, models_->Get(request->name()));
     ToModelInfo(model, /*with_versions=*/true, response);
     return absl::OkStatus();
   });
@@ -352,7 +352,7 @@ grpc::ServerUnaryReactor* BnnServiceImpl::SetAlias(
       &io_pool_, context, "SetAlias", absl::InfiniteDuration(),
       [this, request, response](const Interrupt&) -> absl::Status {
         BNN_ASSIGN_OR_RETURN(
-            const store::ModelRecord model,
+            const Model model,
             models_->SetAlias(request->name(), request->alias(),
                               request->version()));
         ToModelInfo(model, /*with_versions=*/true, response);
@@ -367,7 +367,7 @@ grpc::ServerUnaryReactor* BnnServiceImpl::DeleteAlias(
       &io_pool_, context, "DeleteAlias", absl::InfiniteDuration(),
       [this, request, response](const Interrupt&) -> absl::Status {
         BNN_ASSIGN_OR_RETURN(
-            const store::ModelRecord model,
+            const Model model,
             models_->DeleteAlias(request->name(), request->alias()));
         ToModelInfo(model, /*with_versions=*/true, response);
         return absl::OkStatus();
@@ -485,8 +485,8 @@ absl::Status BnnServiceImpl::DoListJobs(const v1::ListJobsRequest& request,
     BNN_ASSIGN_OR_RETURN(after, DecodeJobsPageToken(request.page_token()));
   }
   bool more = false;
-  const std::vector<store::JobRecord> jobs =
-      jobs_->List(filter, after, page_size, &more);
+  BNN_ASSIGN_OR_RETURN(const std::vector<store::JobRecord> jobs,
+                       jobs_->List(filter, after, page_size, &more));
   for (const store::JobRecord& job : jobs) {
     v1::Job* out = response->add_jobs();
     ToJob(job, out);
@@ -911,7 +911,7 @@ absl::Status BnnServiceImpl::DoPublishModel(
   const std::vector<std::string> aliases(request.aliases().begin(),
                                          request.aliases().end());
   BNN_ASSIGN_OR_RETURN(
-      const store::ModelRecord model,
+      const Model model,
       models_->Publish(request.name(), request.snapshot_id(), aliases));
   ToModelVersion(model, LatestVersion(model), response);
   return absl::OkStatus();
@@ -933,12 +933,12 @@ absl::Status BnnServiceImpl::DoListModels(const v1::ListModelsRequest& request,
   const int page_size =
       request.page_size() == 0 ? kDefaultModelsPageSize : request.page_size();
   bool more = false;
-  const std::vector<store::ModelRecord> models =
-      models_->List(request.page_token(), page_size, &more);
-  for (const store::ModelRecord& model : models) {
+  BNN_ASSIGN_OR_RETURN(const std::vector<Model> models,
+                       models_->List(request.page_token(), page_size, &more));
+  for (const Model& model : models) {
     ToModelInfo(model, /*with_versions=*/false, response->add_models());
   }
-  if (more) response->set_next_page_token(models.back().name());
+  if (more) response->set_next_page_token(models.back().info.name());
   return absl::OkStatus();
 }
 
@@ -948,10 +948,8 @@ absl::Status BnnServiceImpl::DoDeleteDataset(
   BNN_RETURN_IF_ERROR(RequireId("dataset_id", request.dataset_id()));
   BNN_ASSIGN_OR_RETURN(const std::string id,
                        datasets_->ResolveId(request.dataset_id()));
-  if (!request.force()) {
-    BNN_RETURN_IF_ERROR(CheckDatasetUnused(id, *snapshots_, *job_store_));
-  }
-  BNN_ASSIGN_OR_RETURN(const std::string deleted, datasets_->Delete(id));
+  BNN_ASSIGN_OR_RETURN(const std::string deleted,
+                       datasets_->Delete(id, request.force()));
   metrics_->datasets().Set(static_cast<double>(datasets_->size()));
   response->set_dataset_id(deleted);
   return absl::OkStatus();

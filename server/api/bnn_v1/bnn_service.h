@@ -104,14 +104,12 @@ class BnnServiceImpl final : public BnnServiceBase {
   // outlive the grpc::Server it is registered with. Client streams reserve
   // the bytes they buffer from `memory_budget`. `auth` checks every call
   // against the scope method_scopes.h gives its RPC. Snapshots are deleted
-  // through `models` (ModelStore::DeleteSnapshot); `job_store` is read to
-  // find the jobs a dataset deletion would break.
+  // through `models` (ModelStore::DeleteSnapshot).
   BnnServiceImpl(const Options& options, DatasetStore* datasets,
                  SnapshotStore* snapshots, PredictorCache* predictors,
                  JobRunner* jobs, const MethodRegistry* registry,
                  ServerMetrics* metrics, MemoryBudget* memory_budget,
-                 const Authenticator* auth, ModelStore* models,
-                 const JobStore* job_store);
+                 const Authenticator* auth, ModelStore* models);
 
   // Raw: v1::UploadDatasetRequest messages in, a v1::UploadDatasetResponse
   // out.
@@ -373,7 +371,6 @@ class BnnServiceImpl final : public BnnServiceBase {
   MemoryBudget* const memory_budget_;
   const Authenticator* const auth_;
   ModelStore* const models_;
-  const JobStore* const job_store_;
   // The open client streams: their number and idle time.
   StreamWatch streams_;
   // Disk work: the messages of uploads, appends and imports (parsing,

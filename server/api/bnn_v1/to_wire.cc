@@ -167,11 +167,11 @@ void ToSnapshotInfo(const store::SnapshotMeta& meta, v1::SnapshotInfo* info) {
   info->set_job_id(meta.job_id());
 }
 
-void ToModelVersion(const store::ModelRecord& model, int64_t version,
+void ToModelVersion(const Model& model, int64_t version,
                     v1::ModelVersion* out) {
-  out->set_model_name(model.name());
+  out->set_model_name(model.info.name());
   out->set_version(version);
-  for (const store::ModelRecord::Version& v : model.versions()) {
+  for (const store::ModelVersion& v : model.versions) {
     if (v.version() != version) continue;
     out->set_snapshot_id(v.snapshot_id());
     out->set_created_unix_ms(v.created_unix_ms());
@@ -181,23 +181,20 @@ void ToModelVersion(const store::ModelRecord& model, int64_t version,
   }
 }
 
-void ToModelInfo(const store::ModelRecord& model, bool with_versions,
-                 v1::ModelInfo* info) {
-  info->set_name(model.name());
+void ToModelInfo(const Model& model, bool with_versions, v1::ModelInfo* info) {
+  info->set_name(model.info.name());
   if (with_versions) {
-    for (const store::ModelRecord::Version& v : model.versions()) {
+    for (const store::ModelVersion& v : model.versions) {
       ToModelVersion(model, v.version(), info->add_versions());
     }
   }
-  const int64_t latest = LatestVersion(model);
-  info->mutable_aliases()->insert(model.aliases().begin(),
-                                  model.aliases().end());
-  if (latest > 0)
-    (*info->mutable_aliases())[std::string(kLatestAlias)] = latest;
-  info->set_num_versions(model.versions_size());
-  info->set_latest_version(latest);
-  info->set_created_unix_ms(model.created_unix_ms());
-  info->set_updated_unix_ms(model.updated_unix_ms());
+  for (const store::ModelAlias& alias : model.aliases) {
+    (*info->mutable_aliases())[alias.alias()] = alias.version();
+  }
+  info->set_num_versions(static_cast<int64_t>(model.versions.size()));
+  info->set_latest_version(LatestVersion(model));
+  info->set_created_unix_ms(model.info.created_unix_ms());
+  info->set_updated_unix_ms(model.info.updated_unix_ms());
 }
 
 }  // namespace bnn::server

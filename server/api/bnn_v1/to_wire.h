@@ -12,6 +12,7 @@
 #include "bnn/v1/bnn_service.pb.h"
 
 #include "server/jobs/job_events.h"
+#include "server/store/model_store.h"
 #include "store/store.pb.h"
 
 namespace bnn::server {
@@ -24,12 +25,10 @@ void ToDatasetInfo(const store::DatasetMeta& meta, v1::DatasetInfo* info);
 void ToJob(const store::JobRecord& record, v1::Job* job);
 void ToSnapshotInfo(const store::SnapshotMeta& meta, v1::SnapshotInfo* info);
 // Version `version` of `model`, which must have it.
-void ToModelVersion(const store::ModelRecord& model, int64_t version,
-                    v1::ModelVersion* out);
+void ToModelVersion(const Model& model, int64_t version, v1::ModelVersion* out);
 // With `with_versions` every version is listed (GetModel); without, only
 // the counts and aliases (ListModels).
-void ToModelInfo(const store::ModelRecord& model, bool with_versions,
-                 v1::ModelInfo* info);
+void ToModelInfo(const Model& model, bool with_versions, v1::ModelInfo* info);
 void ToJobEvent(const JobEvent& event, v1::JobEvent* out);
 // A wire state as stored; InvalidArgument for JOB_STATE_UNSPECIFIED and
 // values that are no state.

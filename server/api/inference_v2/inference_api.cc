@@ -111,12 +111,11 @@ absl::Status InferenceApi::ModelMetadata(
     const std::string& name, const std::string& version,
     inference::ModelMetadataResponse* response) const {
   BNN_ASSIGN_OR_RETURN(const ResolvedModel resolved, Resolve(name, version));
-  BNN_ASSIGN_OR_RETURN(const store::ModelRecord model,
-                       models_->Get(resolved.name));
+  BNN_ASSIGN_OR_RETURN(const Model model, models_->Get(resolved.name));
   BNN_ASSIGN_OR_RETURN(const store::SnapshotMeta meta,
                        snapshots_->GetMeta(resolved.snapshot_id));
   response->set_name(resolved.name);
-  for (const auto& v : model.versions()) {
+  for (const store::ModelVersion& v : model.versions) {
     response->add_versions(absl::StrCat(v.version()));
   }
   response->set_platform(absl::StrCat(kServerName, "_", meta.method()));

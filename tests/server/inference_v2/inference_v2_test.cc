@@ -32,6 +32,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "bnn/io/sha256.h"
+#include "bnn/status.h"
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
 #include "inference/grpc_predict_v2.grpc.pb.h"
@@ -85,12 +87,13 @@ std::unique_ptr<v1::BnnService::Stub> V1Stub() {
 // returns the snapshot id.
 absl::StatusOr<std::string> TrainAndPublish(v1::BnnService::Stub& stub,
                                             const std::string& dataset_id,
-                                            const std::string& model) {
+                                            const std::string& model,
+                                            uint64_t seed = 1) {
   v1::StartTrainingRequest train;
   train.set_dataset_id(dataset_id);
   train.set_method("slang");
   train.set_epochs(20);
-  train.set_seed(1);
+  train.set_seed(seed);
   train.mutable_model()->add_hidden_sizes(4);
   train.set_model_name(model);
   train.set_publish(true);
@@ -130,41 +133,29 @@ absl::StatusOr<std::string> UploadSigns(v1::BnnService::Stub& stub) {
   return uploaded.dataset().dataset_id();
 }
 
-// A copy of `snapshot_id` (export, import) published as `model`, whose
-// snapshot file is then deleted: the model exists but cannot serve.
+// A snapshot trained on `dataset_id` (seed 2: bytes of its own) and
+// published as `model`, whose blob is then deleted: the model exists but
+// cannot serve.
 absl::Status PublishBroken(v1::BnnService::Stub& stub,
-                           const std::string& snapshot_id,
+                           const std::string& dataset_id,
                            const std::string& model) {
+  BNN_ASSIGN_OR_RETURN(const std::string snapshot_id,
+                       TrainAndPublish(stub, dataset_id, model, /*seed=*/2));
   std::string bytes;
-  {
-    grpc::ClientContext context;
-    v1::ExportSnapshotRequest request;
-    request.set_snapshot_id(snapshot_id);
-    auto reader = stub.ExportSnapshot(&context, request);
-    v1::SnapshotChunk chunk;
-    while (reader->Read(&chunk)) bytes += chunk.data();
-    if (!reader->Finish().ok()) return absl::InternalError("export failed");
-  }
-  v1::SnapshotInfo imported;
-  {
-    grpc::ClientContext context;
-    auto writer = stub.ImportSnapshot(&context, &imported);
-    v1::SnapshotChunk chunk;
-    chunk.set_data(bytes);
-    writer->Write(chunk);
-    writer->WritesDone();
-    if (!writer->Finish().ok()) return absl::InternalError("import failed");
-  }
   grpc::ClientContext context;
-  v1::PublishModelRequest publish;
-  publish.set_name(model);
-  publish.set_snapshot_id(imported.snapshot_id());
-  v1::ModelVersion version;
-  if (!stub.PublishModel(&context, publish, &version).ok()) {
-    return absl::InternalError("publish failed");
+  v1::ExportSnapshotRequest request;
+  request.set_snapshot_id(snapshot_id);
+  auto reader = stub.ExportSnapshot(&context, request);
+  v1::SnapshotChunk chunk;
+  while (reader->Read(&chunk)) bytes += chunk.data();
+  if (!reader->Finish().ok()) return absl::InternalError("export failed");
+  // Blobs are named by the SHA-256 of their bytes: the exported file's.
+  const std::string blob = Sha256Hex(bytes);
+  const std::string path = absl::StrCat(
+      shared->dir.path(), "/data/blobs/objects/", blob.substr(0, 2), "/", blob);
+  if (!std::filesystem::remove(path)) {
+    return absl::InternalError(absl::StrCat("no blob at ", path));
   }
-  std::filesystem::remove(shared->dir.path() + "/data/snapshots/" +
-                          imported.snapshot_id() + ".snap");
   return absl::OkStatus();
 }
 
@@ -208,7 +199,8 @@ class InferenceV2Test : public ::testing::Test {
     absl::StatusOr<std::string> signs = UploadSigns(*stub);
     ASSERT_TRUE(signs.ok()) << signs.status();
     ASSERT_TRUE(TrainAndPublish(*stub, *signs, "signs").ok());
-    ASSERT_TRUE(PublishBroken(*stub, *snapshot, "broken").ok());
+    const absl::Status broken = PublishBroken(*stub, *cubic, "broken");
+    ASSERT_TRUE(broken.ok()) << broken;
   }
   static void TearDownTestSuite() {
     if (shared->server != nullptr) {

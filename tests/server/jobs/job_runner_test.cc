@@ -20,6 +20,7 @@
 #include "server/jobs/job_plan.h"
 #include "server/store/dataset_file.h"
 #include "tests/server/server_test_util.h"
+#include "tests/server/store/store_dir.h"
 
 namespace bnn::server {
 namespace {
@@ -27,6 +28,7 @@ namespace {
 using ::bnn::server::testutil::CubicDataset;
 using ::bnn::server::testutil::ReadFileOrEmpty;
 using ::bnn::server::testutil::StatusIs;
+using ::bnn::server::testutil::StoreDir;
 using ::bnn::server::testutil::TempDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -35,10 +37,10 @@ using ::testing::Pair;
 class JobRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    datasets_ = *DatasetStore::Open(dir_.path() + "/datasets");
-    snapshots_ = *SnapshotStore::Open(dir_.path() + "/snapshots");
+    datasets_ = std::make_unique<DatasetStore>(dir_.metadata(), dir_.blobs());
+    snapshots_ = std::make_unique<SnapshotStore>(dir_.metadata(), dir_.blobs());
     predictors_ = *PredictorCache::Create({}, snapshots_.get());
-    jobs_ = *JobStore::Open(dir_.path() + "/jobs");
+    jobs_ = *JobStore::Open(dir_.metadata(), CheckpointDir());
     dataset_id_ = datasets_->Create(CubicDataset(30), "cubic")->dataset_id();
     runner_ = *JobRunner::Create(
         {}, jobs_.get(), datasets_.get(), snapshots_.get(), predictors_.get(),
@@ -49,7 +51,7 @@ class JobRunnerTest : public ::testing::Test {
   // again and a runner with `options`.
   void Restart(const JobRunner::Options& options = {}) {
     runner_.reset();
-    jobs_ = *JobStore::Open(dir_.path() + "/jobs");
+    jobs_ = *JobStore::Open(dir_.metadata(), CheckpointDir());
     runner_ = *JobRunner::Create(
         options, jobs_.get(), datasets_.get(), snapshots_.get(),
         predictors_.get(), &MethodRegistry::Builtin(), &metrics_, &budget_);
@@ -113,7 +115,10 @@ class JobRunnerTest : public ::testing::Test {
     EXPECT_EQ(metrics_.training_jobs(state).Value(), value) << state;
   }
 
-  TempDir dir_;
+  std::string CheckpointDir() const { return temp_.path() + "/checkpoints"; }
+
+  TempDir temp_;
+  StoreDir dir_{temp_.path() + "/data"};
   std::unique_ptr<DatasetStore> datasets_;
   std::unique_ptr<SnapshotStore> snapshots_;
   std::unique_ptr<PredictorCache> predictors_;
@@ -145,6 +150,11 @@ TEST_F(JobRunnerTest, TrainsAndStoresTheSnapshot) {
   EXPECT_EQ((*predictor)->snapshot().model.activations,
             std::vector<Activation>{Activation::kTanh});
   EXPECT_EQ(metrics_.training_steps("slang").Value(), 6);
+  // Set just after the commit that makes the job SUCCEEDED.
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (metrics_.snapshots().Value() != 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
   EXPECT_EQ(metrics_.snapshots().Value(), 1);
   ExpectJobsGauge("succeeded", 1);
   ExpectJobsGauge("running", 0);
@@ -297,16 +307,14 @@ TEST_F(JobRunnerTest, CheckpointsPeriodicallyAndDeletesTheLastWhenDone) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   EXPECT_NE(ReadFileOrEmpty(path), "");
-  // The record is persisted with the checkpoint: a process killed now
-  // leaves the progress it resumes from (read from a copy of the files).
-  const std::string copy = dir_.path() + "/copy";
-  std::filesystem::create_directories(copy);
+  // The record is committed with the checkpoint: a process killed now
+  // leaves the progress it resumes from (read from the metadata store, not
+  // the job store's live progress).
   int64_t persisted_step = 0;
   while (persisted_step == 0 && absl::Now() < deadline) {
-    std::filesystem::copy_file(
-        dir_.path() + "/jobs/" + id + ".job", copy + "/" + id + ".job",
-        std::filesystem::copy_options::overwrite_existing);
-    persisted_step = JobStore::Open(copy).value()->Get(id)->step();
+    persisted_step = dir_.metadata()
+                         ->Read([&](MetadataReader& r) { return r.GetJob(id); })
+                         ->step();
   }
   EXPECT_GT(persisted_step, 0);
   // The metrics see the checkpoints: after 300 ms of running, the job has
@@ -334,7 +342,7 @@ TEST_F(JobRunnerTest, OnSucceededSeesTheJobAndItsErrorFailsTheJob) {
   absl::Mutex mu;
   std::vector<std::pair<std::string, std::string>> calls;
   JobRunner::Options options;
-  options.on_succeeded = [&](const store::JobRecord& job,
+  options.on_succeeded = [&](MetadataTransaction&, const store::JobRecord& job,
                              const std::string& snapshot_id) {
     absl::MutexLock lock(&mu);
     calls.emplace_back(job.model_name(), snapshot_id);

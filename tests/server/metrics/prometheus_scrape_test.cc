@@ -104,9 +104,9 @@ TEST(PrometheusScrapeTest, PrometheusScrapesBnnServer) {
                  {"\"value\":["}, deadline);
   EXPECT_THAT(rss, HasSubstr("\"job\":\"bnn\""));
   const std::string store =
-      QueryUntil(prometheus_port, "bnn_store_bytes{store=\"datasets\"}",
+      QueryUntil(prometheus_port, "bnn_store_bytes{store=\"blobs\"}",
                  {"\"value\":["}, deadline);
-  EXPECT_THAT(store, HasSubstr("\"store\":\"datasets\""));
+  EXPECT_THAT(store, HasSubstr("\"store\":\"blobs\""));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "bnn/io/file.h"
 #include "bnn/io/record.h"
+#include "bnn/status.h"
 #include "bnn/train/trainer.h"
 
 #include "server/store/dataset_file.h"
@@ -22,6 +23,7 @@
 #include "server/store/job_store.h"
 #include "server/store/snapshot_store.h"
 #include "tests/server/server_test_util.h"
+#include "tests/server/store/store_dir.h"
 
 namespace bnn::server {
 namespace {
@@ -29,6 +31,7 @@ namespace {
 using ::bnn::server::testutil::CubicDataset;
 using ::bnn::server::testutil::ReadFileOrEmpty;
 using ::bnn::server::testutil::StatusIs;
+using ::bnn::server::testutil::StoreDir;
 using ::bnn::server::testutil::TempDir;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
@@ -66,18 +69,34 @@ Dataset Concatenated(Dataset a, const Dataset& b) {
 
 class DatasetStoreTest : public ::testing::Test {
  protected:
-  std::unique_ptr<DatasetStore> Open() {
-    absl::StatusOr<std::unique_ptr<DatasetStore>> store =
-        DatasetStore::Open(dir_.path() + "/datasets");
-    EXPECT_TRUE(store.ok()) << store.status();
-    return store.ok() ? *std::move(store) : nullptr;
+  // Reopens the data directory (verifying its blobs) and the store on it.
+  DatasetStore* Open() {
+    store_.reset();
+    dir_.Reopen();
+    store_ = std::make_unique<DatasetStore>(dir_.metadata(), dir_.blobs());
+    return store_.get();
   }
-  std::string PathOf(const std::string& id) const {
-    return dir_.path() + "/datasets/" + id + ".dataset";
+  // The blob holding the rows of version `version` of `id`.
+  std::string PathOf(const std::string& id, int version = 1) {
+    const absl::StatusOr<DatasetVersionRecord> record = dir_.metadata()->Read(
+        [&](MetadataReader& r) { return r.GetDataset(id, version); });
+    EXPECT_TRUE(record.ok()) << record.status();
+    return record.ok() ? *dir_.blobs()->PathOf(record->rows_blob) : "";
   }
-  std::string PathOf(const std::string& id, int version) const {
-    return absl::StrCat(dir_.path(), "/datasets/", id, ".v", version,
-                        ".dataset");
+  // Replaces a blob's bytes in place (no longer matching its name, as a
+  // disk's corruption would; the next Open() quarantines it).
+  static void Overwrite(const std::string& path, const std::string& bytes) {
+    std::filesystem::remove(path);
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  // The files under blobs/ (objects, quarantine and temporaries).
+  int NumBlobFiles() const {
+    int files = 0;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(
+             temp_.path() + "/data/blobs")) {
+      if (entry.is_regular_file()) ++files;
+    }
+    return files;
   }
   // A dataset of 10 rows with versions 2 and 3 adding 5 and 7 rows; returns
   // its id.
@@ -92,11 +111,13 @@ class DatasetStoreTest : public ::testing::Test {
     return v1.dataset_id();
   }
 
-  TempDir dir_;
+  TempDir temp_;
+  StoreDir dir_{temp_.path() + "/data"};
+  std::unique_ptr<DatasetStore> store_;
 };
 
 TEST_F(DatasetStoreTest, CreateGetLoadRoundTrip) {
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   const Dataset data = Classification();
   const absl::StatusOr<store::DatasetMeta> meta = store->Create(data, "iris");
   ASSERT_TRUE(meta.ok()) << meta.status();
@@ -128,12 +149,12 @@ TEST_F(DatasetStoreTest, CreateGetLoadRoundTrip) {
 TEST_F(DatasetStoreTest, SurvivesReopening) {
   std::string first_id, second_id;
   {
-    std::unique_ptr<DatasetStore> store = Open();
+    DatasetStore* store = Open();
     first_id = store->Create(CubicDataset(30), "cubic")->dataset_id();
     absl::SleepFor(absl::Milliseconds(2));  // creation times are in ms
     second_id = store->Create(Classification(), "labels")->dataset_id();
   }
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   EXPECT_EQ(store->size(), 2);
   std::vector<std::string> listed;
   for (const auto& meta : store->List()) listed.push_back(meta.dataset_id());
@@ -142,7 +163,7 @@ TEST_F(DatasetStoreTest, SurvivesReopening) {
 }
 
 TEST_F(DatasetStoreTest, UnknownIdIsNotFound) {
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   EXPECT_THAT(store->Get("ds-0000000000000000").status(),
               StatusIs(absl::StatusCode::kNotFound,
                        "dataset_id 'ds-0000000000000000' not found"));
@@ -154,21 +175,27 @@ TEST_F(DatasetStoreTest, UnknownIdIsNotFound) {
 TEST_F(DatasetStoreTest, CorruptionIsReportedOnLoadAndAfterRestart) {
   std::string id;
   {
-    std::unique_ptr<DatasetStore> store = Open();
+    DatasetStore* store = Open();
     id = store->Create(CubicDataset(30), "cubic")->dataset_id();
     store->Create(Classification(), "healthy").IgnoreError();
     FlipByte(PathOf(id), 100);  // inside the payload
     EXPECT_THAT(store->Load(id).status(),
                 StatusIs(absl::StatusCode::kDataLoss, "checksum mismatch"));
   }
-  std::unique_ptr<DatasetStore> store = Open();
-  // Indexed with its error: not "not found", but the file and the cause.
+  DatasetStore* store = Open();
+  // Its blob is quarantined: not "not found", but the dataset and the
+  // cause, and it is not listed.
+  ASSERT_EQ(dir_.dir().blob_report.quarantined.size(), 1u);
   EXPECT_THAT(store->Get(id).status(),
               StatusIs(absl::StatusCode::kDataLoss,
-                       PathOf(id) + ": dataset file checksum mismatch"));
+                       "dataset_id '" + id + "' version 1 cannot be read"));
+  EXPECT_THAT(store->Get(id).status(),
+              StatusIs(absl::StatusCode::kDataLoss, "quarantined"));
   EXPECT_THAT(store->Load(id).status(),
-              StatusIs(absl::StatusCode::kDataLoss, "checksum mismatch"));
-  EXPECT_EQ(store->size(), 1);
+              StatusIs(absl::StatusCode::kDataLoss, "quarantined"));
+  EXPECT_THAT(store->OpenRows(id).status(),
+              StatusIs(absl::StatusCode::kDataLoss, "quarantined"));
+  EXPECT_EQ(store->size(), 2);
   ASSERT_EQ(store->List().size(), 1u);
   EXPECT_EQ(store->List()[0].name(), "healthy");
 }
@@ -176,14 +203,16 @@ TEST_F(DatasetStoreTest, CorruptionIsReportedOnLoadAndAfterRestart) {
 TEST_F(DatasetStoreTest, TruncatedFileIsDataLoss) {
   std::string id;
   {
-    std::unique_ptr<DatasetStore> store = Open();
+    DatasetStore* store = Open();
     id = store->Create(CubicDataset(30), "cubic")->dataset_id();
   }
-  const std::string bytes = ReadFileOrEmpty(PathOf(id));
-  std::ofstream(PathOf(id), std::ios::binary | std::ios::trunc)
-      << bytes.substr(0, bytes.size() / 2);
-  EXPECT_THAT(Open()->Get(id).status(),
+  const std::string path = PathOf(id);
+  const std::string bytes = ReadFileOrEmpty(path);
+  Overwrite(path, bytes.substr(0, bytes.size() / 2));
+  EXPECT_THAT(store_->Load(id).status(),
               StatusIs(absl::StatusCode::kDataLoss, "truncated"));
+  EXPECT_THAT(Open()->Get(id).status(),
+              StatusIs(absl::StatusCode::kDataLoss, "quarantined"));
 }
 
 TEST_F(DatasetStoreTest, ValidFrameWithInvalidContentsIsDataLoss) {
@@ -197,12 +226,16 @@ TEST_F(DatasetStoreTest, ValidFrameWithInvalidContentsIsDataLoss) {
   file.add_features(1.0);
   file.add_features(2.0);
   file.add_targets(0.5);
-  Open();  // creates the directory
-  ASSERT_TRUE(
-      WriteFileAtomically(
-          PathOf(id), EncodeRecord({"BNNDSET1", 1}, file.SerializeAsString()))
-          .ok());
-  EXPECT_THAT(Open()->Get(id).status(),
+  DatasetVersionRecord record{file.meta(), ""};
+  record.meta.set_version(1);
+  record.rows_blob = *dir_.blobs()->Put(
+      EncodeRecord({"BNNDSET1", 1}, file.SerializeAsString()));
+  ASSERT_TRUE(dir_.metadata()
+                  ->Write([&](MetadataTransaction& tx) {
+                    return tx.CreateDataset(record);
+                  })
+                  .ok());
+  EXPECT_THAT(Open()->Load(id).status(),
               StatusIs(absl::StatusCode::kDataLoss,
                        "holds 1 rows; its metadata says 5"));
 }
@@ -213,21 +246,19 @@ TEST_F(DatasetStoreTest, ValidFrameWithInvalidContentsIsDataLoss) {
 TEST_F(DatasetStoreTest, VersionsOfAnotherSchemaAreDataLoss) {
   std::string id;
   {
-    std::unique_ptr<DatasetStore> store = Open();
-    id = ThreeVersions(store.get());
-    const DatasetFileContents v1 = *ReadDatasetFile(PathOf(id));
+    DatasetStore* store = Open();
+    id = ThreeVersions(store);
+    const std::string path = PathOf(id);
+    const DatasetFileContents v1 = *ReadDatasetFile(path);
     store::DatasetFile file;
     *file.mutable_meta() = v1.meta;
     file.mutable_meta()->add_class_values(1.0);
     file.mutable_features()->Add(v1.rows.features.begin(),
                                  v1.rows.features.end());
     file.mutable_targets()->Add(v1.rows.targets.begin(), v1.rows.targets.end());
-    ASSERT_TRUE(
-        WriteFileAtomically(
-            PathOf(id), EncodeRecord({"BNNDSET1", 1}, file.SerializeAsString()))
-            .ok());
+    Overwrite(path, EncodeRecord({"BNNDSET1", 1}, file.SerializeAsString()));
   }
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = store_.get();  // not reopened: that would quarantine
   EXPECT_TRUE(store->Load(id, 1).ok());
   EXPECT_THAT(store->Load(id, 2).status(),
               StatusIs(absl::StatusCode::kDataLoss,
@@ -236,7 +267,7 @@ TEST_F(DatasetStoreTest, VersionsOfAnotherSchemaAreDataLoss) {
 }
 
 TEST_F(DatasetStoreTest, AppendsCreateImmutableVersions) {
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   const Dataset first = CubicDataset(10, 1);
   const Dataset more = CubicDataset(5, 2);
   const store::DatasetMeta v1 = *store->Create(first, "cubic");
@@ -261,7 +292,7 @@ TEST_F(DatasetStoreTest, AppendsCreateImmutableVersions) {
   // Only the appended rows are written again.
   EXPECT_TRUE(std::filesystem::exists(PathOf(v1.dataset_id(), 2)));
 
-  std::unique_ptr<DatasetStore> reopened = Open();
+  DatasetStore* reopened = Open();
   EXPECT_EQ(reopened->Get(v1.dataset_id())->SerializeAsString(),
             v2->SerializeAsString());
   EXPECT_EQ(reopened->Load(v1.dataset_id(), 2)->features, both.features);
@@ -270,7 +301,7 @@ TEST_F(DatasetStoreTest, AppendsCreateImmutableVersions) {
 }
 
 TEST_F(DatasetStoreTest, AppendedLabelsKeepTheClasses) {
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   const store::DatasetMeta v1 = *store->Create(Classification(), "labels");
   Dataset rows = *DatasetSchema(v1);
   rows.features = {6, 7};
@@ -283,7 +314,7 @@ TEST_F(DatasetStoreTest, AppendedLabelsKeepTheClasses) {
 }
 
 TEST_F(DatasetStoreTest, StaleExpectedVersionStoresNothing) {
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   const store::DatasetMeta v1 = *store->Create(CubicDataset(10), "cubic");
   ASSERT_TRUE(
       store->Append(v1.dataset_id(), AppendOf(v1, CubicDataset(2)), 1).ok());
@@ -293,11 +324,13 @@ TEST_F(DatasetStoreTest, StaleExpectedVersionStoresNothing) {
                "dataset_id '" + v1.dataset_id() +
                    "' is at version 2; the append expected version 1"));
   EXPECT_EQ(store->Get(v1.dataset_id())->version(), 2);
-  EXPECT_FALSE(std::filesystem::exists(PathOf(v1.dataset_id(), 3)));
+  EXPECT_THAT(store->Get(v1.dataset_id(), 3).status(),
+              StatusIs(absl::StatusCode::kNotFound, "has no version 3"));
+  EXPECT_EQ(NumBlobFiles(), 2);
 }
 
 TEST_F(DatasetStoreTest, BadAppendsStoreNothing) {
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   const store::DatasetMeta v1 = *store->Create(CubicDataset(10), "cubic");
   Dataset wide = AppendOf(v1, CubicDataset(2));
   wide.num_features = 2;
@@ -317,7 +350,7 @@ TEST_F(DatasetStoreTest, BadAppendsStoreNothing) {
 }
 
 TEST_F(DatasetStoreTest, MissingVersionIsNotFound) {
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   const store::DatasetMeta v1 = *store->Create(CubicDataset(10), "cubic");
   EXPECT_THAT(store->Get(v1.dataset_id(), 5).status(),
               StatusIs(absl::StatusCode::kNotFound,
@@ -330,44 +363,43 @@ TEST_F(DatasetStoreTest, MissingVersionIsNotFound) {
 TEST_F(DatasetStoreTest, CorruptVersionBreaksItAndLaterOnes) {
   std::string id;
   {
-    std::unique_ptr<DatasetStore> store = Open();
-    id = ThreeVersions(store.get());
+    DatasetStore* store = Open();
+    id = ThreeVersions(store);
   }
   FlipByte(PathOf(id, 2), 20);
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   EXPECT_EQ(store->Load(id, 1)->num_rows(), 10);
   EXPECT_THAT(store->Get(id, 2).status(),
               StatusIs(absl::StatusCode::kDataLoss,
-                       PathOf(id, 2) + ": dataset file checksum mismatch"));
+                       "version 2 cannot be read: the rows of version 2"));
   EXPECT_THAT(store->Get(id, 3).status(),
               StatusIs(absl::StatusCode::kDataLoss,
-                       "version 3 cannot be read: it builds on version 2, "
-                       "which is unreadable"));
+                       "version 3 cannot be read: the rows of version 2"));
   EXPECT_THAT(store->Get(id).status(),
               StatusIs(absl::StatusCode::kDataLoss, "version 3"));
   EXPECT_THAT(store->Load(id).status(),
               StatusIs(absl::StatusCode::kDataLoss, "version 3"));
-  EXPECT_EQ(store->size(), 0);
+  EXPECT_EQ(store->size(), 1);
   EXPECT_THAT(store->List(), IsEmpty());
 }
 
 TEST_F(DatasetStoreTest, MissingVersionFileBreaksLaterOnes) {
   std::string id;
   {
-    std::unique_ptr<DatasetStore> store = Open();
-    id = ThreeVersions(store.get());
+    DatasetStore* store = Open();
+    id = ThreeVersions(store);
   }
   std::filesystem::remove(PathOf(id, 2));
-  std::unique_ptr<DatasetStore> store = Open();
-  EXPECT_TRUE(store->Get(id, 1).ok());
-  EXPECT_THAT(store->Get(id).status(),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       "version 3 cannot be read: version 2 is missing"));
+  DatasetStore* store = Open();
+  EXPECT_TRUE(store->Load(id, 1).ok());
+  EXPECT_THAT(
+      store->Load(id).status(),
+      StatusIs(absl::StatusCode::kDataLoss, "version 2 cannot be read: blob"));
 }
 
 TEST_F(DatasetStoreTest, RowsPoolReadsEveryVersionInPlace) {
-  std::unique_ptr<DatasetStore> store = Open();
-  const std::string id = ThreeVersions(store.get());
+  DatasetStore* store = Open();
+  const std::string id = ThreeVersions(store);
   const Dataset all = *store->Load(id);
   const absl::StatusOr<std::unique_ptr<PoolSource>> pool = store->OpenRows(id);
   ASSERT_TRUE(pool.ok()) << pool.status();
@@ -391,8 +423,8 @@ TEST_F(DatasetStoreTest, RowsPoolReadsEveryVersionInPlace) {
 }
 
 TEST_F(DatasetStoreTest, RowsPoolVerifiesTheFiles) {
-  std::unique_ptr<DatasetStore> store = Open();
-  const std::string id = ThreeVersions(store.get());
+  DatasetStore* store = Open();
+  const std::string id = ThreeVersions(store);
   FlipByte(PathOf(id, 3), 20);
   EXPECT_THAT(store->OpenRows(id).status(),
               StatusIs(absl::StatusCode::kDataLoss,
@@ -404,7 +436,7 @@ TEST_F(DatasetStoreTest, RowsPoolVerifiesTheFiles) {
 // features) read back exactly, through Load and the in-place pool, and
 // nothing is left in the directory but the version file.
 TEST_F(DatasetStoreTest, StreamedVersionsSpanManyRuns) {
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   const Dataset data = CubicDataset(300'000);  // 2.4 MB of features: 3 runs
   absl::StatusOr<std::unique_ptr<DatasetFileWriter>> writer =
       store->NewVersionWriter(1);
@@ -435,17 +467,12 @@ TEST_F(DatasetStoreTest, StreamedVersionsSpanManyRuns) {
   ASSERT_TRUE((*pool)->Read(131'000, 2'000, &rows).ok());
   EXPECT_EQ(rows, std::vector<double>(data.features.begin() + 131'000,
                                       data.features.begin() + 133'000));
-  std::vector<std::string> files;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(dir_.path() + "/datasets")) {
-    files.push_back(entry.path().filename().string());
-  }
-  EXPECT_THAT(files, ElementsAre(v1->dataset_id() + ".dataset"));
+  EXPECT_EQ(NumBlobFiles(), 1);
 }
 
 // Raw classification labels written as they arrive are encoded at the end.
 TEST_F(DatasetStoreTest, StreamedLabelsAreEncoded) {
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   const Dataset encoded = Classification();  // labels -1, 1, -1
   std::unique_ptr<DatasetFileWriter> writer = *store->NewVersionWriter(2);
   ASSERT_TRUE(writer->AddRows(encoded.features, {-1, 1, -1}).ok());
@@ -460,19 +487,19 @@ TEST_F(DatasetStoreTest, StreamedLabelsAreEncoded) {
 }
 
 TEST_F(DatasetStoreTest, DroppedWriterLeavesNoFile) {
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   {
     std::unique_ptr<DatasetFileWriter> writer = *store->NewVersionWriter(1);
     ASSERT_TRUE(writer->AddRows({1.0, 2.0}, {3.0, 4.0}).ok());
   }
-  EXPECT_TRUE(std::filesystem::is_empty(dir_.path() + "/datasets"));
+  EXPECT_EQ(NumBlobFiles(), 0);
 }
 
 // An append costs its own rows: the hash continues from the state kept with
 // the latest version, so the earlier versions' files are not read at all
 // (here one is even corrupt, which a read would report).
 TEST_F(DatasetStoreTest, AppendDoesNotReadEarlierVersions) {
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   const Dataset first = CubicDataset(100, 1);
   const Dataset second = CubicDataset(20, 2);
   const store::DatasetMeta v1 = *store->Create(first, "cubic");
@@ -489,17 +516,25 @@ TEST_F(DatasetStoreTest, AppendToAVersionWithoutHashState) {
   const Dataset second = CubicDataset(5, 2);
   std::string id;
   {
-    std::unique_ptr<DatasetStore> store = Open();
+    DatasetStore* store = Open();
     id = store->Create(first, "cubic")->dataset_id();
   }
-  // Rewrite version 1 without its state, as an older server wrote it.
+  // Version 1 without its state, as an older server wrote it (its record
+  // and its file).
   store::DatasetFile file;
   ASSERT_TRUE(
       ReadRecordFile(PathOf(id), {"BNNDSET1", 1, "dataset file"}, &file).ok());
   file.mutable_meta()->clear_hash_state();
-  ASSERT_TRUE(
-      WriteRecordFile(PathOf(id), {"BNNDSET1", 1, "dataset file"}, file).ok());
-  std::unique_ptr<DatasetStore> store = Open();
+  ASSERT_TRUE(dir_.metadata()
+                  ->Write([&](MetadataTransaction& tx) -> absl::Status {
+                    BNN_ASSIGN_OR_RETURN(DatasetVersionRecord record,
+                                         tx.GetDataset(id, std::nullopt));
+                    record.meta = file.meta();
+                    BNN_RETURN_IF_ERROR(tx.DeleteDataset(id));
+                    return tx.CreateDataset(record);
+                  })
+                  .ok());
+  DatasetStore* store = Open();
   const absl::StatusOr<store::DatasetMeta> v2 =
       store->Append(id, AppendOf(*store->Get(id), second), std::nullopt);
   ASSERT_TRUE(v2.ok()) << v2.status();
@@ -511,7 +546,7 @@ TEST_F(DatasetStoreTest, AppendToAVersionWithoutHashState) {
 // each version, so the store refuses rows that make a column's max - min
 // overflow (standardisation would give NaN) without reading the dataset.
 TEST_F(DatasetStoreTest, AppendThatOverflowsAColumnRangeIsRefused) {
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   Dataset data = CubicDataset(4, 1);
   data.targets[0] = -1e308;
   const store::DatasetMeta v1 = *store->Create(data, "edge");
@@ -535,23 +570,26 @@ namespace {
 
 using ::bnn::server::testutil::CubicDataset;
 using ::bnn::server::testutil::StatusIs;
+using ::bnn::server::testutil::StoreDir;
 using ::bnn::server::testutil::TempDir;
 using ::bnn::server::testutil::TinySnapshot;
 
 class DatasetNamesTest : public ::testing::Test {
  protected:
-  std::unique_ptr<DatasetStore> Open(const std::string& sub = "datasets") {
-    absl::StatusOr<std::unique_ptr<DatasetStore>> store =
-        DatasetStore::Open(dir_.path() + "/" + sub);
-    EXPECT_TRUE(store.ok()) << store.status();
-    return store.ok() ? *std::move(store) : nullptr;
+  DatasetStore* Open() {
+    store_.reset();
+    dir_.Reopen();
+    store_ = std::make_unique<DatasetStore>(dir_.metadata(), dir_.blobs());
+    return store_.get();
   }
 
-  TempDir dir_;
+  TempDir temp_;
+  StoreDir dir_{temp_.path() + "/data"};
+  std::unique_ptr<DatasetStore> store_;
 };
 
 TEST_F(DatasetNamesTest, NamesAreUniqueAndWorkAsIds) {
-  std::unique_ptr<DatasetStore> store = Open();
+  DatasetStore* store = Open();
   const std::string id = store->Create(CubicDataset(10), "cubic")->dataset_id();
   EXPECT_THAT(store->Create(CubicDataset(10), "cubic").status(),
               StatusIs(absl::StatusCode::kAlreadyExists,
@@ -574,40 +612,10 @@ TEST_F(DatasetNamesTest, NamesAreUniqueAndWorkAsIds) {
   EXPECT_EQ(store->size(), 1);
 }
 
-// A data directory of an older server may hold two datasets of one name:
-// both stay readable by id, the name is refused as ambiguous.
-TEST_F(DatasetNamesTest, DuplicateNamesOfOldDirectoriesAreAmbiguous) {
-  std::string first, second;
-  {
-    std::unique_ptr<DatasetStore> a = Open("a");
-    std::unique_ptr<DatasetStore> b = Open("b");
-    first = a->Create(CubicDataset(10), "twin")->dataset_id();
-    second = b->Create(CubicDataset(12), "twin")->dataset_id();
-  }
-  std::filesystem::create_directories(dir_.path() + "/old");
-  for (const auto& [sub, id] : {std::pair{"a", first}, {"b", second}}) {
-    std::filesystem::copy_file(
-        absl::StrCat(dir_.path(), "/", sub, "/", id, ".dataset"),
-        absl::StrCat(dir_.path(), "/old/", id, ".dataset"));
-  }
-  std::unique_ptr<DatasetStore> store = Open("old");
-  EXPECT_EQ(store->Get(first)->num_rows(), 10);
-  EXPECT_EQ(store->Get(second)->num_rows(), 12);
-  EXPECT_THAT(store->Get("twin").status(),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       "dataset name 'twin' is ambiguous"));
-  EXPECT_THAT(store->Delete("twin").status(),
-              StatusIs(absl::StatusCode::kFailedPrecondition, "ambiguous"));
-  EXPECT_EQ(store->List().size(), 2u);
-  // Deleting one by id makes the name unique again.
-  ASSERT_TRUE(store->Delete(second).ok());
-  EXPECT_EQ(store->Get("twin")->dataset_id(), first);
-}
-
 TEST_F(DatasetNamesTest, DeleteRemovesEveryVersionDurably) {
   std::string id;
   {
-    std::unique_ptr<DatasetStore> store = Open();
+    DatasetStore* store = Open();
     id = store->Create(CubicDataset(10), "gone")->dataset_id();
     ASSERT_TRUE(store->Append(id, CubicDataset(3, 2), std::nullopt).ok());
     ASSERT_TRUE(store->Create(CubicDataset(5), "kept").ok());
@@ -619,31 +627,37 @@ TEST_F(DatasetNamesTest, DeleteRemovesEveryVersionDurably) {
     // The name is free again.
     EXPECT_TRUE(store->Create(CubicDataset(4), "gone").ok());
   }
-  int files_of_id = 0;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(dir_.path() + "/datasets")) {
-    files_of_id += entry.path().filename().string().rfind(id, 0) == 0 ? 1 : 0;
+  // Only the blobs of "kept" and the new "gone" are left.
+  int blobs = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(
+           temp_.path() + "/data/blobs")) {
+    if (entry.is_regular_file()) ++blobs;
   }
-  EXPECT_EQ(files_of_id, 0);
-  std::unique_ptr<DatasetStore> store = Open();
+  EXPECT_EQ(blobs, 2);
+  DatasetStore* store = Open();
+  EXPECT_EQ(dir_.dir().blobs_swept, 0);
   EXPECT_THAT(store->Get(id).status(),
               StatusIs(absl::StatusCode::kNotFound, ""));
   EXPECT_EQ(store->size(), 2);
 }
 
 TEST_F(DatasetNamesTest, DependentsAreSnapshotsAndQueuedOrRunningJobs) {
-  std::unique_ptr<DatasetStore> datasets = Open();
-  std::unique_ptr<SnapshotStore> snapshots =
-      *SnapshotStore::Open(dir_.path() + "/snapshots");
-  std::unique_ptr<JobStore> jobs = *JobStore::Open(dir_.path() + "/jobs");
+  DatasetStore* datasets = Open();
+  SnapshotStore snapshots(dir_.metadata(), dir_.blobs());
+  std::unique_ptr<JobStore> jobs =
+      *JobStore::Open(dir_.metadata(), temp_.path() + "/data/checkpoints");
+  const auto unused = [&](const std::string& id) {
+    return dir_.metadata()->Read(
+        [&](MetadataReader& r) { return CheckDatasetUnused(id, r); });
+  };
   const std::string id =
       datasets->Create(CubicDataset(10), "used")->dataset_id();
-  EXPECT_TRUE(CheckDatasetUnused(id, *snapshots, *jobs).ok());
+  EXPECT_TRUE(unused(id).ok());
 
   // TinySnapshot records ds-00000000000000aa as its dataset.
   const std::string snapshot_id =
-      snapshots->Create(TinySnapshot(1))->snapshot_id();
-  EXPECT_THAT(CheckDatasetUnused("ds-00000000000000aa", *snapshots, *jobs),
+      snapshots.Create(TinySnapshot(1))->snapshot_id();
+  EXPECT_THAT(unused("ds-00000000000000aa"),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "dataset_id 'ds-00000000000000aa' is used by "
                        "snapshots " +
@@ -652,9 +666,13 @@ TEST_F(DatasetNamesTest, DependentsAreSnapshotsAndQueuedOrRunningJobs) {
   job.set_dataset_id(id);
   job.set_method("slang");
   const std::string queued = jobs->Create(job)->job_id();
-  EXPECT_THAT(CheckDatasetUnused(id, *snapshots, *jobs),
+  EXPECT_THAT(unused(id),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "is used by queued or running jobs " + queued));
+  // Delete checks it in its transaction, unless forced.
+  EXPECT_THAT(datasets->Delete(id, /*force=*/false).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, queued));
+  EXPECT_TRUE(datasets->Get(id).ok());
   // A finished job does not hold the dataset.
   ASSERT_TRUE(jobs->Update(queued,
                            [](store::JobRecord* r) {
@@ -662,7 +680,8 @@ TEST_F(DatasetNamesTest, DependentsAreSnapshotsAndQueuedOrRunningJobs) {
                              return true;
                            })
                   .ok());
-  EXPECT_TRUE(CheckDatasetUnused(id, *snapshots, *jobs).ok());
+  EXPECT_TRUE(unused(id).ok());
+  EXPECT_EQ(*datasets->Delete(id, /*force=*/false), id);
 }
 
 }  // namespace

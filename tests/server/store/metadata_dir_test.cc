@@ -1,8 +1,8 @@
-// Migration of a data directory written by the record-file stores
-// (DatasetStore, JobStore, SnapshotStore) into the metadata store and blob
-// store: the same records, once, and crash-safe (a crash before the commit
-// leaves the old data intact and the next open migrates; a crash after it
-// is finished by the next open).
+// Migration of a data directory of the record-file layout (datasets/,
+// jobs/ with checkpoints, snapshots/, models/, as older servers wrote them)
+// into the metadata store and blob store: the same records, once, and
+// crash-safe (a crash before the commit leaves the old data intact and the
+// next open migrates; a crash after it is finished by the next open).
 #include "server/store/metadata_dir.h"
 
 #include <filesystem>
@@ -17,12 +17,12 @@
 #include <gtest/gtest.h>
 
 #include "bnn/io/file.h"
+#include "bnn/io/record.h"
+#include "bnn/io/snapshot.h"
 #include "bnn/status.h"
 
 #include "server/store/dataset_file.h"
-#include "server/store/dataset_store.h"
-#include "server/store/job_store.h"
-#include "server/store/snapshot_store.h"
+#include "server/store/snapshot_meta.h"
 #include "tests/server/server_test_util.h"
 
 namespace bnn::server {
@@ -39,7 +39,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
-// Every record of a data directory, as the stores serve them.
+// Every record of a data directory, as its files hold them.
 struct Records {
   // By (dataset id, version).
   std::map<std::pair<std::string, int64_t>, store::DatasetMeta> versions;
@@ -47,99 +47,140 @@ struct Records {
   std::map<std::string, store::JobRecord> jobs;
 };
 
+// Writes version `version` of dataset `id` (the rows `rows` after
+// `first_row` earlier ones) as the record-file layout named it.
+void WriteDatasetVersion(const std::string& dir, const std::string& id,
+                         int64_t version, const std::string& name,
+                         const Dataset& rows, int64_t first_row) {
+  store::DatasetMeta meta;
+  meta.set_dataset_id(id);
+  meta.set_version(version);
+  meta.set_name(name);
+  meta.set_task("regression");
+  meta.set_num_rows(first_row + rows.num_rows());
+  meta.set_num_features(static_cast<int32_t>(rows.num_features));
+  meta.set_first_row(first_row);
+  meta.set_hash(absl::StrCat("hash of ", id, " v", version));
+  meta.set_created_unix_ms(1000 * version);
+  const std::string path =
+      version == 1 ? absl::StrCat(dir, "/", id, ".dataset")
+                   : absl::StrCat(dir, "/", id, ".v", version, ".dataset");
+  absl::StatusOr<std::unique_ptr<DatasetFileWriter>> writer =
+      DatasetFileWriter::Create(absl::StrCat(path, kTempSuffix),
+                                rows.num_features);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_TRUE((*writer)->AddRows(rows.features, rows.targets).ok());
+  ASSERT_TRUE((*writer)->Commit(meta, path).ok());
+}
+
 class MetadataDirTest : public ::testing::Test {
  protected:
   std::string data_dir() const { return dir_.path() + "/data"; }
 
-  // A data directory of the record-file layout, made with main's stores:
-  // three datasets (one with two versions, two sharing a name), two
-  // snapshots, three jobs (one left RUNNING by a "crash").
+  // A data directory of the record-file layout: three datasets (one with
+  // two versions, two sharing a name), three snapshots (one without its
+  // .info record), three jobs (one left RUNNING by a "crash", with its
+  // checkpoint), two models (one whose only version names a snapshot that
+  // is gone).
   void MakeRecordFileDir() {
-    auto datasets = DatasetStore::Open(data_dir() + "/datasets");
-    ASSERT_TRUE(datasets.ok()) << datasets.status();
-    absl::StatusOr<store::DatasetMeta> cubic =
-        (*datasets)->Create(CubicDataset(20), "cubic");
-    ASSERT_TRUE(cubic.ok()) << cubic.status();
-    ASSERT_TRUE(
-        (*datasets)
-            ->Append(cubic->dataset_id(), CubicDataset(5, 2), std::nullopt)
-            .ok());
-    ASSERT_TRUE((*datasets)->Create(CubicDataset(8, 3), "other").ok());
-    // Today's store refuses a second "other"; a data directory of an older
-    // server may hold one: made in a side directory and copied in.
-    {
-      auto side = DatasetStore::Open(data_dir() + "/side");
-      ASSERT_TRUE(side.ok()) << side.status();
-      absl::StatusOr<store::DatasetMeta> twin =
-          (*side)->Create(CubicDataset(9, 4), "other");
-      ASSERT_TRUE(twin.ok()) << twin.status();
-      for (const auto& entry :
-           std::filesystem::directory_iterator(data_dir() + "/side")) {
-        if (entry.path().filename().string().rfind(twin->dataset_id(), 0) ==
-            0) {
-          std::filesystem::copy_file(
-              entry.path(),
-              data_dir() + "/datasets/" + entry.path().filename().string());
-        }
-      }
+    const std::string datasets = data_dir() + "/datasets";
+    for (const char* dir : {"datasets", "jobs", "snapshots", "models"}) {
+      fs::create_directories(data_dir() + "/" + dir);
     }
-    std::filesystem::remove_all(data_dir() + "/side");
+    const std::string cubic = "ds-00000000000000c1";
+    WriteDatasetVersion(datasets, cubic, 1, "cubic", CubicDataset(20), 0);
+    WriteDatasetVersion(datasets, cubic, 2, "cubic", CubicDataset(5, 2), 20);
+    // Older servers allowed two datasets of one name.
+    WriteDatasetVersion(datasets, "ds-00000000000000c2", 1, "other",
+                        CubicDataset(8, 3), 0);
+    WriteDatasetVersion(datasets, "ds-00000000000000c3", 1, "other",
+                        CubicDataset(9, 4), 0);
 
-    auto snapshots = SnapshotStore::Open(data_dir() + "/snapshots");
-    ASSERT_TRUE(snapshots.ok()) << snapshots.status();
-    absl::StatusOr<store::SnapshotMeta> snap =
-        (*snapshots)->Create(TinySnapshot(1));
-    ASSERT_TRUE(snap.ok()) << snap.status();
-    ASSERT_TRUE((*snapshots)->Create(TinySnapshot(2)).ok());
-
-    auto jobs = JobStore::Open(data_dir() + "/jobs");
-    ASSERT_TRUE(jobs.ok()) << jobs.status();
-    store::JobRecord request;
-    request.set_dataset_id(cubic->dataset_id());
-    request.set_method("slang");
-    request.add_hidden_sizes(4);
+    const std::string snapshots = data_dir() + "/snapshots";
     for (int i = 0; i < 3; ++i) {
-      absl::StatusOr<store::JobRecord> job = (*jobs)->Create(request);
-      ASSERT_TRUE(job.ok()) << job.status();
-      job_ids_.push_back(job->job_id());
+      const std::string id = absl::StrCat("snap-00000000000000a", i);
+      snapshot_ids_.push_back(id);
+      const Snapshot snapshot = TinySnapshot(i + 1);
+      const std::string bytes = *EncodeSnapshot(snapshot);
+      ASSERT_TRUE(
+          WriteFileAtomically(snapshots + "/" + id + ".snap", bytes).ok());
+      snapshot_metas_[id] =
+          SnapshotMetaOf(snapshot, id, static_cast<int64_t>(bytes.size()));
+      if (i == 2) continue;  // as a crash before its record left it
+      ASSERT_TRUE(WriteRecordFile(snapshots + "/" + id + ".info",
+                                  kRecordFileSnapshotInfoFormat,
+                                  snapshot_metas_[id])
+                      .ok());
     }
-    ASSERT_TRUE((*jobs)
-                    ->Update(job_ids_[0],
-                             [&](store::JobRecord* job) {
-                               job->set_state(store::JobRecord::SUCCEEDED);
-                               job->set_snapshot_id(snap->snapshot_id());
-                               return true;
-                             })
+
+    for (int i = 0; i < 3; ++i) {
+      store::JobRecord job;
+      job.set_job_id(absl::StrCat("job-00000000000000b", i));
+      job.set_dataset_id(cubic);
+      job.set_method("slang");
+      job.add_hidden_sizes(4);
+      job.set_created_unix_ms(100 + i);
+      job.set_state(i == 0   ? store::JobRecord::SUCCEEDED
+                    : i == 1 ? store::JobRecord::RUNNING
+                             : store::JobRecord::QUEUED);
+      if (i == 0) job.set_snapshot_id(snapshot_ids_[0]);
+      job_ids_.push_back(job.job_id());
+      ASSERT_TRUE(WriteRecordFile(
+                      absl::StrCat(data_dir(), "/jobs/", job.job_id(), ".job"),
+                      kRecordFileJobFormat, job)
+                      .ok());
+    }
+    // The running job's checkpoint, and a stale one of the finished job.
+    for (int i : {0, 1}) {
+      std::ofstream(absl::StrCat(data_dir(), "/jobs/", job_ids_[i], ".ckpt"))
+          << "checkpoint " << i;
+    }
+
+    store::ModelRecord model;
+    model.set_name("m");
+    model.set_next_version(4);
+    model.set_created_unix_ms(10);
+    model.set_updated_unix_ms(20);
+    for (const auto& [version, snapshot] :
+         {std::pair{1, snapshot_ids_[0]}, {3, snapshot_ids_[1]}}) {
+      store::ModelRecord::Version* v = model.add_versions();
+      v->set_version(version);
+      v->set_snapshot_id(snapshot);
+      v->set_created_unix_ms(10 + version);
+    }
+    (*model.mutable_aliases())["stable"] = 1;
+    ASSERT_TRUE(WriteRecordFile(data_dir() + "/models/m.model",
+                                kRecordFileModelFormat, model)
                     .ok());
-    ASSERT_TRUE((*jobs)
-                    ->Update(job_ids_[1],
-                             [](store::JobRecord* job) {
-                               job->set_state(store::JobRecord::RUNNING);
-                               return true;
-                             })
+    store::ModelRecord ghost;
+    ghost.set_name("ghost");
+    ghost.set_next_version(2);
+    store::ModelRecord::Version* v = ghost.add_versions();
+    v->set_version(1);
+    v->set_snapshot_id("snap-00000000000000ff");
+    ASSERT_TRUE(WriteRecordFile(data_dir() + "/models/ghost.model",
+                                kRecordFileModelFormat, ghost)
                     .ok());
   }
 
-  // The records as the record-file stores serve them now.
+  // The records as the files hold them now.
   Records ReadRecordFiles() {
     Records records;
-    auto datasets = DatasetStore::Open(data_dir() + "/datasets");
-    EXPECT_TRUE(datasets.ok());
-    for (const store::DatasetMeta& latest : (*datasets)->List()) {
-      for (int64_t v = 1; v <= latest.version(); ++v) {
-        records.versions[{latest.dataset_id(), v}] =
-            *(*datasets)->Get(latest.dataset_id(), v);
+    for (const auto& entry : fs::directory_iterator(data_dir() + "/datasets")) {
+      absl::StatusOr<DatasetFileContents> file =
+          ReadDatasetFile(entry.path().string());
+      if (!file.ok()) continue;
+      records.versions[{file->meta.dataset_id(), file->meta.version()}] =
+          file->meta;
+    }
+    records.snapshots = snapshot_metas_;
+    for (const std::string& id : job_ids_) {
+      store::JobRecord job;
+      if (ReadRecordFile(absl::StrCat(data_dir(), "/jobs/", id, ".job"),
+                         kRecordFileJobFormat, &job)
+              .ok()) {
+        records.jobs[id] = job;
       }
-    }
-    auto snapshots = SnapshotStore::Open(data_dir() + "/snapshots");
-    EXPECT_TRUE(snapshots.ok());
-    for (const store::SnapshotMeta& meta : (*snapshots)->List()) {
-      records.snapshots[meta.snapshot_id()] = meta;
-    }
-    auto jobs = JobStore::Open(data_dir() + "/jobs");
-    EXPECT_TRUE(jobs.ok());
-    for (const store::JobRecord& job : (*jobs)->List()) {
-      records.jobs[job.job_id()] = job;
     }
     return records;
   }
@@ -209,26 +250,53 @@ class MetadataDirTest : public ::testing::Test {
               return absl::OkStatus();
             })
             .ok());
-    EXPECT_FALSE(fs::exists(data_dir() + "/datasets"));
-    EXPECT_FALSE(fs::exists(data_dir() + "/jobs"));
-    EXPECT_FALSE(fs::exists(data_dir() + "/snapshots"));
-    EXPECT_TRUE(fs::exists(aside + "/datasets"));
+    // The model, its versions (numbers kept) and aliases, `latest` on the
+    // newest; the one whose snapshot is gone kept without versions.
+    ASSERT_TRUE(
+        dir->metadata
+            ->Read([&](MetadataReader& r) -> absl::Status {
+              BNN_ASSIGN_OR_RETURN(store::ModelInfo m, r.GetModel("m"));
+              EXPECT_EQ(m.next_version(), 4);
+              EXPECT_EQ(m.created_unix_ms(), 10);
+              BNN_ASSIGN_OR_RETURN(store::ModelVersion v3,
+                                   r.GetModelVersion("m", 3));
+              EXPECT_EQ(v3.snapshot_id(), snapshot_ids_[1]);
+              EXPECT_TRUE(absl::IsNotFound(r.GetModelVersion("m", 2).status()));
+              BNN_ASSIGN_OR_RETURN(std::vector<store::ModelAlias> aliases,
+                                   r.ListAliases("m"));
+              EXPECT_THAT(aliases, SizeIs(2));
+              EXPECT_EQ(r.GetAlias("m", "latest")->version(), 3);
+              EXPECT_EQ(r.GetAlias("m", "stable")->version(), 1);
+              BNN_ASSIGN_OR_RETURN(Page<store::ModelVersion> ghost,
+                                   r.ListModelVersions("ghost", PageRequest()));
+              EXPECT_THAT(ghost.items, IsEmpty());
+              return absl::OkStatus();
+            })
+            .ok());
+    // Checkpoints of jobs that may resume only.
+    EXPECT_EQ(
+        ReadFileOrEmpty(data_dir() + "/checkpoints/" + job_ids_[1] + ".ckpt"),
+        "checkpoint 1");
+    EXPECT_FALSE(
+        fs::exists(data_dir() + "/checkpoints/" + job_ids_[0] + ".ckpt"));
+    for (const char* old : {"datasets", "jobs", "snapshots", "models"}) {
+      EXPECT_FALSE(fs::exists(data_dir() + "/" + old)) << old;
+      EXPECT_TRUE(fs::exists(aside + "/" + old)) << old;
+    }
   }
 
   TempDir dir_;
   std::vector<std::string> job_ids_;
+  std::vector<std::string> snapshot_ids_;
+  std::map<std::string, store::SnapshotMeta> snapshot_metas_;
 };
 
 TEST_F(MetadataDirTest, MigratesEveryRecordOnce) {
   MakeRecordFileDir();
   const Records expected = ReadRecordFiles();
   ASSERT_THAT(expected.versions, SizeIs(4));
-  ASSERT_THAT(expected.snapshots, SizeIs(2));
+  ASSERT_THAT(expected.snapshots, SizeIs(3));
   ASSERT_THAT(expected.jobs, SizeIs(3));
-  // The job a crash left RUNNING is INTERRUPTED (resumable), as JobStore
-  // serves it.
-  EXPECT_EQ(expected.jobs.at(job_ids_[1]).state(),
-            store::JobRecord::INTERRUPTED);
 
   absl::StatusOr<MigrationReport> report = MigrateRecordFiles(data_dir());
   ASSERT_TRUE(report.ok()) << report.status();
@@ -236,9 +304,13 @@ TEST_F(MetadataDirTest, MigratesEveryRecordOnce) {
   EXPECT_TRUE(report->moved_aside);
   EXPECT_EQ(report->datasets, 3);
   EXPECT_EQ(report->dataset_versions, 4);
-  EXPECT_EQ(report->snapshots, 2);
+  EXPECT_EQ(report->snapshots, 3);
   EXPECT_EQ(report->jobs, 3);
-  EXPECT_THAT(report->skipped, IsEmpty());
+  EXPECT_EQ(report->checkpoints, 1);
+  EXPECT_EQ(report->models, 2);
+  // The version of the model whose snapshot is gone.
+  ASSERT_THAT(report->skipped, SizeIs(1));
+  EXPECT_THAT(report->skipped[0], HasSubstr("snap-00000000000000ff"));
   ASSERT_THAT(report->dropped_names, SizeIs(1));
   EXPECT_THAT(report->dropped_names[0], HasSubstr("other: ds-"));
   ExpectMigrated(expected);
@@ -270,7 +342,7 @@ TEST_F(MetadataDirTest, UnreadableRecordsAreSkippedAndReported) {
   absl::StatusOr<MigrationReport> report = MigrateRecordFiles(data_dir());
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->jobs, 2);
-  ASSERT_THAT(report->skipped, SizeIs(1));
+  ASSERT_THAT(report->skipped, SizeIs(2));
   EXPECT_THAT(report->skipped[0], HasSubstr(job_ids_[2]));
   ExpectMigrated(expected);
   // The unreadable file is kept for the operator.
@@ -340,7 +412,8 @@ TEST_F(MetadataDirTest, MixedLayoutsAreRefused) {
   MakeRecordFileDir();
   EXPECT_THAT(MetadataDir::Open(data_dir(), MetadataDir::Options()).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       "record-file directories (datasets, jobs, snapshots)"));
+                       "record-file directories (datasets, jobs, models, "
+                       "snapshots)"));
 }
 
 TEST_F(MetadataDirTest, UnreferencedBlobsAreSweptAndQuarantineReported) {

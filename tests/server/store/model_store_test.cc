@@ -1,7 +1,6 @@
 #include "server/store/model_store.h"
 
-#include <filesystem>
-#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,15 +8,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "bnn/io/file.h"
+#include "bnn/status.h"
 
 #include "tests/server/server_test_util.h"
+#include "tests/server/store/store_dir.h"
 
 namespace bnn::server {
 namespace {
 
-using ::bnn::server::testutil::ReadFileOrEmpty;
 using ::bnn::server::testutil::StatusIs;
+using ::bnn::server::testutil::StoreDir;
 using ::bnn::server::testutil::TempDir;
 using ::bnn::server::testutil::TinySnapshot;
 using ::testing::ElementsAre;
@@ -25,31 +25,39 @@ using ::testing::IsEmpty;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
-std::vector<std::string> SnapshotsOf(const store::ModelRecord& model) {
+std::vector<std::string> SnapshotsOf(const Model& model) {
   std::vector<std::string> out;
-  for (const auto& v : model.versions()) out.push_back(v.snapshot_id());
+  for (const auto& v : model.versions) out.push_back(v.snapshot_id());
+  return out;
+}
+
+// The aliases of `model` but `latest`, with the versions they name.
+std::map<std::string, int64_t> UserAliasesOf(const Model& model) {
+  std::map<std::string, int64_t> out;
+  for (const auto& a : model.aliases) {
+    if (a.alias() != kLatestAlias) out[a.alias()] = a.version();
+  }
   return out;
 }
 
 class ModelStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    snapshots_ = *SnapshotStore::Open(dir_.path() + "/snapshots");
+    snapshots_ = std::make_unique<SnapshotStore>(dir_.metadata(), dir_.blobs());
     for (uint64_t seed : {1, 2, 3}) {
       snapshot_ids_.push_back(
           snapshots_->Create(TinySnapshot(seed))->snapshot_id());
     }
   }
-
+  // Reopens the data directory (as a restart would) and the stores on it.
   std::unique_ptr<ModelStore> Open(ModelStore::Options options = {}) {
+    snapshots_.reset();
+    dir_.Reopen();
+    snapshots_ = std::make_unique<SnapshotStore>(dir_.metadata(), dir_.blobs());
     absl::StatusOr<std::unique_ptr<ModelStore>> store =
-        ModelStore::Open(dir(), options, snapshots_.get());
+        ModelStore::Open(options, snapshots_.get());
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? *std::move(store) : nullptr;
-  }
-  std::string dir() const { return dir_.path() + "/models"; }
-  std::string PathOf(const std::string& name) const {
-    return dir() + "/" + name + ".model";
   }
   const std::string& snap(int i) const { return snapshot_ids_[i]; }
 
@@ -61,7 +69,8 @@ class ModelStoreTest : public ::testing::Test {
     return resolved.value_or(ResolvedModel{});
   }
 
-  TempDir dir_;
+  TempDir temp_;
+  StoreDir dir_{temp_.path() + "/data"};
   std::unique_ptr<SnapshotStore> snapshots_;
   std::vector<std::string> snapshot_ids_;
 };
@@ -120,10 +129,10 @@ TEST(ModelRefTest, NamesAndAliases) {
 
 TEST_F(ModelStoreTest, PublishNumbersVersionsAndMovesLatest) {
   std::unique_ptr<ModelStore> store = Open();
-  const store::ModelRecord first = *store->Publish("m", snap(0), {"stable"});
+  const Model first = *store->Publish("m", snap(0), {"stable"});
   EXPECT_EQ(LatestVersion(first), 1);
   EXPECT_THAT(AliasesOf(first, 1), ElementsAre("latest", "stable"));
-  const store::ModelRecord second = *store->Publish("m", snap(1));
+  const Model second = *store->Publish("m", snap(1));
   EXPECT_EQ(LatestVersion(second), 2);
   EXPECT_THAT(SnapshotsOf(second), ElementsAre(snap(0), snap(1)));
   // latest moved by itself; stable stayed.
@@ -149,7 +158,7 @@ TEST_F(ModelStoreTest, PublishRefusesBadInputs) {
   // Nothing was stored by the failures.
   EXPECT_THAT(store->Get("m").status(),
               StatusIs(absl::StatusCode::kNotFound, "model 'm' not found"));
-  EXPECT_FALSE(std::filesystem::exists(PathOf("m")));
+  EXPECT_EQ(store->size(), 0);
 }
 
 TEST_F(ModelStoreTest, ResolveReportsWhatIsMissing) {
@@ -173,8 +182,8 @@ TEST_F(ModelStoreTest, SetAndDeleteAliases) {
   std::unique_ptr<ModelStore> store = Open();
   ASSERT_TRUE(store->Publish("m", snap(0)).ok());
   ASSERT_TRUE(store->Publish("m", snap(1)).ok());
-  const store::ModelRecord moved = *store->SetAlias("m", "stable", 1);
-  EXPECT_THAT(moved.aliases(), UnorderedElementsAre(Pair("stable", 1)));
+  const Model moved = *store->SetAlias("m", "stable", 1);
+  EXPECT_THAT(UserAliasesOf(moved), UnorderedElementsAre(Pair("stable", 1)));
   EXPECT_EQ(Resolve(*store, "m@stable").snapshot_id, snap(0));
   ASSERT_TRUE(store->SetAlias("m", "stable", 2).ok());
   EXPECT_EQ(Resolve(*store, "m@stable").snapshot_id, snap(1));
@@ -187,8 +196,9 @@ TEST_F(ModelStoreTest, SetAndDeleteAliases) {
       StatusIs(absl::StatusCode::kInvalidArgument, "version = 0 must be >= 1"));
   EXPECT_THAT(store->SetAlias("x", "stable", 1).status(),
               StatusIs(absl::StatusCode::kNotFound, "model 'x' not found"));
-  const store::ModelRecord deleted = *store->DeleteAlias("m", "stable");
-  EXPECT_THAT(deleted.aliases(), IsEmpty());
+  const Model deleted = *store->DeleteAlias("m", "stable");
+  EXPECT_THAT(UserAliasesOf(deleted), IsEmpty());
+  EXPECT_THAT(AliasesOf(deleted, 2), ElementsAre("latest"));
   EXPECT_THAT(
       store->DeleteAlias("m", "stable").status(),
       StatusIs(absl::StatusCode::kNotFound, "model 'm' has no alias 'stable'"));
@@ -236,16 +246,16 @@ TEST_F(ModelStoreTest, ReopenKeepsEverything) {
     ASSERT_TRUE(store->Delete("n").ok());
   }
   std::unique_ptr<ModelStore> store = Open();
-  const store::ModelRecord model = *store->Get("m");
+  const Model model = *store->Get("m");
   EXPECT_THAT(SnapshotsOf(model), ElementsAre(snap(0), snap(1)));
-  EXPECT_THAT(model.aliases(),
+  EXPECT_THAT(UserAliasesOf(model),
               UnorderedElementsAre(Pair("stable", 2), Pair("canary", 1)));
   EXPECT_THAT(store->Get("n").status(),
               StatusIs(absl::StatusCode::kNotFound, ""));
   // Numbers continue where they were.
   EXPECT_EQ(LatestVersion(*store->Publish("m", snap(2))), 3);
   bool more = true;
-  EXPECT_EQ(store->List("", 10, &more).size(), 1u);
+  EXPECT_EQ(store->List("", 10, &more)->size(), 1u);
   EXPECT_FALSE(more);
 }
 
@@ -255,74 +265,15 @@ TEST_F(ModelStoreTest, ListPagesByName) {
     ASSERT_TRUE(store->Publish(name, snap(0)).ok());
   }
   bool more = false;
-  std::vector<store::ModelRecord> page = store->List("", 3, &more);
+  std::vector<Model> page = *store->List("", 3, &more);
   ASSERT_EQ(page.size(), 3u);
-  EXPECT_EQ(page[0].name(), "a");
-  EXPECT_EQ(page[2].name(), "c");
+  EXPECT_EQ(page[0].info.name(), "a");
+  EXPECT_EQ(page[2].info.name(), "c");
   EXPECT_TRUE(more);
-  page = store->List("c", 3, &more);
+  page = *store->List("c", 3, &more);
   ASSERT_EQ(page.size(), 1u);
-  EXPECT_EQ(page[0].name(), "d");
+  EXPECT_EQ(page[0].info.name(), "d");
   EXPECT_FALSE(more);
-}
-
-// A record torn by a crash in the middle of a write (which the temp + rename
-// of WriteFileAtomically prevents, but a disk can still do) or flipped on
-// disk is reported, never served; the rest of the store serves, and the
-// model can be deleted.
-TEST_F(ModelStoreTest, CorruptOrTornRecordIsReportedNotServed) {
-  {
-    std::unique_ptr<ModelStore> store = Open();
-    ASSERT_TRUE(store->Publish("torn", snap(0)).ok());
-    ASSERT_TRUE(store->Publish("flipped", snap(0)).ok());
-    ASSERT_TRUE(store->Publish("fine", snap(1)).ok());
-  }
-  const std::string torn = ReadFileOrEmpty(PathOf("torn"));
-  ASSERT_TRUE(
-      WriteFileAtomically(PathOf("torn"), torn.substr(0, torn.size() / 2))
-          .ok());
-  std::string flipped = ReadFileOrEmpty(PathOf("flipped"));
-  flipped[flipped.size() - 6] ^= 0x10;
-  ASSERT_TRUE(WriteFileAtomically(PathOf("flipped"), flipped).ok());
-  // A leftover temporary of an interrupted write is removed, not read.
-  std::ofstream(PathOf("fine") + ".tmp") << "half a record";
-
-  std::unique_ptr<ModelStore> store = Open();
-  EXPECT_THAT(store->Get("torn").status(),
-              StatusIs(absl::StatusCode::kDataLoss, "truncated"));
-  EXPECT_THAT(store->Get("flipped").status(),
-              StatusIs(absl::StatusCode::kDataLoss, "checksum"));
-  EXPECT_THAT(store->Resolve(*ParseModelRef("model", "torn")).status(),
-              StatusIs(absl::StatusCode::kDataLoss, "model record"));
-  EXPECT_THAT(store->Publish("torn", snap(1)).status(),
-              StatusIs(absl::StatusCode::kDataLoss, ""));
-  EXPECT_EQ(Resolve(*store, "fine").snapshot_id, snap(1));
-  EXPECT_FALSE(std::filesystem::exists(PathOf("fine") + ".tmp"));
-  bool more = false;
-  const std::vector<store::ModelRecord> listed = store->List("", 10, &more);
-  ASSERT_EQ(listed.size(), 1u);
-  EXPECT_EQ(listed[0].name(), "fine");
-  EXPECT_EQ(store->size(), 1);
-  // Unreadable models do not hold their snapshots.
-  EXPECT_TRUE(store->DeleteSnapshot(snap(0), /*force=*/false).ok());
-  ASSERT_TRUE(store->Delete("torn").ok());
-  EXPECT_FALSE(std::filesystem::exists(PathOf("torn")));
-  EXPECT_TRUE(store->Publish("torn", snap(1)).ok());
-}
-
-TEST_F(ModelStoreTest, InconsistentRecordIsDataLoss) {
-  {
-    std::unique_ptr<ModelStore> store = Open();
-    ASSERT_TRUE(store->Publish("m", snap(0)).ok());
-  }
-  // A valid record of another model under this name.
-  std::filesystem::copy_file(PathOf("m"), PathOf("other"));
-  std::unique_ptr<ModelStore> store = Open();
-  EXPECT_THAT(store->Get("other").status(),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       "model record of 'other' is inconsistent: it holds "
-                       "model 'm'"));
-  EXPECT_TRUE(store->Get("m").ok());
 }
 
 TEST_F(ModelStoreTest, DeleteSnapshotIsRefusedWhileVersionsPointAtIt) {
@@ -331,9 +282,6 @@ TEST_F(ModelStoreTest, DeleteSnapshotIsRefusedWhileVersionsPointAtIt) {
   ASSERT_TRUE(store->Publish("m", snap(1)).ok());
   ASSERT_TRUE(store->Publish("m", snap(0)).ok());  // version 3
   ASSERT_TRUE(store->Publish("n", snap(0)).ok());
-  EXPECT_THAT(store->References(snap(0)),
-              ElementsAre("m versions 1, 3 (aliases latest, stable)",
-                          "n version 1 (aliases latest)"));
   EXPECT_THAT(store->DeleteSnapshot(snap(0), /*force=*/false),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "is published as model m versions 1, 3 (aliases "
@@ -346,9 +294,11 @@ TEST_F(ModelStoreTest, DeleteSnapshotIsRefusedWhileVersionsPointAtIt) {
   ASSERT_TRUE(store->DeleteSnapshot(snap(0), /*force=*/true).ok());
   EXPECT_THAT(snapshots_->GetMeta(snap(0)).status(),
               StatusIs(absl::StatusCode::kNotFound, ""));
-  const store::ModelRecord m = *store->Get("m");
+  const Model m = *store->Get("m");
   EXPECT_THAT(SnapshotsOf(m), ElementsAre(snap(1)));
-  EXPECT_THAT(m.aliases(), IsEmpty());  // stable was on version 1
+  // stable was on version 1; latest fell back to version 2.
+  EXPECT_THAT(UserAliasesOf(m), IsEmpty());
+  EXPECT_THAT(AliasesOf(m, 2), ElementsAre("latest"));
   EXPECT_EQ(Resolve(*store, "m").version, 2);
   // n lost its only version: it stays, without versions, numbering on.
   EXPECT_THAT(
@@ -363,12 +313,31 @@ TEST_F(ModelStoreTest, DeleteSnapshotIsRefusedWhileVersionsPointAtIt) {
 
 TEST_F(ModelStoreTest, PublishFromJobIsIdempotent) {
   std::unique_ptr<ModelStore> store = Open();
-  ASSERT_TRUE(store->PublishFromJob("m", snap(0)).ok());
-  ASSERT_TRUE(store->PublishFromJob("m", snap(1)).ok());
-  const store::ModelRecord again = *store->PublishFromJob("m", snap(0));
-  EXPECT_THAT(SnapshotsOf(again), ElementsAre(snap(0), snap(1)));
-  EXPECT_THAT(store->PublishFromJob("m", "snap-0000000000000000").status(),
+  const auto publish = [&](const std::string& snapshot_id) {
+    return dir_.metadata()->Write([&](MetadataTransaction& tx) {
+      return store->PublishFromJob(tx, "m", snapshot_id);
+    });
+  };
+  ASSERT_TRUE(publish(snap(0)).ok());
+  ASSERT_TRUE(publish(snap(1)).ok());
+  ASSERT_TRUE(publish(snap(0)).ok());
+  EXPECT_THAT(SnapshotsOf(*store->Get("m")), ElementsAre(snap(0), snap(1)));
+  EXPECT_THAT(publish("snap-0000000000000000"),
               StatusIs(absl::StatusCode::kNotFound, ""));
+}
+
+// The publish of a training job is part of the job's transaction: when
+// that transaction fails later, the version and `latest` roll back too.
+TEST_F(ModelStoreTest, PublishFromJobRollsBackWithItsTransaction) {
+  std::unique_ptr<ModelStore> store = Open();
+  ASSERT_TRUE(store->Publish("m", snap(0)).ok());
+  EXPECT_THAT(dir_.metadata()->Write([&](MetadataTransaction& tx) {
+    BNN_RETURN_IF_ERROR(store->PublishFromJob(tx, "m", snap(1)));
+    return absl::AbortedError("the job's commit failed");
+  }),
+              StatusIs(absl::StatusCode::kAborted, "commit failed"));
+  EXPECT_THAT(SnapshotsOf(*store->Get("m")), ElementsAre(snap(0)));
+  EXPECT_EQ(Resolve(*store, "m").snapshot_id, snap(0));
 }
 
 }  // namespace

@@ -9,11 +9,13 @@
 #include "bnn/predict/predictor.h"
 
 #include "tests/server/server_test_util.h"
+#include "tests/server/store/store_dir.h"
 
 namespace bnn::server {
 namespace {
 
 using ::bnn::server::testutil::StatusIs;
+using ::bnn::server::testutil::StoreDir;
 using ::bnn::server::testutil::TempDir;
 using ::bnn::server::testutil::TinySnapshot;
 
@@ -27,10 +29,7 @@ PredictOptions Seeded(uint64_t seed) {
 class PredictorCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<SnapshotStore>> store =
-        SnapshotStore::Open(dir_.path() + "/snapshots");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    store_ = std::make_unique<SnapshotStore>(dir_.metadata(), dir_.blobs());
   }
 
   std::unique_ptr<PredictorCache> Cache(int capacity) {
@@ -42,7 +41,8 @@ class PredictorCacheTest : public ::testing::Test {
     return cache.ok() ? *std::move(cache) : nullptr;
   }
 
-  TempDir dir_;
+  TempDir temp_;
+  StoreDir dir_{temp_.path() + "/data"};
   std::unique_ptr<SnapshotStore> store_;
 };
 

@@ -13,6 +13,7 @@
 
 #include "server/store/ids.h"
 #include "tests/server/server_test_util.h"
+#include "tests/server/store/store_dir.h"
 
 namespace bnn::server {
 namespace {
@@ -21,6 +22,7 @@ using ::bnn::server::testutil::CubicDataset;
 using ::bnn::server::testutil::EqualsProto;
 using ::bnn::server::testutil::ReadFileOrEmpty;
 using ::bnn::server::testutil::StatusIs;
+using ::bnn::server::testutil::StoreDir;
 using ::bnn::server::testutil::TempDir;
 using ::bnn::server::testutil::TinySnapshot;
 using ::testing::ElementsAre;
@@ -41,43 +43,46 @@ std::vector<double> Predictions(const Snapshot& snapshot) {
 
 class SnapshotStoreTest : public ::testing::Test {
  protected:
-  std::unique_ptr<SnapshotStore> Open() {
-    absl::StatusOr<std::unique_ptr<SnapshotStore>> store =
-        SnapshotStore::Open(dir());
-    EXPECT_TRUE(store.ok()) << store.status();
-    return store.ok() ? *std::move(store) : nullptr;
+  SnapshotStore* Open() {
+    store_.reset();
+    dir_.Reopen();
+    store_ = std::make_unique<SnapshotStore>(dir_.metadata(), dir_.blobs());
+    return store_.get();
   }
-  std::string dir() const { return dir_.path() + "/snapshots"; }
-  std::string PathOf(const std::string& id) const {
-    return dir() + "/" + id + ".snap";
-  }
-  std::string InfoPathOf(const std::string& id) const {
-    return dir() + "/" + id + ".info";
-  }
+  // The files under blobs/ (objects, quarantine and temporaries).
   int NumFiles() const {
     int files = 0;
-    for ([[maybe_unused]] const auto& entry :
-         std::filesystem::directory_iterator(dir())) {
-      ++files;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(
+             temp_.path() + "/data/blobs")) {
+      if (entry.is_regular_file()) ++files;
     }
     return files;
   }
+  // The path of the blob holding snapshot `id`.
+  std::string BlobPathOf(const std::string& id) {
+    const absl::StatusOr<SnapshotRecord> record = dir_.metadata()->Read(
+        [&](MetadataReader& r) { return r.GetSnapshot(id); });
+    EXPECT_TRUE(record.ok()) << record.status();
+    return *dir_.blobs()->PathOf(record->payload_blob);
+  }
 
-  TempDir dir_;
+  TempDir temp_;
+  StoreDir dir_{temp_.path() + "/data"};
+  std::unique_ptr<SnapshotStore> store_;
 };
 
 TEST_F(SnapshotStoreTest, CreateThenReadAfterReopening) {
   const Snapshot snapshot = TinySnapshot(1);
   std::string id;
   {
-    std::unique_ptr<SnapshotStore> store = Open();
+    SnapshotStore* store = Open();
     const absl::StatusOr<store::SnapshotMeta> created = store->Create(snapshot);
     ASSERT_TRUE(created.ok()) << created.status();
     id = created->snapshot_id();
     EXPECT_TRUE(IsId(kSnapshotIdPrefix, id));
     EXPECT_EQ(store->size(), 1);
   }
-  std::unique_ptr<SnapshotStore> store = Open();
+  SnapshotStore* store = Open();
   EXPECT_EQ(store->size(), 1);
   const absl::StatusOr<Snapshot> read = store->Read(id);
   ASSERT_TRUE(read.ok()) << read.status();
@@ -88,7 +93,7 @@ TEST_F(SnapshotStoreTest, CreateThenReadAfterReopening) {
 
 TEST_F(SnapshotStoreTest, MetadataDescribesTheSnapshot) {
   const Snapshot snapshot = TinySnapshot(3);
-  std::unique_ptr<SnapshotStore> store = Open();
+  SnapshotStore* store = Open();
   const store::SnapshotMeta meta = *store->Create(snapshot);
   EXPECT_EQ(meta.method(), "slang");
   EXPECT_EQ(meta.params().at("batch_size"), "10");
@@ -107,16 +112,19 @@ TEST_F(SnapshotStoreTest, MetadataDescribesTheSnapshot) {
   EXPECT_EQ(meta.seed(), 3u);
   EXPECT_EQ(meta.created_unix_ms(), snapshot.created_unix_ms);
   EXPECT_EQ(meta.size_bytes(), static_cast<int64_t>(std::filesystem::file_size(
-                                   PathOf(meta.snapshot_id()))));
+                                   BlobPathOf(meta.snapshot_id()))));
   EXPECT_EQ(meta.format_version(), kSnapshotFormatVersion);
   EXPECT_EQ(meta.library_version(), snapshot.library_version);
+  EXPECT_EQ(meta.job_id(), "");
   EXPECT_THAT(*store->GetMeta(meta.snapshot_id()), EqualsProto(meta));
   ASSERT_EQ(store->List().size(), 1u);
   EXPECT_THAT(*Open()->GetMeta(meta.snapshot_id()), EqualsProto(meta));
+  EXPECT_EQ(store_->Create(snapshot, "", "job-00000000000000aa")->job_id(),
+            "job-00000000000000aa");
 }
 
 TEST_F(SnapshotStoreTest, ListsOldestFirst) {
-  std::unique_ptr<SnapshotStore> store = Open();
+  SnapshotStore* store = Open();
   Snapshot older = TinySnapshot(1);
   Snapshot newer = older;
   older.created_unix_ms = 1000;
@@ -128,41 +136,37 @@ TEST_F(SnapshotStoreTest, ListsOldestFirst) {
   EXPECT_THAT(listed, ElementsAre(first, second));
 }
 
-TEST_F(SnapshotStoreTest, MissingOrStaleRecordIsRebuilt) {
-  std::string a, b;
-  store::SnapshotMeta meta_a;
-  {
-    std::unique_ptr<SnapshotStore> store = Open();
-    meta_a = *store->Create(TinySnapshot(1));
-    a = meta_a.snapshot_id();
-    b = store->Create(TinySnapshot(2))->snapshot_id();
-  }
-  // A record that describes another snapshot.
-  std::filesystem::copy_file(InfoPathOf(a), InfoPathOf(b),
-                             std::filesystem::copy_options::overwrite_existing);
-  // As written by a server without records, or interrupted by a crash.
-  std::filesystem::remove(InfoPathOf(a));
-  std::unique_ptr<SnapshotStore> store = Open();
-  EXPECT_THAT(*store->GetMeta(a), EqualsProto(meta_a));
-  EXPECT_TRUE(std::filesystem::exists(InfoPathOf(a)));
-  EXPECT_EQ(store->GetMeta(b)->seed(), 2u);
-  EXPECT_EQ(store->size(), 2);
+TEST_F(SnapshotStoreTest, IdenticalBytesShareOneBlob) {
+  const std::string bytes = *EncodeSnapshot(TinySnapshot(5));
+  SnapshotStore* store = Open();
+  const std::string a = store->Import(bytes)->snapshot_id();
+  const std::string b = store->Import(bytes)->snapshot_id();
+  EXPECT_NE(a, b);
+  EXPECT_EQ(NumFiles(), 1);
+  // Deleting one keeps the blob the other still uses.
+  ASSERT_TRUE(store->Delete(a).ok());
+  EXPECT_EQ(NumFiles(), 1);
+  EXPECT_EQ(store->OpenFile(b)->bytes(), bytes);
+  ASSERT_TRUE(store->Delete(b).ok());
+  EXPECT_EQ(NumFiles(), 0);
 }
 
-TEST_F(SnapshotStoreTest, RecordWithoutSnapshotIsDeleted) {
-  std::string id;
+TEST_F(SnapshotStoreTest, BlobWithoutRecordIsSweptOnOpen) {
+  SnapshotStore* store = Open();
   {
-    std::unique_ptr<SnapshotStore> store = Open();
-    id = store->Create(TinySnapshot(1))->snapshot_id();
+    // A crash between the blob's write and its record's commit.
+    absl::ReaderMutexLock reference(store->blobs().reference_mutex());
+    ASSERT_TRUE(
+        store->StoreFile(TinySnapshot(1), store->NewSnapshotId(), "").ok());
   }
-  std::filesystem::remove(PathOf(id));
-  std::unique_ptr<SnapshotStore> store = Open();
-  EXPECT_EQ(store->size(), 0);
-  EXPECT_FALSE(std::filesystem::exists(InfoPathOf(id)));
+  EXPECT_EQ(NumFiles(), 1);
+  Open();
+  EXPECT_EQ(NumFiles(), 0);
+  EXPECT_EQ(dir_.dir().blobs_swept, 1);
 }
 
 TEST_F(SnapshotStoreTest, UnknownIdIsNotFound) {
-  std::unique_ptr<SnapshotStore> store = Open();
+  SnapshotStore* store = Open();
   for (const absl::Status& status :
        {store->Read("snap-0000000000000000").status(),
         store->GetMeta("snap-0000000000000000").status(),
@@ -174,33 +178,45 @@ TEST_F(SnapshotStoreTest, UnknownIdIsNotFound) {
   }
 }
 
-TEST_F(SnapshotStoreTest, CorruptFileIsDataLoss) {
-  std::string id;
+TEST_F(SnapshotStoreTest, CorruptBlobIsDataLossThenQuarantined) {
+  std::string id, other;
   {
-    std::unique_ptr<SnapshotStore> store = Open();
+    SnapshotStore* store = Open();
     id = store->Create(TinySnapshot(1))->snapshot_id();
+    other = store->Create(TinySnapshot(2))->snapshot_id();
   }
-  std::string bytes = ReadFileOrEmpty(PathOf(id));
+  const std::string path = BlobPathOf(id);
+  std::string bytes = ReadFileOrEmpty(path);
   bytes[bytes.size() / 2] ^= 0x10;
-  std::ofstream(PathOf(id), std::ios::binary | std::ios::trunc) << bytes;
-  // Found by its record; detected when loaded.
-  EXPECT_THAT(Open()->Read(id).status(),
+  std::filesystem::remove(path);  // the blob is a read-only hard link
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  // Found by its record; detected when decoded.
+  EXPECT_THAT(store_->Read(id).status(),
               StatusIs(absl::StatusCode::kDataLoss,
                        "snapshot_id '" + id + "' cannot be loaded"));
-  // Without a record it is detected when the store opens.
-  std::filesystem::remove(InfoPathOf(id));
-  std::unique_ptr<SnapshotStore> store = Open();
-  EXPECT_THAT(store->GetMeta(id).status(),
-              StatusIs(absl::StatusCode::kDataLoss, "checksum mismatch"));
-  EXPECT_THAT(store->List(), IsEmpty());
-  EXPECT_EQ(store->size(), 0);
-  // It can still be deleted.
+  // The next open quarantines the blob: every access is DataLoss naming the
+  // snapshot, and it is not listed.
+  SnapshotStore* store = Open();
+  ASSERT_EQ(dir_.dir().blob_report.quarantined.size(), 1u);
+  for (const absl::Status& status :
+       {store->GetMeta(id).status(), store->Read(id).status(),
+        store->OpenFile(id).status()}) {
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kDataLoss,
+                                 "snapshot_id '" + id + "' cannot be loaded"));
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kDataLoss, "quarantined"));
+  }
+  ASSERT_EQ(store->List().size(), 1u);
+  EXPECT_EQ(store->List()[0].snapshot_id(), other);
+  EXPECT_TRUE(store->Read(other).ok());
+  // It can still be deleted, quarantined file and all.
   EXPECT_TRUE(store->Delete(id).ok());
-  EXPECT_EQ(NumFiles(), 0);
+  EXPECT_EQ(NumFiles(), 1);
+  Open();
+  EXPECT_THAT(dir_.blobs()->Quarantined(), IsEmpty());
 }
 
 TEST_F(SnapshotStoreTest, DeleteRemovesTheFiles) {
-  std::unique_ptr<SnapshotStore> store = Open();
+  SnapshotStore* store = Open();
   const std::string id = store->Create(TinySnapshot(1))->snapshot_id();
   const absl::StatusOr<MappedFile> file = store->OpenFile(id);
   ASSERT_TRUE(file.ok()) << file.status();
@@ -219,7 +235,7 @@ TEST_F(SnapshotStoreTest, DeleteRemovesTheFiles) {
 TEST_F(SnapshotStoreTest, ImportStoresTheBytesUnchanged) {
   const Snapshot snapshot = TinySnapshot(5);
   const std::string bytes = *EncodeSnapshot(snapshot);
-  std::unique_ptr<SnapshotStore> store = Open();
+  SnapshotStore* store = Open();
   const absl::StatusOr<store::SnapshotMeta> meta = store->Import(bytes);
   ASSERT_TRUE(meta.ok()) << meta.status();
   EXPECT_EQ(meta->seed(), 5u);
@@ -236,7 +252,7 @@ TEST_F(SnapshotStoreTest, ImportOfBadBytesStoresNothing) {
   corrupt[bytes.size() / 2] ^= 0x01;
   std::string newer = bytes;
   newer[8] = 99;  // format_version, little-endian u32 after the magic
-  std::unique_ptr<SnapshotStore> store = Open();
+  SnapshotStore* store = Open();
   EXPECT_THAT(store->Import(bytes.substr(0, bytes.size() - 1)).status(),
               StatusIs(absl::StatusCode::kDataLoss, "truncated"));
   EXPECT_THAT(store->Import(corrupt).status(),

@@ -197,6 +197,9 @@ TEST_F(SqliteMetadataStoreTest, DatasetsAndVersions) {
             r.ReferencedBlobs();
         EXPECT_TRUE(blobs->contains(v1.rows_blob));
         EXPECT_TRUE(blobs->contains(v2.rows_blob));
+        EXPECT_EQ(r.IsBlobReferenced(v2.rows_blob).value_or(false), true);
+        EXPECT_EQ(r.IsBlobReferenced(std::string(64, 'f')).value_or(true),
+                  false);
         return absl::OkStatus();
       })
       .IgnoreError();
@@ -326,7 +329,7 @@ TEST_F(SqliteMetadataStoreTest, Snapshots) {
               StatusIs(absl::StatusCode::kNotFound, Id("snap", 1)));
 }
 
-TEST_F(SqliteMetadataStoreTest, JobsWithFiltersAndLossCurves) {
+TEST_F(SqliteMetadataStoreTest, JobsWithFilters) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store
@@ -387,60 +390,13 @@ TEST_F(SqliteMetadataStoreTest, JobsWithFiltersAndLossCurves) {
       store->Write([&](MetadataTransaction& t) { return t.CreateJob(Job(2)); }),
       StatusIs(absl::StatusCode::kAlreadyExists, Id("job", 2)));
 
-  // Loss curves: appended, replaced, by step.
-  ASSERT_TRUE(
-      store
-          ->Write([&](MetadataTransaction& t) {
-            return t.AppendLossPoints(Id("job", 2), {{10, 3.5}, {20, 2.5}});
-          })
-          .ok());
-  ASSERT_TRUE(store
-                  ->Write([&](MetadataTransaction& t) {
-                    return t.AppendLossPoints(Id("job", 2), {{30, 1.5}});
-                  })
-                  .ok());
-  EXPECT_THAT(
-      *store->Read(
-          [&](MetadataReader& r) { return r.GetLossCurve(Id("job", 2)); }),
-      ElementsAre(LossPoint{10, 3.5}, LossPoint{20, 2.5}, LossPoint{30, 1.5}));
-  EXPECT_THAT(store->Write([&](MetadataTransaction& t) {
-    return t.AppendLossPoints(Id("job", 2), {{40, 1.0}, {20, 9.0}});
-  }),
-              StatusIs(absl::StatusCode::kAlreadyExists, "at step 20"));
-  ASSERT_TRUE(
-      store
-          ->Write([&](MetadataTransaction& t) {
-            return t.ReplaceLossCurve(Id("job", 2), {{20, 2.5}, {40, 1.0}});
-          })
-          .ok());
-  EXPECT_THAT(*store->Read([&](MetadataReader& r) {
-    return r.GetLossCurve(Id("job", 2));
-  }),
-              ElementsAre(LossPoint{20, 2.5}, LossPoint{40, 1.0}));
-  EXPECT_THAT(*store->Read([&](MetadataReader& r) {
-    return r.GetLossCurve(Id("job", 3));
-  }),
-              IsEmpty());
-  EXPECT_THAT(store->Read([&](MetadataReader& r) {
-    return r.GetLossCurve(Id("job", 9)).status();
-  }),
-              StatusIs(absl::StatusCode::kNotFound, Id("job", 9)));
-  EXPECT_THAT(store->Write([&](MetadataTransaction& t) {
-    return t.AppendLossPoints(Id("job", 9), {{1, 1.0}});
-  }),
-              StatusIs(absl::StatusCode::kNotFound, Id("job", 9)));
-
-  // Deleting a job deletes its curve.
+  // A deleted job is gone; its id can be used again.
   ASSERT_TRUE(store
                   ->Write([&](MetadataTransaction& t) {
                     BNN_RETURN_IF_ERROR(t.DeleteJob(Id("job", 2)));
                     return t.CreateJob(Job(2));
                   })
                   .ok());
-  EXPECT_THAT(*store->Read([&](MetadataReader& r) {
-    return r.GetLossCurve(Id("job", 2));
-  }),
-              IsEmpty());
   EXPECT_THAT(store->Write([&](MetadataTransaction& t) {
     return t.DeleteJob(Id("job", 9));
   }),
@@ -680,11 +636,22 @@ TEST_F(SqliteMetadataStoreTest, PagingGivesEachRecordOnceInOrder) {
                 .first,
             newest_first);
 
-  EXPECT_EQ(page_through([](MetadataReader& r,
-                            const PageRequest& p) { return r.ListModels(p); },
-                         [](const store::ModelInfo& m) { return m.name(); })
-                .first,
-            std::vector<std::string>({"model-1", "model-0"}));
+  // Models by name, after a name.
+  const auto model_names = [&](absl::string_view after, int limit) {
+    std::vector<std::string> names;
+    const absl::StatusOr<std::vector<store::ModelInfo>> models = store->Read(
+        [&](MetadataReader& r) { return r.ListModels(after, limit); });
+    EXPECT_TRUE(models.ok()) << models.status();
+    if (!models.ok()) return names;
+    for (const store::ModelInfo& m : *models) {
+      names.push_back(m.name());
+    }
+    return names;
+  };
+  EXPECT_THAT(model_names("", 10), ElementsAre("model-0", "model-1"));
+  EXPECT_THAT(model_names("", 1), ElementsAre("model-0"));
+  EXPECT_THAT(model_names("model-0", 10), ElementsAre("model-1"));
+  EXPECT_EQ(*store->Read([](MetadataReader& r) { return r.CountModels(); }), 2);
 
   // A filtered list pages too.
   EXPECT_THAT(page_through(
@@ -752,7 +719,6 @@ TEST_F(SqliteMetadataStoreTest, TransactionIsAllOrNothing) {
     store::JobRecord job = Job(1, store::JobRecord::SUCCEEDED);
     job.set_snapshot_id(Id("snap", 1));
     BNN_RETURN_IF_ERROR(t.UpdateJob(job));
-    BNN_RETURN_IF_ERROR(t.AppendLossPoints(Id("job", 1), {{1, 0.5}}));
     BNN_RETURN_IF_ERROR(t.CreateSnapshot(Snapshot(1)));
     BNN_ASSIGN_OR_RETURN(const store::ModelVersion version,
                          t.PublishModelVersion("m", snapshot_id, 10));
@@ -774,7 +740,6 @@ TEST_F(SqliteMetadataStoreTest, TransactionIsAllOrNothing) {
           ->Read([&](MetadataReader& r) -> absl::Status {
             BNN_ASSIGN_OR_RETURN(store::JobRecord job, r.GetJob(Id("job", 1)));
             EXPECT_THAT(job, EqualsProto(Job(1)));
-            EXPECT_THAT(*r.GetLossCurve(Id("job", 1)), IsEmpty());
             EXPECT_TRUE(
                 absl::IsNotFound(r.GetSnapshot(Id("snap", 1)).status()));
             EXPECT_TRUE(absl::IsNotFound(r.GetModel("m").status()));
@@ -809,8 +774,6 @@ TEST_F(SqliteMetadataStoreTest, ReopenKeepsEverything) {
               BNN_RETURN_IF_ERROR(t.CreateSnapshot(Snapshot(1)));
               BNN_RETURN_IF_ERROR(t.CreateJob(job));
               BNN_RETURN_IF_ERROR(
-                  t.AppendLossPoints(Id("job", 1), {{5, 0.25}}));
-              BNN_RETURN_IF_ERROR(
                   t.PublishModelVersion("m", Id("snap", 1), 3).status());
               BNN_RETURN_IF_ERROR(t.SetAlias("m", "stable", 1, 3).status());
               return t.SetProperty("origin", "test");
@@ -831,8 +794,6 @@ TEST_F(SqliteMetadataStoreTest, ReopenKeepsEverything) {
             EXPECT_THAT(snapshot.meta, EqualsProto(Snapshot(1).meta));
             BNN_ASSIGN_OR_RETURN(store::JobRecord got, r.GetJob(Id("job", 1)));
             EXPECT_THAT(got, EqualsProto(job));
-            EXPECT_THAT(*r.GetLossCurve(Id("job", 1)),
-                        ElementsAre(LossPoint{5, 0.25}));
             BNN_ASSIGN_OR_RETURN(store::ModelAlias alias,
                                  r.GetAlias("m", "stable"));
             EXPECT_EQ(alias.version(), 1);
@@ -944,8 +905,7 @@ TEST_F(SqliteMetadataStoreTest, ConcurrentWritersAndReaders) {
             store->Write([&](MetadataTransaction& t) -> absl::Status {
               BNN_RETURN_IF_ERROR(t.CreateJob(Job(id)));
               store::JobRecord running = Job(id, store::JobRecord::RUNNING);
-              BNN_RETURN_IF_ERROR(t.UpdateJob(running));
-              return t.AppendLossPoints(Id("job", id), {{i, 1.0}});
+              return t.UpdateJob(running);
             });
         if (!status.ok()) {
           ADD_FAILURE() << status;
@@ -968,7 +928,6 @@ TEST_F(SqliteMetadataStoreTest, ConcurrentWritersAndReaders) {
                   reader.ListJobs(Filter({store::JobRecord::RUNNING}), page));
               for (const store::JobRecord& job : jobs.items) {
                 BNN_RETURN_IF_ERROR(reader.GetJob(job.job_id()).status());
-                BNN_RETURN_IF_ERROR(reader.GetLossCurve(job.job_id()).status());
               }
               return absl::OkStatus();
             });

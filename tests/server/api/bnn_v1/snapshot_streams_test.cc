@@ -40,8 +40,12 @@ class SnapshotStreamsTest : public ServiceTest {
     return TrainOrDie(request);
   }
 
+  // The blob holding the snapshot's file.
   std::string PathOf(const std::string& snapshot_id) const {
-    return dir_.path() + "/snapshots/" + snapshot_id + ".snap";
+    const absl::StatusOr<SnapshotRecord> record = server_->metadata().Read(
+        [&](MetadataReader& r) { return r.GetSnapshot(snapshot_id); });
+    EXPECT_TRUE(record.ok()) << record.status();
+    return record.ok() ? *server_->blobs().PathOf(record->payload_blob) : "";
   }
 
   v1::PredictResponse PredictFrom(const std::string& snapshot_id) {
