@@ -22,6 +22,13 @@
 #
 #   deploy/container-check.sh [STEP...]     default: all six, in order
 #
+# A quicker check, not in the default steps: `prebuilt` instead of `build`
+# makes IMAGE from the Dockerfile's runtime stage as written, with the
+# host's bnn-server and bnnctl (HOST_BUILD, default build-test/) copied in
+# place of the build stage's; it checks everything but the compile stage
+# in a few minutes (the host must be Debian 12, like the image):
+#   deploy/container-check.sh base prebuilt image run restart compose
+#
 # Settings (environment), all overridable:
 #   PODMAN           podman binary (podman)
 #   PODMAN_RUNTIME   OCI runtime (runc: these machines need it)
@@ -35,6 +42,7 @@
 #   BNNCTL           the host's bnnctl (build/client/bnnctl, else
 #                    build-test/client/bnnctl)
 #   GRPC_PORT, METRICS_PORT   host loopback ports of step 4 (15051, 19464)
+#   HOST_BUILD       the host build tree of the prebuilt step (build-test)
 #   KEEP=1           keep the containers and volumes for inspection
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -49,6 +57,7 @@ IMAGE="${IMAGE:-localhost/bnn-serve:check}"
 GRPC_PORT="${GRPC_PORT:-15051}"
 METRICS_PORT="${METRICS_PORT:-19464}"
 KEEP="${KEEP:-0}"
+HOST_BUILD="${HOST_BUILD:-build-test}"
 if [[ -z "${BNNCTL:-}" ]]; then
   BNNCTL=build/client/bnnctl
   [[ -x "${BNNCTL}" ]] || BNNCTL=build-test/client/bnnctl
@@ -131,6 +140,27 @@ step_build() {
     -t "${IMAGE}" -f Dockerfile . >"${work}/build.log" 2>&1 \
     || { tail -n 40 "${work}/build.log" >&2; fail "podman build (log ${work}/build.log)"; }
   record "build: podman build of ${revision:0:12} in $(seconds_since "${start}") s; image $("${PODMAN}" image inspect --format '{{.Size}}' "${IMAGE}") bytes"
+}
+
+step_prebuilt() {
+  step "Building ${IMAGE} from the Dockerfile's runtime stage with ${HOST_BUILD}'s binaries"
+  local context="${work}/prebuilt" start
+  start=$(date +%s)
+  mkdir -p "${context}/deploy" "${context}/out"
+  cp deploy/install-deps.sh "${context}/deploy/"
+  install -m 0755 -s "${HOST_BUILD}/server/bnn-server" "${HOST_BUILD}/client/bnnctl" \
+    "${context}/out/"
+  # The runtime stage, its COPY --from=build taking the files from the context.
+  sed -n '/^# ---- runtime/,$p' Dockerfile \
+    | sed 's|^COPY --from=build /out/|COPY out/|; s| /out/bnnctl| out/bnnctl|' \
+    >"${context}/Dockerfile"
+  grep -q '^COPY out/bnn-server out/bnnctl /usr/local/bin/' "${context}/Dockerfile" \
+    || fail "the Dockerfile's runtime stage no longer copies /out/bnn-server /out/bnnctl"
+  "${PODMAN}" build "${PODMAN_FLAGS[@]}" --format "${BUILD_FORMAT}" \
+    --build-arg "REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+    -t "${IMAGE}" "${context}" >"${work}/prebuilt.log" 2>&1 \
+    || { tail -n 40 "${work}/prebuilt.log" >&2; fail "podman build (prebuilt)"; }
+  record "prebuilt: runtime stage with ${HOST_BUILD}'s binaries in $(seconds_since "${start}") s (the compile stage NOT exercised); image $("${PODMAN}" image inspect --format '{{.Size}}' "${IMAGE}") bytes"
 }
 
 step_image() {
@@ -273,8 +303,8 @@ steps=("$@")
 echo "# container-check $(date -u +%Y-%m-%dT%H:%MZ), podman $("${PODMAN}" --version | awk '{print $3}'), runtime ${PODMAN_RUNTIME}, ulimits ${PODMAN_ULIMITS}" >"${summary}"
 for s in "${steps[@]}"; do
   case "${s}" in
-    base|build|image|run|restart|compose) "step_${s}" ;;
-    *) echo "unknown step ${s} (base build image run restart compose)" >&2; exit 2 ;;
+    base|build|prebuilt|image|run|restart|compose) "step_${s}" ;;
+    *) echo "unknown step ${s} (base build prebuilt image run restart compose)" >&2; exit 2 ;;
   esac
 done
 step "Summary"
