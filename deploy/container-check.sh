@@ -29,6 +29,11 @@
 # in a few minutes (the host must be Debian 12, like the image):
 #   deploy/container-check.sh base prebuilt image run restart compose
 #
+# Needs (Debian): podman runc mmdebstrap podman-compose curl python3, and for
+# the compose services to find each other by name, with podman's CNI network
+# backend (the default without netavark),
+# golang-github-containernetworking-plugin-dnsname.
+#
 # Settings (environment), all overridable:
 #   PODMAN           podman binary (podman)
 #   PODMAN_RUNTIME   OCI runtime (runc: these machines need it)
@@ -92,6 +97,7 @@ cleanup() {
     if [[ -f "${work}/compose-up" ]]; then
       (cd deploy/compose && CONTAINERS_CONF="${work}/containers.conf" \
         podman-compose -p "${COMPOSE_PROJECT}" down -v >/dev/null 2>&1) || true
+      "${PODMAN}" network rm -f "${COMPOSE_PROJECT}_bnn" >/dev/null 2>&1 || true
       rm -f deploy/compose/tokens
     fi
   fi
@@ -148,8 +154,9 @@ step_prebuilt() {
   start=$(date +%s)
   mkdir -p "${context}/deploy" "${context}/out"
   cp deploy/install-deps.sh "${context}/deploy/"
-  install -m 0755 -s "${HOST_BUILD}/server/bnn-server" "${HOST_BUILD}/client/bnnctl" \
-    "${context}/out/"
+  strip -o "${context}/out/bnn-server" "${HOST_BUILD}/server/bnn-server"
+  strip -o "${context}/out/bnnctl" "${HOST_BUILD}/client/bnnctl"
+  chmod 0755 "${context}/out/bnn-server" "${context}/out/bnnctl"
   # The runtime stage, its COPY --from=build taking the files from the context.
   sed -n '/^# ---- runtime/,$p' Dockerfile \
     | sed 's|^COPY --from=build /out/|COPY out/|; s| /out/bnnctl| out/bnnctl|' \
@@ -286,6 +293,10 @@ step_compose() {
       --podman-build-args "${PODMAN_FLAGS[*]} --format ${BUILD_FORMAT}" \
       up -d bnn-server prometheus) >"${work}/compose.log" 2>&1 \
     || { tail -n 40 "${work}/compose.log" >&2; fail "podman-compose up"; }
+  # Prometheus reaches the server by its service name (compose DNS).
+  "${PODMAN}" exec "${COMPOSE_PROJECT}_prometheus_1" \
+    getent hosts bnn-server >/dev/null 2>&1 \
+    || echo "warning: 'bnn-server' does not resolve in the Prometheus container (CNI backend without the dnsname plugin?)" >&2
   local answer=""
   for _ in $(seq 120); do
     answer="$(curl -sf 'http://127.0.0.1:9090/api/v1/query' \
