@@ -306,7 +306,17 @@ step_compose() {
     sleep 1
   done
   [[ -n "${answer}" ]] || fail "Prometheus did not answer bnn_build_info of the scraped server in 120 s"
-  record "compose: podman-compose up (bnn-server, Prometheus from Debian's package) in $(seconds_since "${start}") s; PromQL 'bnn_build_info * on(instance) group_left up{job=\"bnn-server\"}' answered: ${answer}"
+  # The alert rules are loaded, and with the server up none fires.
+  local rules
+  rules="$(curl -sf 'http://127.0.0.1:9090/api/v1/rules?type=alert')"
+  python3 -c '
+import json, sys
+rules = [r for g in json.loads(sys.argv[1])["data"]["groups"] for r in g["rules"]]
+firing = [r["name"] for r in rules if r["state"] == "firing"]
+print(len(rules), "alert rules loaded, firing:", firing or "none")
+sys.exit(1 if len(rules) < 5 or firing else 0)' "${rules}" >"${work}/rules.txt" \
+    || fail "alert rules: $(cat "${work}/rules.txt")"
+  record "compose: podman-compose up (bnn-server, Prometheus from Debian's package) in $(seconds_since "${start}") s; PromQL 'bnn_build_info * on(instance) group_left up{job=\"bnn-server\"}' answered: ${answer}; $(cat "${work}/rules.txt")"
 }
 
 steps=("$@")
