@@ -11,7 +11,12 @@
    by promtool: they are written as recording rules into a rules file that
    `promtool check rules` checks (Grafana's $__rate_interval becomes 5m; any
    other variable is an error, the dashboard defines none).
-3. Every metric name in those expressions and in the alert rules is one that
+3. deploy/compose/compose.yaml wires these files as they expect: the
+   mounted files exist, Prometheus's scrape target is the bnn-server service
+   at the metrics port the image's entry point listens on, Grafana's data
+   source URL is the prometheus service, the dashboard is mounted where the
+   provider reads, and the token secret lands at the image's --token-file.
+4. Every metric name in those expressions and in the alert rules is one that
    a running bnn-server exports: bnn-server is started from the build tree on
    free loopback ports, a dataset is uploaded, a long job is scraped while it
    runs (training loss, checkpoint age), then cancelled, a short job is
@@ -165,6 +170,59 @@ def dashboard_expressions(root):
     return exprs
 
 
+def check_compose(root):
+    compose_dir = root / "deploy/compose"
+    compose = yaml.safe_load((compose_dir / "compose.yaml").read_text())
+    services = compose["services"]
+    mounts = {}
+    for name, service in services.items():
+        for volume in service.get("volumes", []):
+            source, target = volume.split(":")[:2]
+            if source.startswith("."):
+                check((compose_dir / source).exists(),
+                      f"compose {name}: mounted {source} exists")
+            mounts[(name, target)] = source
+        build = service.get("build")
+        if build:
+            context = compose_dir / build["context"]
+            check((context / build["dockerfile"]).is_file(),
+                  f"compose {name}: {build['dockerfile']} in {context}")
+    entrypoint = re.search(r"^ENTRYPOINT (\[.*?\])\s*$",
+                           (root / "Dockerfile").read_text().replace(
+                               "\\\n", ""), re.MULTILINE | re.DOTALL)
+    args = json.loads(entrypoint.group(1))
+    flags = dict(zip(args[1::2], args[2::2]))
+    metrics_port = flags["--metrics-listen"].rsplit(":", 1)[1]
+    config = yaml.safe_load(
+        (root / "deploy/prometheus/prometheus.yml").read_text())
+    targets = [t for job in config["scrape_configs"]
+               for sc in job["static_configs"] for t in sc["targets"]]
+    check(targets == [f"bnn-server:{metrics_port}"] and
+          "bnn-server" in services,
+          f"Prometheus scrapes the bnn-server service at the image's metrics "
+          f"port {metrics_port}: {targets}")
+    check(mounts.get(("prometheus", "/etc/prometheus/prometheus.yml")) ==
+          "../prometheus/prometheus.yml" and
+          mounts.get(("prometheus", "/etc/prometheus/alerts.yml")) ==
+          "../prometheus/alerts.yml",
+          "compose mounts prometheus.yml and alerts.yml side by side")
+    datasource = yaml.safe_load(
+        (root / "deploy/grafana/provisioning/datasources/prometheus.yml")
+        .read_text())["datasources"][0]
+    check(datasource["url"] == "http://prometheus:9090" and
+          "prometheus" in services,
+          f"Grafana's data source is the prometheus service: "
+          f"{datasource['url']}")
+    check(mounts.get(("grafana", "/var/lib/grafana/dashboards/"
+                                 "bnn-serve.json")) ==
+          "../grafana/bnn-serve.json", "compose mounts the dashboard where "
+                                       "the provider reads")
+    secret = services["bnn-server"].get("secrets", [])
+    check(secret == ["bnn-tokens"] and
+          flags["--token-file"] == "/run/secrets/bnn-tokens",
+          "the token secret is mounted at the image's --token-file")
+
+
 def start_server(server, data_dir, log):
     process = subprocess.Popen(
         [server, "--listen", "127.0.0.1:0", "--metrics-listen",
@@ -248,6 +306,7 @@ def main():
              str(root / "deploy/prometheus/prometheus.yml"))
     promtool(tool, "check", "rules", str(root / "deploy/prometheus/alerts.yml"))
 
+    check_compose(root)
     exprs = dashboard_expressions(root)
     check(len(exprs) >= 20, f"dashboard has {len(exprs)} expressions")
     alerts = yaml.safe_load((root / "deploy/prometheus/alerts.yml").read_text())
