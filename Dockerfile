@@ -16,19 +16,24 @@
 # "--token-file= --allow-unauthenticated" to run without tokens on purpose.
 #
 # Both stages install packages with deploy/install-deps.sh, so the image uses
-# exactly the Debian packages the build and CI use.
+# exactly the Debian packages the build and CI use: the build stage only
+# those the build needs (--build: no test, benchmark or plotting packages),
+# the runtime stage only the shared libraries (--runtime: no compiler).
+# Without Docker, deploy/container-check.sh builds and runs this file with
+# podman; docs/deploy.md walks through single-node, compose and Kubernetes.
 
 # ---- build -----------------------------------------------------------------
 FROM debian:bookworm AS build
 
 # Copied alone first so the dependency layer is cached across source changes.
 COPY deploy/install-deps.sh /src/deploy/install-deps.sh
-RUN /src/deploy/install-deps.sh && rm -rf /var/lib/apt/lists/*
+RUN /src/deploy/install-deps.sh --build && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
 COPY . .
 # BNN_NATIVE=OFF: the image must run on any x86-64 host, not only on a CPU
-# like the build machine's.
+# like the build machine's. Tests and benchmarks OFF: their packages
+# (GoogleTest, Google Benchmark) are not installed in this stage.
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DBNN_NATIVE=OFF -DBNN_BUILD_TESTS=OFF -DBNN_BUILD_BENCH=OFF \
  && cmake --build /build --parallel "$(nproc)" --target bnn-server bnnctl \
@@ -37,6 +42,18 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 
 # ---- runtime ---------------------------------------------------------------
 FROM debian:bookworm
+
+# OCI annotations (https://specs.opencontainers.org/image-spec/annotations/).
+# VERSION and REVISION are set by the builder, e.g.
+#   --build-arg REVISION="$(git rev-parse HEAD)" (deploy/container-check.sh).
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="bnn-serve" \
+      org.opencontainers.image.description="gRPC service that trains Bayesian neural networks and serves their predictive uncertainty (bnn-server, bnnctl)" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.base.name="debian:bookworm" \
+      org.opencontainers.image.documentation="docs/deploy.md"
 
 COPY deploy/install-deps.sh /tmp/install-deps.sh
 RUN /tmp/install-deps.sh --runtime \

@@ -3,12 +3,20 @@
 # present it does nothing (no apt-get update, no network).
 #
 #   deploy/install-deps.sh            build + test + demo packages (default)
+#   deploy/install-deps.sh --build    only what configuring with
+#                                     -DBNN_BUILD_TESTS=OFF -DBNN_BUILD_BENCH=OFF
+#                                     and building bnn-server and bnnctl needs
+#                                     (the Dockerfile's build stage)
 #   deploy/install-deps.sh --runtime  only the shared libraries bnn-server and
 #                                     bnnctl link against (Docker runtime stage)
 set -euo pipefail
 
-BUILD_PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config git ca-certificates
+# What the image's build stage needs: no test, benchmark or plotting
+# packages. python3 only because CMake finds an interpreter for the Python
+# package's stub generator (client/python/) at configure time; git is left
+# out (the image's build commit is "unknown": .dockerignore drops .git).
+BUILD_ONLY_PACKAGES=(
+  build-essential cmake ninja-build pkg-config python3
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libeigen3-dev libabsl-dev libspdlog-dev libfmt-dev zlib1g-dev
   # Metrics (prometheus-cpp's core: families, text format) and the HTTP
@@ -17,14 +25,18 @@ BUILD_PACKAGES=(
   prometheus-cpp-dev
   # Bearer tokens (SHA-256, CSPRNG) and TLS certificate checks; the tests
   # make their certificates with the openssl tool.
-  libssl-dev openssl
+  libssl-dev
   # The metadata store (server/store/sqlite_metadata_store.h).
   libsqlite3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
   # bnnctl: --json output (nlohmann-json) and its command line (CLI11); the
   # tests parse that output with the same JSON parser, and bnn-server writes
   # --log-format=json lines with it. Both are header-only.
   nlohmann-json3-dev libcli11-dev
+)
+BUILD_PACKAGES=(
+  "${BUILD_ONLY_PACKAGES[@]}"
+  ccache git ca-certificates
+  libgtest-dev libgmock-dev libbenchmark-dev
   # Integration tests and the demo: data generation, metrics scraping.
   python3 curl prometheus
   # bnn_client_test makes TLS certificates at test time.
@@ -48,6 +60,10 @@ BUILD_PACKAGES=(
   python3-grpcio python3-grpc-tools python3-protobuf python3-numpy
   python3-tqdm python3-pytest python3-pip python3-setuptools python3-wheel
   python3-venv
+  # tests/deploy/: the Kubernetes manifests checked against the API models of
+  # the Kubernetes Python client, parsed with PyYAML (promtool comes with the
+  # prometheus package, above).
+  python3-kubernetes python3-yaml
 )
 RUNTIME_PACKAGES=(
   libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libspdlog1.10
@@ -61,8 +77,10 @@ RUNTIME_PACKAGES=(
 packages=("${BUILD_PACKAGES[@]}")
 if [[ "${1:-}" == "--runtime" ]]; then
   packages=("${RUNTIME_PACKAGES[@]}")
+elif [[ "${1:-}" == "--build" ]]; then
+  packages=("${BUILD_ONLY_PACKAGES[@]}")
 elif [[ $# -gt 0 ]]; then
-  echo "usage: $0 [--runtime]" >&2
+  echo "usage: $0 [--build|--runtime]" >&2
   exit 2
 fi
 
