@@ -176,8 +176,7 @@ absl::StatusOr<MappedFile> SnapshotStore::OpenFile(
     }
     return absl::DataLossError(
         absl::StrCat("snapshot_id '", snapshot_id, "': its file (blob ",
-                     record.payload_blob,
-                     ") is missing from the blob store"));
+                     record.payload_blob, ") is missing from the blob store"));
   }
   if (!file.ok()) return SnapshotLoadError(snapshot_id, file.status());
   return file;
