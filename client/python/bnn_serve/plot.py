@@ -18,14 +18,13 @@ optional dependency of the package (Debian: python3-matplotlib).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bnn_serve.types import Job, Prediction
+from bnn_serve.types import Evaluation, Job, Prediction, Reliability
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -74,22 +73,6 @@ def predictive_bands(x: Sequence[float], prediction: Prediction, path: PathLike,
     return _save(figure, path)
 
 
-@dataclass(frozen=True)
-class Reliability:
-    """Calibration of a classifier over equal-width top-class confidence bins.
-
-    Bin b is (lower[b], upper[b]] (confidence 0 joins the first bin);
-    ``mean_confidence`` and ``accuracy`` are 0 for an empty bin. ``ece`` is
-    sum_b count[b] / n * |accuracy[b] - mean_confidence[b]|.
-    """
-    ece: float
-    lower: np.ndarray
-    upper: np.ndarray
-    count: np.ndarray
-    mean_confidence: np.ndarray
-    accuracy: np.ndarray
-
-
 def reliability(probabilities: Any, labels: Any, class_values: Optional[Sequence[float]] = None,
                 bins: int = 15) -> Reliability:
     """The reliability bins and ECE of predicted ``probabilities`` (n, C).
@@ -117,12 +100,33 @@ def reliability(probabilities: Any, labels: Any, class_values: Optional[Sequence
     return Reliability(ece, edges[:-1], edges[1:], count, mean_confidence, accuracy)
 
 
-def reliability_diagram(probabilities: Any, labels: Any, path: PathLike, *,
-                        class_values: Optional[Sequence[float]] = None, bins: int = 15,
+def reliability_diagram(probabilities: Any, labels: Any = None, path: Optional[PathLike] = None,
+                        *, class_values: Optional[Sequence[float]] = None, bins: int = 15,
                         title: Optional[str] = None) -> Reliability:
     """Draws each non-empty bin's accuracy (bars) and mean confidence (red
-    marks) against confidence, with the diagonal; returns the bins."""
-    stats = reliability(probabilities, labels, class_values, bins)
+    marks) against confidence, with the diagonal; returns the bins.
+
+    ``probabilities`` (n, C) with ``labels`` (n,) are binned here
+    (:func:`reliability`); or pass the server's bins instead: an
+    :class:`~bnn_serve.types.Evaluation` (``Client.evaluate``) or a
+    :class:`~bnn_serve.types.Reliability`, as
+    ``reliability_diagram(evaluation, path=...)``.
+    """
+    if isinstance(probabilities, Evaluation):
+        if probabilities.reliability is None:
+            raise ValueError(f"the evaluation is of a {probabilities.task} model; only a "
+                             "classifier's has reliability bins")
+        stats = probabilities.reliability
+    elif isinstance(probabilities, Reliability):
+        stats = probabilities
+    else:
+        if labels is None:
+            raise ValueError("labels: required with predicted probabilities")
+        stats = reliability(probabilities, labels, class_values, bins)
+    if labels is not None and isinstance(probabilities, (Evaluation, Reliability)):
+        raise ValueError("labels: the bins of an Evaluate result need no labels")
+    if path is None:
+        raise ValueError("path: the PNG file to write is required")
     figure, axes = _figure((5.0, 5.0))
     width = stats.upper - stats.lower
     filled = stats.count > 0
