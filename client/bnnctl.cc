@@ -1,6 +1,7 @@
 // bnnctl: command-line client of bnn-server. See `bnnctl --help` and
 // `bnnctl COMMAND --help`.
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -139,7 +140,30 @@ class Runner {
     }
     request.set_epochs(command.epochs);
     if (command.seed.has_value()) request.set_seed(*command.seed);
-    for (const auto& [key, value] : command.params) {
+    std::map<std::string, std::string> params = command.params;
+    if (!command.parent_snapshot_id.empty()) {
+      // A warm start keeps the parent's method parameters unless --param
+      // overrides them (the server would reset them to the defaults).
+      absl::StatusOr<v1::SnapshotInfo> parent =
+          client_->GetSnapshot(command.parent_snapshot_id);
+      if (absl::IsPermissionDenied(parent.status())) {
+        // GetSnapshot needs the predict scope, which a train-only token
+        // lacks: train as before, with --param alone.
+        std::cerr << "cannot read parent " << command.parent_snapshot_id
+                  << "'s parameters (GetSnapshot needs the predict scope): "
+                     "only --param is sent, the method's defaults apply to "
+                     "the rest\n";
+      } else if (!parent.ok()) {
+        return parent.status();
+      } else {
+        InheritedParams inherited =
+            InheritParentParams(*parent, command.method, command.params);
+        std::cerr << FormatInheritedParams(*parent, command.method, inherited)
+                  << "\n";
+        params = std::move(inherited.params);
+      }
+    }
+    for (const auto& [key, value] : params) {
       (*request.mutable_params())[key] = value;
     }
     if (command.dataset_version.has_value()) {

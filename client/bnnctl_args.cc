@@ -348,7 +348,8 @@ void AddCommands(CLI::App* app, Commands* c) {
   c->train = app->add_subcommand(
       "train",
       "Start a training job; prints its id. --parent warm-starts from a "
-      "snapshot (whose architecture is used: --hidden may be left out)");
+      "snapshot (whose architecture is used: --hidden may be left out; and "
+      "whose method parameters are kept unless --param overrides them)");
   TrainCommand& train = c->train_args;
   AddRequired(c->train, "--dataset", &train.dataset_id, "ID", "Dataset");
   AddRequired(c->train, "--method", &train.method, "NAME",
