@@ -702,6 +702,7 @@ class Runner {
     if (!global_.tls_key_file.empty()) {
       argv.insert(argv.end(), {"--tls-key", global_.tls_key_file});
     }
+    if (global_.json) argv.push_back("--json");
     argv.insert(argv.end(), {command.kind, command.target});
     if (!command.csv_path.empty()) {
       argv.insert(argv.end(), {"--csv", command.csv_path});

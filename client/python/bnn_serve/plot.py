@@ -25,6 +25,7 @@ optional dependency of the package (Debian: python3-matplotlib).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import Any, List, Optional, Sequence, Tuple, Union
@@ -219,6 +220,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tls-ca", metavar="FILE", help="TLS, trusting these authorities")
     parser.add_argument("--tls-cert", metavar="FILE", help="TLS client certificate chain")
     parser.add_argument("--tls-key", metavar="FILE", help="the private key of --tls-cert")
+    parser.add_argument("--json", action="store_true",
+                        help='print {"path": FILE} instead of the path (bnnctl --json)')
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     loss = commands.add_parser("loss", help="a job's loss curve")
     loss.add_argument("job_id", metavar="JOB_ID")
@@ -292,7 +295,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (BnnError, ValueError, OSError) as error:
         print(f"bnn_serve.plot {args.command}: {error}", file=sys.stderr)
         return 1
-    print(written)
+    print(json.dumps({"path": written}) if args.json else written)
     return 0
 
 

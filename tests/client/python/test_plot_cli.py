@@ -4,6 +4,7 @@ instructions when the interpreter cannot import the package."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -67,6 +68,9 @@ def test_bnnctl_plot_draws_loss_bands_and_reliability(server, cubic, trained, cl
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(loss)
     assert_png(loss)
+    result = bnnctl(server, "--json", "plot", "loss", trained.job_id, "--out", str(loss))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"path": str(loss)}
 
     _, x, y = cubic
     data = tmp_path / "cubic.csv"
