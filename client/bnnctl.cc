@@ -1,9 +1,15 @@
 // bnnctl: command-line client of bnn-server. See `bnnctl --help` and
 // `bnnctl COMMAND --help`.
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
+#include <spawn.h>
 #include <string>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <utility>
 #include <variant>
@@ -12,6 +18,7 @@
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
 #include <absl/strings/ascii.h>
+#include <absl/strings/match.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_format.h>
 #include <absl/time/time.h>
@@ -30,6 +37,72 @@ namespace {
 
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+
+// Runs `argv` (argv[0] a path or a name looked up in PATH) with this
+// process's environment plus `extra_env` ("NAME=VALUE", overriding), its
+// standard output and error sent to /dev/null when `quiet`, and returns its
+// exit status (128 + N when killed by signal N). posix_spawn, not fork:
+// gRPC's threads are running.
+absl::StatusOr<int> RunProgram(const std::vector<std::string>& argv,
+                               const std::vector<std::string>& extra_env,
+                               bool quiet) {
+  std::vector<std::string> env = extra_env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const absl::string_view line = *entry;
+    const absl::string_view name = line.substr(0, line.find('='));
+    bool replaced = false;
+    for (const std::string& extra : extra_env) {
+      replaced = replaced || absl::StartsWith(extra, absl::StrCat(name, "="));
+    }
+    if (!replaced) env.emplace_back(line);
+  }
+  std::vector<char*> c_argv, c_env;
+  for (const std::string& arg : argv) {
+    c_argv.push_back(const_cast<char*>(arg.c_str()));
+  }
+  c_argv.push_back(nullptr);
+  for (const std::string& entry : env) {
+    c_env.push_back(const_cast<char*>(entry.c_str()));
+  }
+  c_env.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null",
+                                     O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null",
+                                     O_WRONLY, 0);
+  }
+  pid_t pid = 0;
+  const int error = posix_spawnp(&pid, c_argv[0], &actions, nullptr,
+                                 c_argv.data(), c_env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot run ", argv[0], ": ", std::strerror(error)));
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      return absl::InternalError(
+          absl::StrCat("waitpid: ", std::strerror(errno)));
+    }
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+// What `bnnctl plot` says when `python` cannot import the plotting.
+std::string PlotInstallHint(const std::string& python, absl::string_view why) {
+  return absl::StrCat(
+      "bnnctl plot runs the Python package bnn_serve's plotting (", python,
+      " -m bnn_serve.plot), but ", why,
+      ". Install it: `sudo apt-get install python3-grpcio python3-protobuf "
+      "python3-numpy python3-matplotlib` (deploy/install-deps.sh), then "
+      "`pip install --no-build-isolation client/python` (README, \"Using "
+      "Python\"), or put client/python and BUILD/client/python on "
+      "PYTHONPATH; --python PATH (or BNN_PYTHON) picks another interpreter");
+}
 
 // Runs one parsed command against the server and writes its output.
 class Runner {
@@ -139,7 +212,30 @@ class Runner {
     }
     request.set_epochs(command.epochs);
     if (command.seed.has_value()) request.set_seed(*command.seed);
-    for (const auto& [key, value] : command.params) {
+    std::map<std::string, std::string> params = command.params;
+    if (!command.parent_snapshot_id.empty()) {
+      // A warm start keeps the parent's method parameters unless --param
+      // overrides them (the server would reset them to the defaults).
+      absl::StatusOr<v1::SnapshotInfo> parent =
+          client_->GetSnapshot(command.parent_snapshot_id);
+      if (absl::IsPermissionDenied(parent.status())) {
+        // GetSnapshot needs the predict scope, which a train-only token
+        // lacks: train as before, with --param alone.
+        std::cerr << "cannot read parent " << command.parent_snapshot_id
+                  << "'s parameters (GetSnapshot needs the predict scope): "
+                     "only --param is sent, the method's defaults apply to "
+                     "the rest\n";
+      } else if (!parent.ok()) {
+        return parent.status();
+      } else {
+        InheritedParams inherited =
+            InheritParentParams(*parent, command.method, command.params);
+        std::cerr << FormatInheritedParams(*parent, command.method, inherited)
+                  << "\n";
+        params = std::move(inherited.params);
+      }
+    }
+    for (const auto& [key, value] : params) {
       (*request.mutable_params())[key] = value;
     }
     if (command.dataset_version.has_value()) {
@@ -571,6 +667,74 @@ class Runner {
     }
     std::cerr << "The token is shown only now. Add the line to the server's "
                  "--token-file and send the server SIGHUP.\n";
+    return absl::OkStatus();
+  }
+
+  absl::Status operator()(const PlotCommand& command) {
+    // First whether the interpreter has the package and matplotlib, quietly,
+    // so that their absence gets instructions rather than a traceback.
+    absl::StatusOr<int> found = RunProgram(
+        {command.python, "-c", "import bnn_serve.plot, bnn_serve.client"}, {},
+        /*quiet=*/true);
+    if (!found.ok()) {
+      return absl::FailedPreconditionError(
+          PlotInstallHint(command.python, found.status().message()));
+    }
+    if (*found != 0) {
+      return absl::FailedPreconditionError(PlotInstallHint(
+          command.python,
+          "it cannot import bnn_serve.plot (the package, its generated "
+          "stubs or matplotlib is missing)"));
+    }
+    std::vector<std::string> argv = {command.python,
+                                     "-m",
+                                     "bnn_serve.plot",
+                                     "--server",
+                                     global_.server,
+                                     "--timeout",
+                                     absl::StrCat(global_.timeout_seconds)};
+    if (!global_.tls_ca_file.empty()) {
+      argv.insert(argv.end(), {"--tls-ca", global_.tls_ca_file});
+    }
+    if (!global_.tls_cert_file.empty()) {
+      argv.insert(argv.end(), {"--tls-cert", global_.tls_cert_file});
+    }
+    if (!global_.tls_key_file.empty()) {
+      argv.insert(argv.end(), {"--tls-key", global_.tls_key_file});
+    }
+    if (global_.json) argv.push_back("--json");
+    argv.insert(argv.end(), {command.kind, command.target});
+    if (!command.csv_path.empty()) {
+      argv.insert(argv.end(), {"--csv", command.csv_path});
+    }
+    if (!command.target_column.empty()) {
+      argv.insert(argv.end(), {"--target", command.target_column});
+    }
+    if (!command.out_path.empty()) {
+      argv.insert(argv.end(), {"--out", command.out_path});
+    }
+    if (command.num_samples > 0) {
+      argv.insert(argv.end(), {"--samples", absl::StrCat(command.num_samples)});
+    }
+    if (command.seed.has_value()) {
+      argv.insert(argv.end(), {"--seed", absl::StrCat(*command.seed)});
+    }
+    if (command.bins > 0) {
+      argv.insert(argv.end(), {"--bins", absl::StrCat(command.bins)});
+    }
+    // The token travels in the environment, not in arguments other users
+    // can read.
+    std::cout << std::flush;
+    absl::StatusOr<int> exit_code =
+        RunProgram(argv, {absl::StrCat("BNN_TOKEN=", global_.token)},
+                   /*quiet=*/false);
+    if (!exit_code.ok()) return exit_code.status();
+    if (*exit_code != 0) {
+      // The program has printed its error.
+      return absl::UnknownError(
+          absl::StrCat("python3 -m bnn_serve.plot ", command.kind,
+                       " exited with status ", *exit_code));
+    }
     return absl::OkStatus();
   }
 

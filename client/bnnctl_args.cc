@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <iterator>
 #include <utility>
@@ -237,6 +238,10 @@ struct Commands {
   CLI::App* import_snapshot;
   CLI::App* methods;
   CLI::App* health;
+  CLI::App* plot;
+  CLI::App* plot_loss;
+  CLI::App* plot_bands;
+  CLI::App* plot_reliability;
   CLI::App* token;
   CLI::App* token_create;
   CLI::App* models;
@@ -264,6 +269,7 @@ struct Commands {
   ExportCommand export_args;
   ImportCommand import_args;
   TokenCreateCommand token_create_args;
+  PlotCommand plot_args;
   ModelsCommand models_args;
   PublishCommand publish_args;
   AliasCommand alias_args;
@@ -348,7 +354,8 @@ void AddCommands(CLI::App* app, Commands* c) {
   c->train = app->add_subcommand(
       "train",
       "Start a training job; prints its id. --parent warm-starts from a "
-      "snapshot (whose architecture is used: --hidden may be left out)");
+      "snapshot (whose architecture is used: --hidden may be left out; and "
+      "whose method parameters are kept unless --param overrides them)");
   TrainCommand& train = c->train_args;
   AddRequired(c->train, "--dataset", &train.dataset_id, "ID", "Dataset");
   AddRequired(c->train, "--method", &train.method, "NAME",
@@ -591,6 +598,52 @@ void AddCommands(CLI::App* app, Commands* c) {
   c->health = app->add_subcommand(
       "health", "The server's health, SERVING or not (needs no token)");
 
+  c->plot = app->add_subcommand(
+      "plot",
+      "PNG figures drawn by the Python package bnn_serve (python3 -m "
+      "bnn_serve.plot): a job's loss curve, a 1-D regression's predictive "
+      "bands, a classifier's reliability diagram");
+  c->plot->require_subcommand(1);
+  PlotCommand& plot = c->plot_args;
+  if (const char* python = std::getenv("BNN_PYTHON");
+      python != nullptr && *python != '\0') {
+    plot.python = python;
+  }
+  c->plot_loss = c->plot->add_subcommand("loss", "A job's loss curve");
+  AddRequired(c->plot_loss, "JOB_ID", &plot.target, "ID", "Job");
+  c->plot_bands = c->plot->add_subcommand(
+      "bands",
+      "1-D regression: the predictive mean with +-1 and +-2 std bands over "
+      "the CSV's x range (widened by a quarter each side)");
+  c->plot_reliability = c->plot->add_subcommand(
+      "reliability",
+      "A classifier's reliability diagram: the bins of Evaluate on labelled "
+      "rows");
+  for (CLI::App* kind : {c->plot_bands, c->plot_reliability}) {
+    AddRequired(kind, "MODEL", &plot.target, "SNAPSHOT|REF",
+                "Snapshot id or model reference");
+    AddRequired(kind, "--csv", &plot.csv_path, "FILE",
+                kind == c->plot_bands
+                    ? "Rows of one feature column (and --target's)"
+                    : "Labelled rows");
+    AddParsed(kind, "--samples", ParsePositiveInt, &plot.num_samples, "S",
+              "Monte Carlo samples (default: the server's)");
+    AddParsed(kind, "--seed", ParseSeed, &plot.seed, "N", "Random seed");
+  }
+  AddParsed(c->plot_bands, "--target", ParseNonEmpty, &plot.target_column,
+            "COL", "Target column: its rows are drawn as training points");
+  AddRequired(c->plot_reliability, "--target", &plot.target_column, "COL",
+              "Label column");
+  AddParsed(c->plot_reliability, "--bins", ParsePositiveInt, &plot.bins, "B",
+            "Confidence bins (default 15)");
+  for (CLI::App* kind : {c->plot_loss, c->plot_bands, c->plot_reliability}) {
+    AddParsed(kind, "--out", ParseNonEmpty, &plot.out_path, "FILE",
+              "PNG file to write (default KIND.png)");
+    AddParsed(kind, "--python", ParseNonEmpty, &plot.python, "PATH",
+              "Python interpreter with bnn_serve and matplotlib (default: "
+              "BNN_PYTHON, else /usr/bin/python3)");
+  }
+
   c->token = app->add_subcommand("token",
                                  "Bearer tokens for the server's --token-file");
   c->token->require_subcommand(1);
@@ -754,6 +807,17 @@ absl::StatusOr<Command> BuildCommand(const CLI::App& app, Commands& c) {
   if (c.methods->parsed()) return MethodsCommand{};
   if (c.health->parsed()) return HealthCommand{};
   if (c.token_create->parsed()) return c.token_create_args;
+  if (c.plot->parsed()) {
+    PlotCommand plot = c.plot_args;
+    plot.kind = c.plot_loss->parsed()    ? "loss"
+                : c.plot_bands->parsed() ? "bands"
+                                         : "reliability";
+    if (plot.csv_path == "-") {
+      return absl::InvalidArgumentError(
+          "'plot' reads --csv itself: give a file, not '-' (standard input)");
+    }
+    return plot;
+  }
   if (c.help->parsed()) {
     // app.help() would show the help of the parsed command, `help` itself.
     if (c.help_topic.empty()) {

@@ -258,6 +258,35 @@ struct ImportCommand {
 // health: the grpc.health.v1 status of the server (no token needed).
 struct HealthCommand {};
 
+// plot loss JOB_ID | plot bands MODEL --csv FILE [--target COL] |
+// plot reliability MODEL --csv FILE --target COL, each [--out FILE]
+// [--samples S] [--seed N] [--bins B] [--python PATH]: PNG figures drawn by
+// the Python package's plotting (`PYTHON -m bnn_serve.plot`, with the same
+// server, token and TLS flags); when PYTHON cannot import bnn_serve and
+// matplotlib, says how to install them.
+struct PlotCommand {
+  // "loss", "bands" or "reliability".
+  std::string kind;
+  // The job (loss) or the snapshot id or model reference (bands,
+  // reliability).
+  std::string target;
+  // bands: rows whose x range is drawn (and, with `target_column`, the
+  // training points); reliability: the labelled rows. "-" is not accepted
+  // (the Python program reads the file itself).
+  std::string csv_path;
+  std::string target_column;
+  // The PNG file written; empty: the program's default (KIND.png).
+  std::string out_path;
+  // Monte Carlo samples (0: the server's default) and seed.
+  int num_samples = 0;
+  std::optional<uint64_t> seed;
+  // reliability: confidence bins (0: the server's default, 15).
+  int bins = 0;
+  // --python PATH, else the environment variable BNN_PYTHON, else Debian's
+  // interpreter, which the package's install instructions use.
+  std::string python = "/usr/bin/python3";
+};
+
 // token create --scopes predict[,train,admin] [--name NAME]: a new token for
 // the server's --token-file, made locally (no server is contacted).
 struct TokenCreateCommand {
@@ -273,7 +302,8 @@ using Command = std::variant<
     DatasetsCommand, DatasetCommand, AppendCommand, SnapshotsCommand,
     SnapshotCommand, DeleteSnapshotCommand, ExportCommand, ImportCommand,
     HealthCommand, TokenCreateCommand, ModelsCommand, PublishCommand,
-    AliasCommand, DeleteModelCommand, DeleteDatasetCommand, EvaluateCommand>;
+    AliasCommand, DeleteModelCommand, DeleteDatasetCommand, EvaluateCommand,
+    PlotCommand>;
 
 struct Invocation {
   GlobalFlags global;

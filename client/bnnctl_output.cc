@@ -850,4 +850,49 @@ std::string FormatAcquisition(const v1::AcquireResponse& response,
   return out;
 }
 
+InheritedParams InheritParentParams(
+    const v1::SnapshotInfo& parent, const std::string& method,
+    const std::map<std::string, std::string>& given) {
+  InheritedParams out;
+  out.same_method = parent.method() == method;
+  out.params = given;
+  if (!out.same_method) return out;
+  // Sorted by name, so that the printed line does not depend on the
+  // protobuf map's order.
+  const std::map<std::string, std::string> own(parent.params().begin(),
+                                               parent.params().end());
+  for (const auto& [name, value] : own) {
+    auto it = given.find(name);
+    if (it == given.end()) {
+      out.params[name] = value;
+      out.kept.push_back(absl::StrCat(name, "=", value));
+    } else if (it->second != value) {
+      out.changed.push_back(absl::StrCat(name, " ", value, " -> ", it->second));
+    }
+  }
+  for (const auto& [name, value] : given) {
+    if (own.count(name) == 0) {
+      out.changed.push_back(absl::StrCat(name, " ", value, " (new)"));
+    }
+  }
+  return out;
+}
+
+std::string FormatInheritedParams(const v1::SnapshotInfo& parent,
+                                  const std::string& method,
+                                  const InheritedParams& inherited) {
+  if (!inherited.same_method) {
+    return absl::StrCat("parent ", parent.snapshot_id(), " was trained with ",
+                        parent.method(), ", not ", method,
+                        ": its parameters are not carried over (the "
+                        "method's defaults and --param apply)");
+  }
+  return absl::StrCat(
+      "parameters from parent ", parent.snapshot_id(), ": kept ",
+      inherited.kept.empty() ? "none" : absl::StrJoin(inherited.kept, ", "),
+      "; changed ",
+      inherited.changed.empty() ? "none"
+                                : absl::StrJoin(inherited.changed, ", "));
+}
+
 }  // namespace bnn::client

@@ -6,6 +6,7 @@
 #ifndef BNN_CLIENT_BNNCTL_OUTPUT_H_
 #define BNN_CLIENT_BNNCTL_OUTPUT_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,32 @@ std::string FormatEvaluation(const v1::EvaluateResponse& response);
 // True if the response holds class probabilities rather than regression
 // moments.
 bool IsClassification(const v1::PredictResponse& response);
+
+// The method parameters of `train --parent`: a warm start keeps the parent
+// snapshot's parameters (GetSnapshot's `params`) unless --param overrides
+// them, instead of resetting them to the method's defaults.
+struct InheritedParams {
+  // What StartTraining is sent: the parent's parameters, then `given` over
+  // them. Only `given` when the parent was trained with another method (its
+  // parameters need not be that method's).
+  std::map<std::string, std::string> params;
+  // The parent's parameters sent unchanged, by name.
+  std::vector<std::string> kept;
+  // One entry per --param that differs from the parent: "NAME OLD -> NEW",
+  // or "NAME NEW (new)" for a parameter the parent does not record.
+  std::vector<std::string> changed;
+  // Whether the parent was trained with the requested method.
+  bool same_method = true;
+};
+InheritedParams InheritParentParams(
+    const v1::SnapshotInfo& parent, const std::string& method,
+    const std::map<std::string, std::string>& given);
+// The line bnnctl prints (on stderr) about `inherited`, e.g. "parameters
+// from parent snap-...: kept beta=0.05, rank=2; changed learning_rate 0.05
+// -> 0.1".
+std::string FormatInheritedParams(const v1::SnapshotInfo& parent,
+                                  const std::string& method,
+                                  const InheritedParams& inherited);
 
 }  // namespace bnn::client
 

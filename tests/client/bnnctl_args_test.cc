@@ -401,6 +401,45 @@ TEST_F(BnnctlArgsTest, AppendAndDatasetVersions) {
               HasSubstr("--version"));
 }
 
+TEST_F(BnnctlArgsTest, PlotCommands) {
+  absl::StatusOr<Invocation> loss =
+      Parse({"plot", "loss", "job-1", "--out", "l.png", "--python", "py3"});
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  const PlotCommand& l = std::get<PlotCommand>(loss->command);
+  EXPECT_EQ(l.kind, "loss");
+  EXPECT_EQ(l.target, "job-1");
+  EXPECT_EQ(l.out_path, "l.png");
+  EXPECT_EQ(l.python, "py3");
+  EXPECT_TRUE(l.csv_path.empty());
+
+  absl::StatusOr<Invocation> bands =
+      Parse({"plot", "bands", "cubic@stable", "--csv", "c.csv", "--target", "y",
+             "--samples", "16", "--seed", "3", "--json"});
+  ASSERT_TRUE(bands.ok()) << bands.status();
+  const PlotCommand& b = std::get<PlotCommand>(bands->command);
+  EXPECT_EQ(b.kind, "bands");
+  EXPECT_EQ(b.target, "cubic@stable");
+  EXPECT_EQ(b.csv_path, "c.csv");
+  EXPECT_EQ(b.target_column, "y");
+  EXPECT_EQ(b.num_samples, 16);
+  EXPECT_EQ(b.seed, uint64_t{3});
+  EXPECT_EQ(b.python, "/usr/bin/python3");
+
+  absl::StatusOr<Invocation> reliability =
+      Parse({"plot", "reliability", "m", "--csv", "r.csv", "--target", "label",
+             "--bins", "5"});
+  ASSERT_TRUE(reliability.ok()) << reliability.status();
+  EXPECT_EQ(std::get<PlotCommand>(reliability->command).kind, "reliability");
+  EXPECT_EQ(std::get<PlotCommand>(reliability->command).bins, 5);
+
+  EXPECT_THAT(UsageError({"plot"}), HasSubstr("subcommand"));
+  EXPECT_THAT(UsageError({"plot", "bands", "m"}), HasSubstr("--csv"));
+  EXPECT_THAT(UsageError({"plot", "reliability", "m", "--csv", "r.csv"}),
+              HasSubstr("--target"));
+  EXPECT_THAT(UsageError({"plot", "bands", "m", "--csv", "-"}),
+              HasSubstr("not '-'"));
+}
+
 TEST_F(BnnctlArgsTest, SnapshotCommands) {
   absl::StatusOr<Invocation> all = Parse({"snapshots"});
   ASSERT_TRUE(all.ok()) << all.status();

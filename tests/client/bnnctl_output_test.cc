@@ -5,8 +5,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <absl/strings/str_cat.h>
 #include <gmock/gmock.h>
@@ -641,6 +643,50 @@ TEST(BnnctlOutputTest, ClassificationEvaluationWithBinsAndOod) {
   EXPECT_EQ(parsed["auroc_entropy"], 0.25);
   EXPECT_EQ(parsed["ood_rows"], 6);
   EXPECT_FALSE(parsed.contains("rmse"));
+}
+
+// train --parent keeps the parent's parameters unless --param overrides
+// them, and says which it changed.
+TEST(InheritParentParamsTest, KeepsTheParentsParametersUnlessOverridden) {
+  v1::SnapshotInfo parent;
+  parent.set_snapshot_id("snap-00000000000000aa");
+  parent.set_method("slang");
+  (*parent.mutable_params())["rank"] = "2";
+  (*parent.mutable_params())["learning_rate"] = "0.05";
+  (*parent.mutable_params())["beta"] = "0.05";
+  const InheritedParams inherited = InheritParentParams(
+      parent, "slang",
+      {{"learning_rate", "0.1"}, {"beta", "0.05"}, {"decay", "0.9"}});
+  EXPECT_TRUE(inherited.same_method);
+  EXPECT_EQ(inherited.params,
+            (std::map<std::string, std::string>{{"rank", "2"},
+                                                {"learning_rate", "0.1"},
+                                                {"beta", "0.05"},
+                                                {"decay", "0.9"}}));
+  EXPECT_EQ(inherited.kept, std::vector<std::string>{"rank=2"});
+  EXPECT_EQ(inherited.changed,
+            (std::vector<std::string>{"learning_rate 0.05 -> 0.1",
+                                      "decay 0.9 (new)"}));
+  EXPECT_EQ(FormatInheritedParams(parent, "slang", inherited),
+            "parameters from parent snap-00000000000000aa: kept rank=2; "
+            "changed learning_rate 0.05 -> 0.1, decay 0.9 (new)");
+
+  const InheritedParams nothing_given =
+      InheritParentParams(parent, "slang", {});
+  EXPECT_EQ(nothing_given.params.size(), 3u);
+  EXPECT_THAT(FormatInheritedParams(parent, "slang", nothing_given),
+              HasSubstr("kept beta=0.05, learning_rate=0.05, rank=2; changed "
+                        "none"));
+
+  // Another method's parameters are not carried over.
+  const InheritedParams other =
+      InheritParentParams(parent, "bbb", {{"learning_rate", "0.1"}});
+  EXPECT_FALSE(other.same_method);
+  EXPECT_EQ(other.params,
+            (std::map<std::string, std::string>{{"learning_rate", "0.1"}}));
+  EXPECT_THAT(FormatInheritedParams(parent, "bbb", other),
+              HasSubstr("was trained with slang, not bbb: its parameters are "
+                        "not carried over"));
 }
 
 }  // namespace

@@ -109,6 +109,28 @@ TEST(ParseFeatureCsvTest, QuotedFieldsAndCrLf) {
   EXPECT_THAT(table->features, ElementsAre(1, 2));
 }
 
+// RFC 4180 in the rows too, through the stdin path bnnctl takes for
+// `--csv -`: quoted numbers, a quoted header holding a comma, a doubled
+// quote and a line break, CRLF records; an unclosed quote names its line.
+TEST(ReadCsvInputTest, QuotedFieldsFromStandardInput) {
+  std::istringstream input(
+      "\"x, in \"\"m\"\"\",\"two\r\nlines\",y\r\n\"1.5\", 2 ,\"-3\"\r\n"
+      "4,\"5\",6\r\n");
+  CsvOptions options;
+  options.target_column = "y";
+  absl::StatusOr<Dataset> data = ReadCsvInput("-", options, input);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_THAT(data->feature_names, ElementsAre("x, in \"m\"", "two\r\nlines"));
+  EXPECT_THAT(data->features, ElementsAre(1.5, 2, 4, 5));
+  EXPECT_THAT(data->targets, ElementsAre(-3, 6));
+
+  std::istringstream unclosed("x,y\r\n1,\"2\r\n");
+  absl::StatusOr<FeatureTable> table = ReadFeatureCsv("-", "", unclosed);
+  EXPECT_EQ(table.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(table.status().message(),
+              HasSubstr("line 2: a quoted field is not closed"));
+}
+
 TEST(ReadCsvInputTest, DashReadsStandardInput) {
   std::istringstream input("x,y\n1,10\n2,20\n");
   CsvOptions options;

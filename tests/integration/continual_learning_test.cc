@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <absl/strings/str_cat.h>
 #include <absl/strings/str_format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -94,6 +95,47 @@ TEST_F(ContinualLearningTest, AppendThenWarmStartOnTheNewVersion) {
   info = BnnctlJson({"snapshot", *bayes_update});
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ((*info)["prior_from_parent"], true);
+}
+
+// train --parent keeps the parent's method parameters (GetSnapshot's
+// params) unless --param overrides them, and prints which it changed.
+TEST_F(ContinualLearningTest, WarmStartKeepsTheParentsParameters) {
+  absl::StatusOr<std::string> dataset = UploadCubic(30, /*seed=*/24);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  absl::StatusOr<std::string> parent = TrainSnapshot(*dataset, FromScratch());
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  absl::StatusOr<nlohmann::json> parent_info =
+      BnnctlJson({"snapshot", *parent});
+  ASSERT_TRUE(parent_info.ok()) << parent_info.status();
+  const nlohmann::json& parent_params = (*parent_info)["params"];
+  ASSERT_EQ(parent_params["rank"], "2") << parent_params.dump();
+
+  absl::StatusOr<CommandResult> started =
+      Bnnctl({"--json", "train", "--dataset", *dataset, "--method", "slang",
+              "--epochs", "20", "--seed", "2", "--parent", *parent, "--param",
+              "learning_rate=0.1"});
+  ASSERT_TRUE(started.ok()) << started.status();
+  ASSERT_EQ(started->exit_code, 0) << started->err;
+  EXPECT_THAT(started->err, HasSubstr(absl::StrCat("parameters from parent ",
+                                                   *parent, ": kept ")));
+  EXPECT_THAT(started->err, HasSubstr("rank=2"));
+  EXPECT_THAT(
+      started->err,
+      HasSubstr(absl::StrCat("; changed learning_rate ",
+                             parent_params["learning_rate"].get<std::string>(),
+                             " -> 0.1")));
+  const std::string job_id =
+      nlohmann::json::parse(started->out)["job_id"].get<std::string>();
+  absl::StatusOr<nlohmann::json> job =
+      BnnctlJson({"job", job_id, "--wait", "--wait-timeout", "90"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<nlohmann::json> child =
+      BnnctlJson({"snapshot", (*job)["snapshot_id"].get<std::string>()});
+  ASSERT_TRUE(child.ok()) << child.status();
+  // Every parameter as the parent's, but the one overridden.
+  nlohmann::json expected = parent_params;
+  expected["learning_rate"] = "0.1";
+  EXPECT_EQ((*child)["params"], expected);
 }
 
 TEST_F(ContinualLearningTest, AppendChecksTheColumnsBeforeSending) {

@@ -32,10 +32,10 @@ from bnn_serve.errors import (AlreadyExistsError, BnnError, CancelledError,  # n
                               InvalidArgumentError, NotFoundError,
                               PermissionDeniedError, ResourceExhaustedError,
                               UnauthenticatedError, UnavailableError)
-from bnn_serve.types import (Acquisition, DatasetInfo, ExportedSnapshot, Job,  # noqa: E402
-                             JobEvent, JobState, LossPoint, MethodInfo, MethodParam,
-                             ModelInfo, ModelSpec, ModelVersion, Prediction,
-                             SnapshotInfo, TlsConfig)
+from bnn_serve.types import (Acquisition, DatasetInfo, Evaluation,  # noqa: E402
+                             ExportedSnapshot, Job, JobEvent, JobState, LossPoint,
+                             MethodInfo, MethodParam, ModelInfo, ModelSpec, ModelVersion,
+                             Prediction, Reliability, SnapshotInfo, TlsConfig)
 
 __version__ = "0.1.0"
 
@@ -45,7 +45,7 @@ __all__ = [
     "ResourceExhaustedError", "FailedPreconditionError", "PermissionDeniedError",
     "UnauthenticatedError", "DeadlineExceededError", "UnavailableError",
     "DataLossError", "CancelledError", "InternalError",
-    "Acquisition", "DatasetInfo", "ExportedSnapshot", "Job", "JobEvent", "JobState",
+    "Acquisition", "DatasetInfo", "Evaluation", "ExportedSnapshot", "Job", "JobEvent", "JobState",
     "LossPoint", "MethodInfo", "MethodParam", "ModelInfo", "ModelSpec", "ModelVersion",
-    "Prediction", "SnapshotInfo", "TlsConfig",
+    "Prediction", "Reliability", "SnapshotInfo", "TlsConfig",
 ]

@@ -1,11 +1,10 @@
 """Conversions between Python values and the wire messages, in one place.
 
-Rows travel one message per row (``Features``, ``Example``) today. The
-packed-array form of issue 13 (``Tensor`` on ``PredictRequest.features``,
-``PoolRows.features``, ``RowChunk.features/targets`` and
-``PredictResponse.packed``) changes only :func:`set_feature_rows`,
-:func:`row_chunks` and :func:`prediction_from_response` below; nothing else
-in the package touches row messages.
+Rows travel packed: float64 ``Tensor`` s on ``PredictRequest.features``,
+``PoolRows.features`` and ``RowChunk.features/targets``, and predictions come
+back packed (``PredictRequest.packed_response`` → ``PredictResponse.packed``).
+Only :func:`set_feature_rows`, :func:`row_chunks`/:func:`labelled_chunk` and
+:func:`prediction_from_response` below touch row messages.
 
 Also here: the stubs' import, the inputs users pass (numpy arrays, lists, a
 pandas DataFrame, a CSV path) turned into float64 matrices, and every
@@ -46,10 +45,6 @@ _TASK_NAMES = {pb.TASK_UNSPECIFIED: "unspecified", pb.TASK_REGRESSION: "regressi
                pb.TASK_CLASSIFICATION: "classification"}
 _EVENT_KINDS = {pb.JobEvent.KIND_UNSPECIFIED: "unspecified", pb.JobEvent.KIND_CURRENT: "current",
                 pb.JobEvent.KIND_PROGRESS: "progress", pb.JobEvent.KIND_STATE: "state"}
-# Per-row bytes of an Example besides its 8-byte values: the x field's tag
-# and length, y's tag, and the repeated field's framing (as the C++
-# client's kRowOverheadBytes).
-_ROW_OVERHEAD_BYTES = 4 + 1 + 6
 
 
 # --- inputs -----------------------------------------------------------------
@@ -167,65 +162,102 @@ def labelled_rows(X: Any, y: Any, target: Union[str, int, None]
     return features, targets, [], ""
 
 
-# --- rows on the wire (the one place to change for packed arrays) -------------
+# --- rows on the wire (packed Tensors, docs/api.md "Packed rows") -------------
+
+def tensor(values: np.ndarray) -> "pb.Tensor":
+    """A float64 Tensor of ``values``' shape, row-major."""
+    array = np.ascontiguousarray(values, dtype=np.float64)
+    return pb.Tensor(shape=list(array.shape), f64=array.reshape(-1))
+
 
 def set_feature_rows(container: Any, X: np.ndarray) -> None:
-    """Puts the rows of ``X`` into ``container``, a PredictRequest or PoolRows."""
-    rows = container.rows
-    for row in X:
-        rows.add().x.extend(row.tolist())
+    """Puts the rows of ``X`` into ``container``, a PredictRequest or PoolRows,
+    packed in its ``features`` Tensor ([rows, num_features], float64)."""
+    container.features.CopyFrom(tensor(X))
+
+
+def labelled_chunk(X: np.ndarray, y: np.ndarray) -> "pb.RowChunk":
+    """Labelled rows as one packed RowChunk (``features`` and ``targets``)."""
+    return pb.RowChunk(features=tensor(X), targets=tensor(np.asarray(y).reshape(-1)))
 
 
 def row_chunks(X: np.ndarray, y: np.ndarray, chunk_rows: int, chunk_bytes: int
                ) -> Iterator["pb.RowChunk"]:
-    """Labelled rows as RowChunks of at most ``chunk_rows`` rows and about
-    ``chunk_bytes`` bytes (the C++ client's limits)."""
-    row_bytes = 8 * X.shape[1] + 8 + _ROW_OVERHEAD_BYTES
+    """Labelled rows as packed RowChunks of at most ``chunk_rows`` rows and
+    about ``chunk_bytes`` bytes (the C++ client's limits)."""
+    row_bytes = 8 * X.shape[1] + 8
     per_chunk = max(1, min(chunk_rows, chunk_bytes // row_bytes))
     for begin in range(0, X.shape[0], per_chunk):
-        chunk = pb.RowChunk()
-        for row, target in zip(X[begin:begin + per_chunk], y[begin:begin + per_chunk]):
-            chunk.rows.add(x=row.tolist(), y=float(target))
-        yield chunk
+        yield labelled_chunk(X[begin:begin + per_chunk], y[begin:begin + per_chunk])
+
+
+def _tensor_array(t: "pb.Tensor", field: str) -> np.ndarray:
+    """A response Tensor (always f64) as a numpy array of its shape."""
+    values = np.asarray(t.f64, dtype=np.float64)
+    shape = tuple(t.shape)
+    if int(np.prod(shape, dtype=np.int64)) != values.size:
+        raise ValueError(f"packed.{field}: {values.size} values for shape {list(shape)}")
+    return values.reshape(shape)
 
 
 def prediction_from_response(response: "pb.PredictResponse", quantile_levels: Sequence[float],
                              per_sample: bool) -> types.Prediction:
-    """The per-row RowPredictions as numpy arrays."""
-    rows = response.predictions
+    """The packed predictions (the request set packed_response) as numpy arrays."""
+    packed = response.packed
     class_values = np.asarray(response.class_values, dtype=np.float64)
     common = dict(snapshot_id=response.snapshot_id, model_name=response.model_name,
                   model_version=response.model_version, num_samples=response.num_samples,
                   seed=response.seed, class_values=class_values,
                   quantile_levels=np.asarray(quantile_levels, dtype=np.float64))
 
-    def column(name: str) -> np.ndarray:
-        return np.fromiter((getattr(r, name) for r in rows), dtype=np.float64, count=len(rows))
+    def array(name: str) -> np.ndarray:
+        return _tensor_array(getattr(packed, name), name)
 
-    def matrix(name: str, width: int) -> np.ndarray:
-        values = [v for r in rows for v in getattr(r, name)]
-        return np.asarray(values, dtype=np.float64).reshape(len(rows), width)
+    def samples() -> Optional[np.ndarray]:
+        # Packed sample-major ([S, n] or [S, n, C]); Prediction is row-major.
+        if not per_sample:
+            return None
+        return np.ascontiguousarray(np.swapaxes(array("sample_outputs"), 0, 1))
 
     if class_values.size:
-        classes = class_values.size
-        samples = None
-        if per_sample:
-            samples = matrix("sample_outputs", response.num_samples * classes).reshape(
-                len(rows), response.num_samples, classes)
         return types.Prediction(
             task="classification", **common,
-            probabilities=matrix("probabilities", classes),
-            predicted_class=column("predicted_class"), entropy=column("entropy"),
-            expected_entropy=column("expected_entropy"),
-            mutual_information=column("mutual_information"),
-            variation_ratio=column("variation_ratio"), sample_outputs=samples)
+            probabilities=array("probabilities"), predicted_class=array("predicted_class"),
+            entropy=array("entropy"), expected_entropy=array("expected_entropy"),
+            mutual_information=array("mutual_information"),
+            variation_ratio=array("variation_ratio"), sample_outputs=samples())
+    rows = array("mean").shape[0]
     return types.Prediction(
         task="regression", **common,
-        mean=column("mean"), variance=column("variance"),
-        epistemic_variance=column("epistemic_variance"),
-        aleatoric_variance=column("aleatoric_variance"),
-        quantiles=matrix("quantiles", len(quantile_levels)),
-        sample_outputs=matrix("sample_outputs", response.num_samples) if per_sample else None)
+        mean=array("mean"), variance=array("variance"),
+        epistemic_variance=array("epistemic_variance"),
+        aleatoric_variance=array("aleatoric_variance"),
+        quantiles=(array("quantiles") if quantile_levels
+                   else np.empty((rows, 0), dtype=np.float64)),
+        sample_outputs=samples())
+
+
+def evaluation(m: "pb.EvaluateResponse") -> types.Evaluation:
+    """An EvaluateResponse; the scores its task lacks are None."""
+    def optional(name: str) -> Optional[float]:
+        return getattr(m, name) if m.HasField(name) else None
+
+    bins = m.reliability
+    return types.Evaluation(
+        snapshot_id=m.snapshot_id, model_name=m.model_name, model_version=m.model_version,
+        num_samples=m.num_samples, seed=m.seed, task=_TASK_NAMES.get(m.task, str(m.task)),
+        num_rows=m.num_rows, rmse=optional("rmse"), log_likelihood=optional("log_likelihood"),
+        nll=optional("nll"), accuracy=optional("accuracy"), brier=optional("brier"),
+        ece=optional("ece"),
+        reliability=types.Reliability(
+            ece=m.ece if m.HasField("ece") else float("nan"),
+            lower=np.asarray([b.lower for b in bins], dtype=np.float64),
+            upper=np.asarray([b.upper for b in bins], dtype=np.float64),
+            count=np.asarray([b.count for b in bins], dtype=np.int64),
+            mean_confidence=np.asarray([b.mean_confidence for b in bins], dtype=np.float64),
+            accuracy=np.asarray([b.accuracy for b in bins], dtype=np.float64)) if bins else None,
+        auroc_entropy=optional("auroc_entropy"),
+        auroc_mutual_information=optional("auroc_mutual_information"), ood_rows=m.ood_rows)
 
 
 # --- responses as dataclasses --------------------------------------------------

@@ -28,8 +28,8 @@ from bnn_serve import _wire
 from bnn_serve._wire import pb, pb_grpc
 from bnn_serve.errors import BnnError, DeadlineExceededError, from_rpc_error
 from bnn_serve.progress import Progress, ProgressOption
-from bnn_serve.types import (Acquisition, DatasetInfo, ExportedSnapshot, Job, JobState,
-                             MethodInfo, ModelInfo, ModelVersion, Prediction, SnapshotInfo,
+from bnn_serve.types import (Acquisition, DatasetInfo, Evaluation, ExportedSnapshot, Job,
+                             JobState, MethodInfo, ModelInfo, ModelVersion, Prediction, SnapshotInfo,
                              TlsConfig)
 
 _SNAPSHOT_ID = re.compile(r"snap-[0-9a-f]{16}")
@@ -380,6 +380,7 @@ class Client:
         if seed is not None:
             request.seed = seed
         _wire.set_feature_rows(request, _wire.as_matrix(X))
+        request.packed_response = True
         response = self._unary(self._stub.Predict, request, timeout)
         return _wire.prediction_from_response(response, list(quantiles), per_sample)
 
@@ -414,6 +415,53 @@ class Client:
                            pool_rows=response.pool_rows, seed=response.seed,
                            snapshot_id=response.snapshot_id, model_name=response.model_name,
                            model_version=response.model_version)
+
+    def evaluate(self, target: Target, X: Any = None, y: Any = None, *,
+                 dataset: Optional[str] = None, dataset_version: Optional[int] = None,
+                 label: Union[str, int, None] = None, ood: Any = None,
+                 ood_version: Optional[int] = None, samples: int = 0,
+                 seed: Optional[int] = None, bins: int = 0,
+                 timeout: Optional[float] = None) -> Evaluation:
+        """The model's scores on labelled rows (Evaluate): RMSE and test
+        log-likelihood (regression); NLL, accuracy, Brier, ECE and its
+        reliability bins (classification).
+
+        Args:
+          target: a snapshot id or model reference (module docstring).
+          X, y: the labelled rows, as in :meth:`upload` (``label`` names the
+            target column of a DataFrame or CSV file); or instead
+          dataset: a stored dataset's id or name (``dataset_version`` picks
+            a version).
+          ood: classifiers: out-of-distribution rows (array-like or
+            DataFrame of features) or a stored dataset's id or name (its
+            targets are ignored; ``ood_version`` picks a version); adds the
+            AUROC of entropy and of mutual information.
+          samples: posterior samples S (0 = 64); seed: the same seed gives
+            the same scores (and the same draw as :meth:`predict`).
+          bins: confidence bins of the ECE (0 = 15).
+        """
+        request = pb.EvaluateRequest(num_samples=samples, ece_bins=bins)
+        self._set_target(request, target)
+        if seed is not None:
+            request.seed = seed
+        if dataset is not None:
+            if X is not None or y is not None:
+                raise ValueError("dataset: give either a stored dataset or rows X (and y), not both")
+            request.dataset_id = dataset
+            if dataset_version is not None:
+                request.dataset_version = dataset_version
+        elif X is None:
+            raise ValueError("X: the labelled rows (X and y) or dataset= are required")
+        else:
+            features, targets, _, _ = _wire.labelled_rows(X, y, label)
+            request.rows.CopyFrom(_wire.labelled_chunk(features, targets))
+        if isinstance(ood, str):
+            request.ood_dataset_id = ood
+            if ood_version is not None:
+                request.ood_dataset_version = ood_version
+        elif ood is not None:
+            _wire.set_feature_rows(request.ood_rows, _wire.as_matrix(ood, "ood"))
+        return _wire.evaluation(self._unary(self._stub.Evaluate, request, timeout))
 
     # --- snapshots ------------------------------------------------------------
 

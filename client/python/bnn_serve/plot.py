@@ -11,21 +11,30 @@
   out-of-distribution rows positives), with its AUROC (:func:`roc`).
 
 Figures are drawn on a ``matplotlib.figure.Figure`` with the Agg canvas, so
-importing this module never changes pyplot's backend. matplotlib is an
+importing this module never changes pyplot's backend.
+
+As a program (``python3 -m bnn_serve.plot``, which ``bnnctl plot`` runs) it
+draws from a running server: ``loss JOB_ID``, ``bands MODEL --csv FILE``
+(1-D regression over the CSV's x range, its rows drawn as the training
+points when ``--target`` names their target column) and ``reliability MODEL
+--csv FILE --target COL`` (the bins of Evaluate); ``--help`` lists the
+flags. matplotlib is an
 optional dependency of the package (Debian: python3-matplotlib).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
-from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Tuple, Union
+import sys
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bnn_serve.types import Job, Prediction
+from bnn_serve.types import Evaluation, Job, Prediction, Reliability
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -74,22 +83,6 @@ def predictive_bands(x: Sequence[float], prediction: Prediction, path: PathLike,
     return _save(figure, path)
 
 
-@dataclass(frozen=True)
-class Reliability:
-    """Calibration of a classifier over equal-width top-class confidence bins.
-
-    Bin b is (lower[b], upper[b]] (confidence 0 joins the first bin);
-    ``mean_confidence`` and ``accuracy`` are 0 for an empty bin. ``ece`` is
-    sum_b count[b] / n * |accuracy[b] - mean_confidence[b]|.
-    """
-    ece: float
-    lower: np.ndarray
-    upper: np.ndarray
-    count: np.ndarray
-    mean_confidence: np.ndarray
-    accuracy: np.ndarray
-
-
 def reliability(probabilities: Any, labels: Any, class_values: Optional[Sequence[float]] = None,
                 bins: int = 15) -> Reliability:
     """The reliability bins and ECE of predicted ``probabilities`` (n, C).
@@ -117,12 +110,33 @@ def reliability(probabilities: Any, labels: Any, class_values: Optional[Sequence
     return Reliability(ece, edges[:-1], edges[1:], count, mean_confidence, accuracy)
 
 
-def reliability_diagram(probabilities: Any, labels: Any, path: PathLike, *,
-                        class_values: Optional[Sequence[float]] = None, bins: int = 15,
+def reliability_diagram(probabilities: Any, labels: Any = None, path: Optional[PathLike] = None,
+                        *, class_values: Optional[Sequence[float]] = None, bins: int = 15,
                         title: Optional[str] = None) -> Reliability:
     """Draws each non-empty bin's accuracy (bars) and mean confidence (red
-    marks) against confidence, with the diagonal; returns the bins."""
-    stats = reliability(probabilities, labels, class_values, bins)
+    marks) against confidence, with the diagonal; returns the bins.
+
+    ``probabilities`` (n, C) with ``labels`` (n,) are binned here
+    (:func:`reliability`); or pass the server's bins instead: an
+    :class:`~bnn_serve.types.Evaluation` (``Client.evaluate``) or a
+    :class:`~bnn_serve.types.Reliability`, as
+    ``reliability_diagram(evaluation, path=...)``.
+    """
+    if isinstance(probabilities, Evaluation):
+        if probabilities.reliability is None:
+            raise ValueError(f"the evaluation is of a {probabilities.task} model; only a "
+                             "classifier's has reliability bins")
+        stats = probabilities.reliability
+    elif isinstance(probabilities, Reliability):
+        stats = probabilities
+    else:
+        if labels is None:
+            raise ValueError("labels: required with predicted probabilities")
+        stats = reliability(probabilities, labels, class_values, bins)
+    if labels is not None and isinstance(probabilities, (Evaluation, Reliability)):
+        raise ValueError("labels: the bins of an Evaluate result need no labels")
+    if path is None:
+        raise ValueError("path: the PNG file to write is required")
     figure, axes = _figure((5.0, 5.0))
     width = stats.upper - stats.lower
     filled = stats.count > 0
@@ -191,3 +205,99 @@ def ood_roc(scores_in: Any, scores_out: Any, path: PathLike, *, score_name: str 
     axes.legend(loc="lower right", fontsize="small")
     _save(figure, path)
     return auroc
+
+
+# --- command line (python3 -m bnn_serve.plot; bnnctl plot) ---------------------
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python3 -m bnn_serve.plot",
+        description="PNG figures from a running bnn-server (bnnctl plot runs this).")
+    parser.add_argument("--server", default=os.environ.get("BNN_SERVER", "127.0.0.1:50051"),
+                        metavar="HOST:PORT", help="server address (env BNN_SERVER)")
+    parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="deadline of each call (default 30)")
+    parser.add_argument("--tls-ca", metavar="FILE", help="TLS, trusting these authorities")
+    parser.add_argument("--tls-cert", metavar="FILE", help="TLS client certificate chain")
+    parser.add_argument("--tls-key", metavar="FILE", help="the private key of --tls-cert")
+    parser.add_argument("--json", action="store_true",
+                        help='print {"path": FILE} instead of the path (bnnctl --json)')
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    loss = commands.add_parser("loss", help="a job's loss curve")
+    loss.add_argument("job_id", metavar="JOB_ID")
+    loss.add_argument("--out", default="loss.png", metavar="FILE", help="default loss.png")
+    bands = commands.add_parser(
+        "bands", help="1-D regression: predictive mean and ±1/±2 std bands")
+    bands.add_argument("model", metavar="MODEL", help="snapshot id or model reference")
+    bands.add_argument("--csv", required=True, metavar="FILE",
+                       help="CSV with a header: one feature column (and --target's)")
+    bands.add_argument("--target", metavar="COL",
+                       help="target column: its rows are drawn as training points")
+    bands.add_argument("--points", type=int, default=200, metavar="N",
+                       help="grid points over the x range, widened by a quarter each side")
+    bands.add_argument("--samples", type=int, default=0, metavar="S")
+    bands.add_argument("--seed", type=int, default=None, metavar="N")
+    bands.add_argument("--out", default="bands.png", metavar="FILE", help="default bands.png")
+    rel = commands.add_parser("reliability",
+                              help="a classifier's reliability diagram (Evaluate's bins)")
+    rel.add_argument("model", metavar="MODEL", help="snapshot id or model reference")
+    rel.add_argument("--csv", required=True, metavar="FILE", help="labelled rows")
+    rel.add_argument("--target", required=True, metavar="COL", help="label column")
+    rel.add_argument("--samples", type=int, default=0, metavar="S")
+    rel.add_argument("--seed", type=int, default=None, metavar="N")
+    rel.add_argument("--bins", type=int, default=0, metavar="B", help="0 = 15")
+    rel.add_argument("--out", default="reliability.png", metavar="FILE",
+                     help="default reliability.png")
+    return parser
+
+
+def _bands(client: Any, args: argparse.Namespace) -> str:
+    from bnn_serve import _wire  # pylint: disable=import-outside-toplevel
+    features, targets, _, _ = _wire.read_csv(args.csv, args.target)
+    if features.shape[1] != 1:
+        raise ValueError(f"{args.csv}: bands need one feature column, it has "
+                         f"{features.shape[1]} (name the target with --target)")
+    if features.shape[0] == 0:
+        raise ValueError(f"{args.csv}: no rows")
+    if args.points < 2:
+        raise ValueError(f"--points: must be >= 2, got {args.points}")
+    low, high = float(features.min()), float(features.max())
+    margin = 0.25 * (high - low) if high > low else 1.0
+    grid = np.linspace(low - margin, high + margin, args.points)
+    prediction = client.predict(args.model, grid, samples=args.samples, seed=args.seed)
+    return predictive_bands(grid, prediction, args.out, x_train=features[:, 0] if
+                            targets is not None else None, y_train=targets)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """The command line; the bearer token comes from the environment
+    (BNN_TOKEN), never from the arguments, which other users can read."""
+    from bnn_serve.client import Client  # pylint: disable=import-outside-toplevel
+    from bnn_serve.errors import BnnError  # pylint: disable=import-outside-toplevel
+    from bnn_serve.types import TlsConfig  # pylint: disable=import-outside-toplevel
+    args = _parser().parse_args(argv)
+    tls = None
+    if args.tls_ca or args.tls_cert or args.tls_key:
+        tls = TlsConfig(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key)
+    try:
+        with Client(args.server, token=os.environ.get("BNN_TOKEN") or None, tls=tls,
+                    timeout=args.timeout) as client:
+            if args.command == "loss":
+                written = loss_curve(client.job(args.job_id), args.out)
+            elif args.command == "bands":
+                written = _bands(client, args)
+            else:
+                evaluation = client.evaluate(args.model, args.csv, label=args.target,
+                                             samples=args.samples, seed=args.seed,
+                                             bins=args.bins)
+                reliability_diagram(evaluation, path=args.out)
+                written = args.out
+    except (BnnError, ValueError, OSError) as error:
+        print(f"bnn_serve.plot {args.command}: {error}", file=sys.stderr)
+        return 1
+    print(json.dumps({"path": written}) if args.json else written)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

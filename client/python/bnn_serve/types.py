@@ -254,3 +254,50 @@ class MethodInfo:
     name: str
     description: str
     params: Tuple[MethodParam, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """Calibration of a classifier over equal-width top-class confidence bins.
+
+    Bin b is (lower[b], upper[b]] (confidence 0 joins the first bin);
+    ``mean_confidence`` and ``accuracy`` are 0 for an empty bin. ``ece`` is
+    sum_b count[b] / n * |accuracy[b] - mean_confidence[b]|.
+    """
+    ece: float
+    lower: np.ndarray
+    upper: np.ndarray
+    count: np.ndarray
+    mean_confidence: np.ndarray
+    accuracy: np.ndarray
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A model's scores on labelled rows (Evaluate; docs/api.md).
+
+    Regression fills ``rmse``, ``log_likelihood`` (the Monte Carlo mixture's
+    mean test log-likelihood) and ``nll`` (= -log_likelihood), in the
+    target's units. Classification fills ``nll`` (of the MC-averaged
+    probabilities), ``accuracy``, ``brier``, ``ece`` and ``reliability``
+    (the ECE's bins, for ``bnn_serve.plot.reliability_diagram``), and with
+    OOD rows ``auroc_entropy`` and ``auroc_mutual_information``. The other
+    task's scores are None.
+    """
+    snapshot_id: str
+    model_name: str
+    model_version: int
+    num_samples: int
+    seed: int
+    task: str
+    num_rows: int
+    rmse: Optional[float] = None
+    log_likelihood: Optional[float] = None
+    nll: Optional[float] = None
+    accuracy: Optional[float] = None
+    brier: Optional[float] = None
+    ece: Optional[float] = None
+    reliability: Optional[Reliability] = None
+    auroc_entropy: Optional[float] = None
+    auroc_mutual_information: Optional[float] = None
+    ood_rows: int = 0

@@ -77,14 +77,15 @@ absl::Status ApplyParameters(
   return absl::OkStatus();
 }
 
-// The input's elements as doubles, from its contents or its raw bytes.
-absl::StatusOr<std::vector<double>> InputValues(
-    const inference::ModelInferRequest& request, int64_t count) {
+// Copies the input's `count` elements, from its contents or its raw bytes,
+// into `values` (a packed Tensor's f64, so that they are copied once), FP32
+// widened to double exactly.
+absl::Status InputValues(const inference::ModelInferRequest& request,
+                         int64_t count,
+                         google::protobuf::RepeatedField<double>* values) {
   const inference::ModelInferRequest::InferInputTensor& input =
       request.inputs(0);
   const bool fp32 = input.datatype() == kFp32;
-  std::vector<double> values;
-  values.reserve(static_cast<size_t>(count));
   if (request.raw_input_contents_size() > 0) {
     if (input.has_contents()) {
       return absl::InvalidArgumentError(
@@ -105,18 +106,17 @@ absl::StatusOr<std::vector<double>> InputValues(
           static_cast<size_t>(count) * width));
     }
     // Little-endian, as the protocol's raw form and this machine.
-    for (int64_t i = 0; i < count; ++i) {
-      if (fp32) {
+    values->Resize(static_cast<int>(count), 0.0);
+    if (fp32) {
+      for (int64_t i = 0; i < count; ++i) {
         float v;
         std::memcpy(&v, raw.data() + i * width, sizeof(v));
-        values.push_back(v);
-      } else {
-        double v;
-        std::memcpy(&v, raw.data() + i * width, sizeof(v));
-        values.push_back(v);
+        values->Set(static_cast<int>(i), v);
       }
+    } else {
+      std::memcpy(values->mutable_data(), raw.data(), raw.size());
     }
-    return values;
+    return absl::OkStatus();
   }
   const inference::InferTensorContents& contents = input.contents();
   const int given =
@@ -139,13 +139,13 @@ absl::StatusOr<std::vector<double>> InputValues(
         ShapeText(input.shape()), " needs ", count));
   }
   if (fp32) {
-    values.assign(contents.fp32_contents().begin(),
-                  contents.fp32_contents().end());
+    values->Reserve(given);
+    for (const float v : contents.fp32_contents())
+      values->AddAlreadyReserved(v);
   } else {
-    values.assign(contents.fp64_contents().begin(),
-                  contents.fp64_contents().end());
+    *values = contents.fp64_contents();
   }
-  return values;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -219,11 +219,15 @@ absl::StatusOr<InferPlan> PlanInfer(const inference::ModelInferRequest& request,
         "inputs[0].shape[0] = ", batch, " rows exceed the server limit ",
         limits.max_predict_rows, " (--max-predict-rows)"));
   }
-  BNN_ASSIGN_OR_RETURN(const std::vector<double> values,
-                       InputValues(request, batch * features));
+  // The rows go to Predict packed ([batch, features], row-major as the
+  // input), so they are copied once, from the request into the tensor.
+  v1::Tensor* rows = plan.predict.mutable_features();
+  rows->add_shape(batch);
+  rows->add_shape(features);
+  BNN_RETURN_IF_ERROR(
+      InputValues(request, batch * features, rows->mutable_f64()));
+  const double* values = rows->f64().data();
   for (int64_t i = 0; i < batch; ++i) {
-    v1::Features* row = plan.predict.add_rows();
-    row->mutable_x()->Reserve(static_cast<int>(features));
     for (int64_t j = 0; j < features; ++j) {
       const double v = values[i * features + j];
       if (!std::isfinite(v)) {
@@ -231,7 +235,6 @@ absl::StatusOr<InferPlan> PlanInfer(const inference::ModelInferRequest& request,
             absl::StrCat("inputs[0] element [", i, ", ", j, "] is ", v,
                          "; inputs must be finite"));
       }
-      row->add_x(v);
     }
   }
   plan.raw = request.raw_input_contents_size() > 0;

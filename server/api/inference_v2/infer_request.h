@@ -1,9 +1,10 @@
 // Open Inference Protocol requests to bnn.v1 Predict requests, and Predict
 // responses back to output tensors: the model's one input INPUT (FP32 or
-// FP64, [batch, features]) becomes the rows of a PredictRequest, whose
-// response becomes the outputs a client asked for. Everything here is
-// checked against the model's snapshot record (its task, features and
-// classes), before any computation; messages name the request's fields.
+// FP64, [batch, features]) becomes the packed rows (`features`, one copy of
+// the values) of a PredictRequest, whose response becomes the outputs a
+// client asked for. Everything here is checked against the model's snapshot
+// record (its task, features and classes), before any computation; messages
+// name the request's fields.
 #ifndef BNN_SERVER_API_INFERENCE_V2_INFER_REQUEST_H_
 #define BNN_SERVER_API_INFERENCE_V2_INFER_REQUEST_H_
 
@@ -38,7 +39,7 @@ void AddTensorMetadata(const store::SnapshotMeta& meta,
 
 // A checked ModelInfer request, ready for BnnServiceImpl::PredictFor.
 struct InferPlan {
-  // Rows, num_samples and seed; no target.
+  // The rows (packed in features), num_samples and seed; no target.
   v1::PredictRequest predict;
   // The outputs to return, in order.
   std::vector<std::string> outputs;

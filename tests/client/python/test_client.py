@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import bnn_serve
+import bnn_serve.plot
 from bnn_serve import _wire
 from conftest import TINY_SLANG, ServerProcess, cubic_data, free_port, unique, ADMIN_TOKEN
 
@@ -27,10 +28,12 @@ def test_row_chunks_respect_rows_and_bytes():
     X = np.arange(100.0).reshape(50, 2)
     y = np.arange(50.0)
     chunks = list(_wire.row_chunks(X, y, chunk_rows=7, chunk_bytes=1 << 20))
-    assert [len(c.rows) for c in chunks] == [7] * 7 + [1]
-    assert list(chunks[1].rows[0].x) == [14.0, 15.0] and chunks[1].rows[0].y == 7.0
-    # 2 features: 16 + 8 + 11 = 35 bytes a row, so 100 bytes hold 2 rows.
-    assert {len(c.rows) for c in _wire.row_chunks(X, y, 4096, 100)} == {2}
+    assert [c.features.shape[0] for c in chunks] == [7] * 7 + [1]
+    assert all(not c.rows and not c.features.f32 and not c.targets.f32 for c in chunks)
+    assert list(chunks[1].features.shape) == [7, 2] and list(chunks[1].targets.shape) == [7]
+    assert list(chunks[1].features.f64[:2]) == [14.0, 15.0] and chunks[1].targets.f64[0] == 7.0
+    # 2 features: 16 + 8 = 24 bytes a row, so 100 bytes hold 4 rows.
+    assert {c.features.shape[0] for c in _wire.row_chunks(X, y, 4096, 100)} == {4, 2}
 
 
 def test_chunked_upload_stores_every_row(server):
@@ -320,3 +323,137 @@ def test_wait_reconnects_across_a_server_restart(server_binary, tmp_path):
     finally:
         for process in processes:
             process.stop()
+
+
+# --- packed rows and Evaluate -------------------------------------------------
+
+def _per_row_predict(client, snapshot_id, X, **fields):
+    """A raw per-row Predict through the stub (one Features message a row,
+    one RowPrediction a row): what the package sent before packed rows."""
+    request = _wire.pb.PredictRequest(snapshot_id=snapshot_id, **fields)
+    for row in np.asarray(X, dtype=np.float64).reshape(len(X), -1):
+        request.rows.add().x.extend(row.tolist())
+    return client._unary(client._stub.Predict, request)
+
+
+def test_packed_requests_and_responses_travel(client, trained, monkeypatch):
+    sent = []
+    original = client._unary
+
+    def spy(rpc, request, timeout=None):
+        response = original(rpc, request, timeout)
+        sent.append((request, response))
+        return response
+
+    monkeypatch.setattr(client, "_unary", spy)
+    client.predict(trained.snapshot_id, np.linspace(-1, 1, 5), samples=4, seed=1)
+    request, response = sent[-1]
+    assert not request.rows and request.packed_response
+    assert list(request.features.shape) == [5, 1] and len(request.features.f64) == 5
+    assert not response.predictions and list(response.packed.mean.shape) == [5]
+
+
+def test_packed_regression_equals_per_row_bit_for_bit(client, trained):
+    grid = np.linspace(-5, 5, 17)
+    levels = [0.1, 0.5, 0.9]
+    packed = client.predict(trained.snapshot_id, grid, samples=24, seed=4, quantiles=levels,
+                            per_sample=True)
+    raw = _per_row_predict(client, trained.snapshot_id, grid, num_samples=24, seed=4,
+                           quantiles=levels, per_sample=True)
+    assert len(raw.predictions) == 17
+    for name in ("mean", "variance", "epistemic_variance", "aleatoric_variance"):
+        np.testing.assert_array_equal(getattr(packed, name),
+                                      [getattr(r, name) for r in raw.predictions], err_msg=name)
+    np.testing.assert_array_equal(packed.quantiles, [list(r.quantiles) for r in raw.predictions])
+    np.testing.assert_array_equal(packed.sample_outputs,
+                                  [list(r.sample_outputs) for r in raw.predictions])
+    linear = client.predict(trained.snapshot_id, grid, linearized=True)
+    raw_linear = _per_row_predict(client, trained.snapshot_id, grid, linearized=True)
+    np.testing.assert_array_equal(linear.variance, [r.variance for r in raw_linear.predictions])
+
+
+def test_packed_classification_equals_per_row_bit_for_bit(client, classifier):
+    _, job, X, _ = classifier
+    packed = client.predict(job.snapshot_id, X, samples=8, seed=2, per_sample=True)
+    raw = _per_row_predict(client, job.snapshot_id, X, num_samples=8, seed=2, per_sample=True)
+    for name in ("predicted_class", "entropy", "expected_entropy", "mutual_information",
+                 "variation_ratio"):
+        np.testing.assert_array_equal(getattr(packed, name),
+                                      [getattr(r, name) for r in raw.predictions], err_msg=name)
+    np.testing.assert_array_equal(packed.probabilities,
+                                  [list(r.probabilities) for r in raw.predictions])
+    np.testing.assert_array_equal(packed.sample_outputs.reshape(len(X), -1),
+                                  [list(r.sample_outputs) for r in raw.predictions])
+    acquired = client.acquire(job.snapshot_id, X, k=4, heuristic="bald", samples=8, seed=2)
+    raw_acquire = _wire.pb.AcquireRequest(snapshot_id=job.snapshot_id, k=4, heuristic="bald",
+                                          num_samples=8, seed=2)
+    for row in X:
+        raw_acquire.rows.rows.add().x.extend(row.tolist())
+    expected = client._unary(client._stub.Acquire, raw_acquire)
+    np.testing.assert_array_equal(acquired.indices, expected.indices)
+    np.testing.assert_array_equal(acquired.scores, expected.scores)
+
+
+def _close(actual, expected):
+    assert actual == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+def test_evaluate_regression_matches_predict(client, cubic, trained):
+    info, x, y = cubic
+    result = client.evaluate(trained.snapshot_id, x, y, samples=32, seed=7)
+    assert isinstance(result, bnn_serve.Evaluation)
+    assert (result.task, result.num_rows, result.num_samples, result.seed) == (
+        "regression", 40, 32, 7)
+    assert result.accuracy is None and result.reliability is None and result.ece is None
+    pred = client.predict(trained.snapshot_id, x, samples=32, seed=7, per_sample=True)
+    _close(result.rmse, float(np.sqrt(np.mean((pred.mean - y) ** 2))))
+    # The MC mixture's test log-likelihood with the model's noise variance
+    # (the aleatoric variance, the same for every row).
+    noise = pred.aleatoric_variance[0]
+    np.testing.assert_allclose(pred.aleatoric_variance, noise, rtol=1e-12)
+    log_density = (-0.5 * (y[:, None] - pred.sample_outputs) ** 2 / noise
+                   - 0.5 * np.log(2 * np.pi * noise))
+    peak = log_density.max(axis=1, keepdims=True)
+    expected = np.mean(peak[:, 0] + np.log(np.mean(np.exp(log_density - peak), axis=1)))
+    _close(result.log_likelihood, expected)
+    _close(result.nll, -expected)
+    stored = client.evaluate(trained.snapshot_id, dataset=info.name, samples=32, seed=7)
+    assert (stored.rmse, stored.log_likelihood) == (result.rmse, result.log_likelihood)
+    with pytest.raises(bnn_serve.InvalidArgumentError, match="regression"):
+        client.evaluate(trained.snapshot_id, x, y, ood=x[:5])
+    with pytest.raises(ValueError, match="dataset"):
+        client.evaluate(trained.snapshot_id, x, y, dataset=info.name)
+
+
+def test_evaluate_classification_matches_predict(client, classifier, tmp_path):
+    _, job, X, labels = classifier
+    rng = np.random.default_rng(11)
+    far = rng.normal(0, 0.5, (20, 2)) + np.array([8.0, -8.0])
+    result = client.evaluate(job.snapshot_id, X, labels, ood=far, samples=16, seed=5, bins=10)
+    assert (result.task, result.num_rows, result.ood_rows) == ("classification", len(X), 20)
+    assert result.rmse is None and result.log_likelihood is None
+    pred = client.predict(job.snapshot_id, X, samples=16, seed=5)
+    column = np.searchsorted(pred.class_values, labels)
+    p_true = pred.probabilities[np.arange(len(X)), column]
+    _close(result.nll, float(np.mean(-np.log(np.maximum(p_true, 1e-300)))))
+    _close(result.accuracy, float(np.mean(pred.predicted_class == labels)))
+    onehot = np.eye(len(pred.class_values))[column]
+    _close(result.brier, float(np.mean(np.sum((pred.probabilities - onehot) ** 2, axis=1))))
+    local = bnn_serve.plot.reliability(pred.probabilities, labels, pred.class_values, bins=10)
+    bins = result.reliability
+    np.testing.assert_array_equal(bins.count, local.count)
+    np.testing.assert_allclose(bins.lower, local.lower, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(bins.upper, local.upper, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(bins.mean_confidence, local.mean_confidence, rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(bins.accuracy, local.accuracy, rtol=1e-12, atol=1e-12)
+    _close(result.ece, local.ece)
+    ood = client.predict(job.snapshot_id, far, samples=16, seed=5)
+    _, _, auroc_entropy = bnn_serve.plot.roc(pred.entropy, ood.entropy)
+    _, _, auroc_mi = bnn_serve.plot.roc(pred.mutual_information, ood.mutual_information)
+    _close(result.auroc_entropy, auroc_entropy)
+    _close(result.auroc_mutual_information, auroc_mi)
+    # The reliability diagram draws the server's bins.
+    path = tmp_path / "reliability.png"
+    drawn = bnn_serve.plot.reliability_diagram(result, path=path)
+    assert drawn is bins and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -28,7 +28,7 @@ def test_invalid_argument_names_the_field(client, trained):
     with pytest.raises(bnn_serve.InvalidArgumentError) as caught:
         client.predict(trained.snapshot_id, [[float("nan")]])
     check(caught.value, bnn_serve.InvalidArgumentError, grpc.StatusCode.INVALID_ARGUMENT,
-          "rows[0].x[0]")
+          "features[0, 0]")
     server_error(caught.value)
 
 

@@ -4,8 +4,12 @@
 #include "bnn/methods/registry.h"
 
 #include <cstdint>
+#include <fstream>
 #include <limits>
 #include <memory>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -479,6 +483,35 @@ TEST(CheckTest, PositiveAndOneOf) {
   const absl::Status s = CheckOneOf("m", "c", {"a", "b"});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Msg(s), "m = 'c' must be one of: a, b");
+}
+
+// README.md's method table (in "Using bnnctl") has one row per registered
+// method, and no other: its first column lists the names, e.g. "| `bali`,
+// `bali_w`, `bali_l` | ...".
+TEST(MethodRegistryTest, ReadmeMethodTableListsEveryMethod) {
+  std::ifstream in(std::string(BNN_SOURCE_DIR) + "/README.md");
+  ASSERT_TRUE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string readme = text.str();
+  const size_t header = readme.find("| Method | Posterior family |");
+  ASSERT_NE(header, std::string::npos) << "README.md has no method table";
+  std::set<std::string> listed;
+  std::istringstream rows(readme.substr(header));
+  std::string line;
+  std::getline(rows, line);  // the header
+  std::getline(rows, line);  // |---|
+  const std::regex name("`([a-z_]+)`");
+  while (std::getline(rows, line) && !line.empty() && line[0] == '|') {
+    const std::string first = line.substr(1, line.find('|', 1) - 1);
+    for (std::sregex_iterator it(first.begin(), first.end(), name), end;
+         it != end; ++it) {
+      EXPECT_TRUE(listed.insert((*it)[1]).second)
+          << "listed twice: " << (*it)[1];
+    }
+  }
+  const std::vector<std::string> names = MethodRegistry::Builtin().Names();
+  EXPECT_EQ(listed, std::set<std::string>(names.begin(), names.end()));
 }
 
 }  // namespace

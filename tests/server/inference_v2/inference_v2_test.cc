@@ -37,6 +37,7 @@
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
 #include "inference/grpc_predict_v2.grpc.pb.h"
+#include "server/api/inference_v2/infer_request.h"
 #include "server/api/inference_v2/method_scopes.h"
 #include "server/auth/scope.h"
 #include "server/auth/token_file.h"
@@ -344,6 +345,58 @@ TEST_F(InferenceV2Test, HealthAndMetadataOverGrpc) {
   EXPECT_EQ(model_ready("nope", "", &ready), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(model_ready("broken", "", &ready), grpc::StatusCode::OK);
   EXPECT_FALSE(ready);
+}
+
+// PlanInfer hands Predict the input as one packed [batch, features] tensor
+// (no per-row messages), the values bit for bit (-0 and subnormals too, FP32
+// widened exactly), from the contents fields and from raw bytes alike.
+TEST(PlanInferTest, InputBecomesOnePackedTensor) {
+  store::SnapshotMeta meta;
+  meta.set_task("regression");
+  meta.set_num_features(2);
+  const std::vector<double> values = {-0.0, 1.5, 4.9e-324, -3.25, 1e300, 7};
+  inference::ModelInferRequest request;
+  auto* input = request.add_inputs();
+  input->set_name("INPUT");
+  input->set_datatype("FP64");
+  input->add_shape(3);
+  input->add_shape(2);
+  input->mutable_contents()->mutable_fp64_contents()->Add(values.begin(),
+                                                          values.end());
+  absl::StatusOr<oip::InferPlan> plan =
+      oip::PlanInfer(request, meta, ServerLimits());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->predict.rows_size(), 0);
+  EXPECT_THAT(plan->predict.features().shape(), ElementsAre(3, 2));
+  EXPECT_EQ(plan->predict.features().f32_size(), 0);
+  ASSERT_EQ(plan->predict.features().f64_size(), 6);
+  EXPECT_EQ(std::memcmp(plan->predict.features().f64().data(), values.data(),
+                        values.size() * sizeof(double)),
+            0);
+
+  input->clear_contents();
+  request.add_raw_input_contents(std::string(
+      reinterpret_cast<const char*>(values.data()), 6 * sizeof(double)));
+  plan = oip::PlanInfer(request, meta, ServerLimits());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->predict.features().f64_size(), 6);
+  EXPECT_EQ(std::memcmp(plan->predict.features().f64().data(), values.data(),
+                        values.size() * sizeof(double)),
+            0);
+
+  const std::vector<float> narrow = {-0.0f, 0.1f, 3e38f, -2.5f, 1e-45f, 8};
+  request.clear_raw_input_contents();
+  input->set_datatype("FP32");
+  input->mutable_contents()->mutable_fp32_contents()->Add(narrow.begin(),
+                                                          narrow.end());
+  plan = oip::PlanInfer(request, meta, ServerLimits());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->predict.features().f64_size(), 6);
+  for (int i = 0; i < 6; ++i) {
+    const double widened = narrow[i];
+    const double got = plan->predict.features().f64(i);
+    EXPECT_EQ(std::memcmp(&got, &widened, sizeof(double)), 0) << i;
+  }
 }
 
 TEST_F(InferenceV2Test, ModelInferIsBitIdenticalToPredict) {
