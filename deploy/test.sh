@@ -50,8 +50,8 @@ cmake --build "${build_dir}" --parallel "$(nproc)"
 ctest --test-dir "${build_dir}" --output-on-failure -j2
 
 # 3. The tests again under ASan + UBSan (undefined behaviour aborts): -O1
-# for a build about as fast as -O2's and usable stack traces; no benchmarks
-# or experiments. The fuzz smoke runs are left to the first pass (their
+# for a build about as fast as -O2's and usable stack traces; no benchmarks,
+# experiments or end-to-end tests (tests/CMakeLists.txt says why). The fuzz smoke runs are left to the first pass (their
 # mutation counts are sized for an optimised build; bench/fuzz/run.sh fuzzes
 # under the sanitizers).
 # allocator_may_return_null: an allocation too large for the machine throws
