@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <limits>
 
 #include <absl/strings/str_cat.h>
@@ -14,6 +15,14 @@ double PredictWorkUnits(int64_t rows, int64_t samples, int64_t weights) {
          (static_cast<double>(rows) + 1.0);
 }
 
+absl::Duration ThreadCpuTime() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) {
+    return absl::ZeroDuration();
+  }
+  return absl::DurationFromTimespec(ts);
+}
+
 int ComputeRate::GroupOf(double units) {
   if (!(units >= 1)) return 0;
   return std::min(kNumGroups - 1, static_cast<int>(std::log2(units)));
@@ -21,10 +30,21 @@ int ComputeRate::GroupOf(double units) {
 
 void ComputeRate::Observe(double units, absl::Duration duration) {
   if (!(units >= 1) || duration < kMinObserved) return;
-  const double rate = absl::ToDoubleSeconds(duration) / units;
+  Record(units, absl::ToDoubleSeconds(duration) / units);
+}
+
+void ComputeRate::ObservePartial(double call_units, double done_units,
+                                 absl::Duration duration) {
+  if (!(call_units >= 1) || !(done_units >= 1) || duration < kMinObserved) {
+    return;
+  }
+  Record(call_units, absl::ToDoubleSeconds(duration) / done_units);
+}
+
+void ComputeRate::Record(double call_units, double seconds_per_unit) {
   absl::MutexLock lock(&mu_);
-  Group& group = groups_[GroupOf(units)];
-  group.rates[group.next] = rate;
+  Group& group = groups_[GroupOf(call_units)];
+  group.rates[group.next] = seconds_per_unit;
   group.next = (group.next + 1) % kWindow;
 }
 

@@ -39,6 +39,9 @@ namespace bnn::server {
 // deadline).
 double PredictWorkUnits(int64_t rows, int64_t samples, int64_t weights);
 
+// The CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID).
+absl::Duration ThreadCpuTime();
+
 // Thread-safe.
 class ComputeRate {
  public:
@@ -52,8 +55,20 @@ class ComputeRate {
   // costs (lookups, allocation), not a rate.
   static constexpr absl::Duration kMinObserved = absl::Milliseconds(2);
 
-  // Records that a call of `units` computed in `duration`.
+  // Records that a call of `units` computed in `duration` (the computing
+  // thread's CPU time, ThreadCpuTime(): time waiting for a turn or for a
+  // core is not the call's cost).
   void Observe(double units, absl::Duration duration);
+  // Records that a call of `call_units`, stopped before it finished (its
+  // deadline passed, or it was cancelled), had computed `done_units` of its
+  // forward passes in `duration`. Its rate counts for calls of its size:
+  // a call's passes are sized by the whole call. Forward passes are the
+  // cheapest units of a call (drawing samples costs more per unit), so
+  // this rate is no slower than the whole call's and the bound stays a
+  // lower bound. Without it, a call too large for the deadline its client
+  // keeps giving it would never be refused, as it never completes.
+  void ObservePartial(double call_units, double done_units,
+                      absl::Duration duration);
 
   // A lower bound of the time a call of `units` takes: units x the fastest
   // rate among the calls of its group and every larger one; nullopt when
@@ -73,6 +88,8 @@ class ComputeRate {
     int next = 0;
   };
   static int GroupOf(double units);
+  // Records `seconds_per_unit` in the group of `call_units`.
+  void Record(double call_units, double seconds_per_unit);
 
   mutable absl::Mutex mu_;
   std::array<Group, kNumGroups> groups_ ABSL_GUARDED_BY(mu_);

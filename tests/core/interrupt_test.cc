@@ -8,6 +8,22 @@
 namespace bnn {
 namespace {
 
+TEST(InterruptTest, WithProgressPassesReportsAndKeepsTheChecks) {
+  std::atomic<bool> flag{false};
+  int64_t done = -1, total = -1;
+  const Interrupt plain = Interrupt::OnFlag(&flag, "call");
+  const Interrupt reporting =
+      plain.WithProgress([&](int64_t d, int64_t t) { done = d, total = t; });
+  reporting.Progress(3, 10);
+  EXPECT_EQ(done, 3);
+  EXPECT_EQ(total, 10);
+  plain.Progress(4, 10);  // the original has no sink
+  EXPECT_EQ(done, 3);
+  flag = true;
+  EXPECT_EQ(reporting.Check().code(), absl::StatusCode::kCancelled);
+  Interrupt().Progress(1, 1);  // no sink, no effect
+}
+
 TEST(InterruptTest, DefaultNeverInterrupts) {
   const Interrupt none;
   EXPECT_FALSE(none);

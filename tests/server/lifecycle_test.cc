@@ -373,6 +373,36 @@ TEST_F(LifecycleTest, ACallThatCannotFinishBeforeItsDeadlineIsRefusedAtOnce) {
   EXPECT_EQ(Stop(SIGTERM), 0);
 }
 
+TEST_F(LifecycleTest, ACallStoppedAtItsDeadlineTeachesTheRateForItsRetries) {
+  BNN_SKIP_IF_SANITIZED("timing bound for an optimised build");
+  // A client that keeps sending a call too large for its deadline (the load
+  // test's abandoned client): the first attempt computes until its deadline
+  // and is stopped, but the passes it finished by then (16384 rows x
+  // samples of the 491k-weight net, about 0.3 s each on one core) give the
+  // rate, so a retry with the same deadline is refused before it computes.
+  // On a loaded machine the first attempt may finish no pass (drawing the
+  // 64 samples takes part of its time): up to three attempts.
+  Start({"--threads=1", "--compute-workers=1"});
+  const v1::PredictRequest large = PredictRows(*snapshot_id_, 16000, 64);
+  Timed last;
+  int attempts = 0;
+  for (; attempts < 4; ++attempts) {
+    last = TimedPredict(stub_.get(), large, absl::Seconds(1.5));
+    ASSERT_EQ(last.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+        << last.status.error_message();
+    if (last.took < absl::Milliseconds(500)) break;
+  }
+  EXPECT_GE(attempts, 1) << "refused before any call of its size ran";
+  EXPECT_LT(attempts, 4) << "never refused: " << last.status.error_message();
+  EXPECT_THAT(last.status.error_message(),
+              HasSubstr("Predict of 16000 rows x 64 samples needs at least"));
+  // A call that fits its deadline is computed.
+  EXPECT_TRUE(TimedPredict(stub_.get(), PredictRows(*snapshot_id_, 100, 64),
+                           absl::Seconds(30))
+                  .status.ok());
+  EXPECT_EQ(Stop(SIGTERM), 0);
+}
+
 TEST_F(LifecycleTest, WatchdogReportsWedgedComputeWorkers) {
   BNN_SKIP_IF_SANITIZED("timing bound for an optimised build");
   // One worker and a 2 s cap: the watchdog's threshold is 3 s. A first

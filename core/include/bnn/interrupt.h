@@ -8,6 +8,7 @@
 #define BNN_INTERRUPT_H_
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -45,7 +46,23 @@ class Interrupt {
   // Checks `first`, then `second`; TimeLeft is the smaller of theirs.
   static Interrupt Either(Interrupt first, Interrupt second);
 
+  // A copy that also passes each Progress() report to `progress`, e.g. for a
+  // server to learn how fast a call computed even when it was stopped before
+  // finishing (server/admission/compute_rate.h). `progress` runs on the
+  // computing thread and must be cheap.
+  Interrupt WithProgress(
+      std::function<void(int64_t done, int64_t total)> progress) const {
+    Interrupt copy = *this;
+    copy.progress_ = std::move(progress);
+    return copy;
+  }
+
   absl::Status Check() const { return check_ ? check_() : absl::OkStatus(); }
+  // Called by a computation before each Check(): `done` of its `total`
+  // units of work (rows for prediction) are finished.
+  void Progress(int64_t done, int64_t total) const {
+    if (progress_) progress_(done, total);
+  }
   // InfiniteDuration if unknown (no deadline).
   absl::Duration TimeLeft() const {
     return time_left_ ? time_left_() : absl::InfiniteDuration();
@@ -55,6 +72,7 @@ class Interrupt {
  private:
   std::function<absl::Status()> check_;
   std::function<absl::Duration()> time_left_;
+  std::function<void(int64_t, int64_t)> progress_;
 };
 
 }  // namespace bnn

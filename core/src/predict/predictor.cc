@@ -128,9 +128,11 @@ absl::Status CheckFiniteOutputs(const Prediction& p, absl::string_view name) {
   return absl::OkStatus();
 }
 
-// The interrupt's status, saying how far the prediction got.
+// Reports the progress (rows done) to `interrupt`, and returns its status,
+// saying how far the prediction got.
 absl::Status Interrupted(const Interrupt& interrupt, int64_t done,
                          int64_t num_rows) {
+  interrupt.Progress(done, num_rows);
   const absl::Status status = interrupt.Check();
   if (status.ok()) return status;
   return absl::Status(

@@ -551,7 +551,6 @@ absl::Status BnnServiceImpl::PredictOn(const Target& target,
   BNN_ASSIGN_OR_RETURN(
       PredictOptions options,
       BuildPredictOptions(request, rows.num_rows, snapshot, options_.limits));
-  options.interrupt = interrupt;
   MemoryEstimate estimate = predictor->EstimateMemory(rows.num_rows, options);
   // The request message and the matrix converted from it.
   estimate.Add(
@@ -569,11 +568,43 @@ absl::Status BnnServiceImpl::PredictOn(const Target& target,
       compute_rate_.Admit(absl::StrCat(rpc, " of ", rows.num_rows, " rows x ",
                                        options.num_samples, " samples"),
                           units, interrupt.TimeLeft()));
-  const absl::Time compute_start = absl::Now();
-  BNN_ASSIGN_OR_RETURN(
-      const Prediction prediction,
-      predictor->Predict(rows.features, rows.num_rows, options));
-  compute_rate_.Observe(units, absl::Now() - compute_start);
+  // The forward passes' progress: rows done and this thread's CPU time at
+  // the first and the latest report, for the rate of a call that is stopped
+  // before it finishes (ComputeRate::ObservePartial).
+  struct ForwardProgress {
+    int64_t first_rows = -1;
+    int64_t last_rows = 0;
+    absl::Duration first_cpu;
+    absl::Duration last_cpu;
+  };
+  auto progress = std::make_shared<ForwardProgress>();
+  options.interrupt =
+      interrupt.WithProgress([progress](int64_t done, int64_t /*total*/) {
+        const absl::Duration cpu = ThreadCpuTime();
+        if (progress->first_rows < 0) {
+          progress->first_rows = done;
+          progress->first_cpu = cpu;
+        }
+        progress->last_rows = done;
+        progress->last_cpu = cpu;
+      });
+  const absl::Duration cpu_start = ThreadCpuTime();
+  absl::StatusOr<Prediction> predicted =
+      predictor->Predict(rows.features, rows.num_rows, options);
+  if (!predicted.ok()) {
+    if ((absl::IsDeadlineExceeded(predicted.status()) ||
+         absl::IsCancelled(predicted.status())) &&
+        progress->first_rows >= 0) {
+      compute_rate_.ObservePartial(
+          units,
+          static_cast<double>(progress->last_rows - progress->first_rows) *
+              options.num_samples * snapshot.model.NumParameters(),
+          progress->last_cpu - progress->first_cpu);
+    }
+    return predicted.status();
+  }
+  const Prediction& prediction = *predicted;
+  compute_rate_.Observe(units, ThreadCpuTime() - cpu_start);
   ToPredictResponse(prediction, options, target.snapshot_id, snapshot,
                     request.packed_response(), response);
   response->set_model_name(target.model_name);
@@ -617,10 +648,10 @@ absl::Status BnnServiceImpl::DoAcquire(const v1::AcquireRequest& request,
       absl::StrCat("Acquire over ", pool->num_rows(), " rows x ",
                    options.num_samples, " samples"),
       units, interrupt.TimeLeft()));
-  const absl::Time compute_start = absl::Now();
+  const absl::Duration cpu_start = ThreadCpuTime();
   BNN_ASSIGN_OR_RETURN(const Acquisition acquisition,
                        bnn::Acquire(*predictor, *pool, options));
-  compute_rate_.Observe(units, absl::Now() - compute_start);
+  compute_rate_.Observe(units, ThreadCpuTime() - cpu_start);
   response->mutable_indices()->Add(acquisition.indices.begin(),
                                    acquisition.indices.end());
   response->mutable_scores()->Add(acquisition.scores.begin(),

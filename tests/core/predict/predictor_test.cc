@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -522,15 +523,24 @@ TEST(PredictorTest, InterruptStopsBetweenChunks) {
     int checks = 0;
     PredictOptions options;
     options.linearized = linearized;
-    options.interrupt = Interrupt([&checks] {
-      return ++checks > 2 ? absl::DeadlineExceededError("deadline passed")
-                          : absl::OkStatus();
-    });
+    // Each check follows a progress report of the rows done (a server
+    // learns the rate of a call stopped before it finishes from them).
+    std::vector<std::pair<int64_t, int64_t>> reports;
+    options.interrupt =
+        Interrupt([&checks] {
+          return ++checks > 2 ? absl::DeadlineExceededError("deadline passed")
+                              : absl::OkStatus();
+        }).WithProgress([&reports, &checks](int64_t done, int64_t total) {
+          EXPECT_EQ(static_cast<int64_t>(reports.size()), checks);
+          reports.emplace_back(done, total);
+        });
     const auto p = (*predictor)->Predict(kRows, 3, options);
     EXPECT_EQ(p.status().code(), absl::StatusCode::kDeadlineExceeded);
     EXPECT_NE(p.status().message().find("stopped after 2 of 3 rows"),
               absl::string_view::npos)
         << p.status();
+    EXPECT_EQ(reports, (std::vector<std::pair<int64_t, int64_t>>{
+                           {0, 3}, {1, 3}, {2, 3}}));
   }
 }
 

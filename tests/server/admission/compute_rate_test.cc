@@ -64,5 +64,39 @@ TEST(ComputeRateTest, IgnoresCallsTooShortToMeasureARate) {
   EXPECT_EQ(rate.LowerBound(1e6), std::nullopt);
 }
 
+TEST(ComputeRateTest, AStoppedCallsProgressBoundsCallsOfItsSize) {
+  ComputeRate rate;
+  // A call of 1e9 units stopped after 1e7 units of forward passes in 10 ms
+  // (1 ns/unit): a call of its size needs at least ~1 s.
+  rate.ObservePartial(1e9, 1e7, absl::Milliseconds(10));
+  ASSERT_TRUE(rate.LowerBound(1e9).has_value());
+  EXPECT_NEAR(absl::ToDoubleMilliseconds(*rate.LowerBound(1e9)), 1000.0, 1e-6);
+  EXPECT_EQ(rate.Admit("Predict", 1e9, absl::Milliseconds(50)).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  // As with a finished call, it bounds smaller calls too (their per-unit
+  // cost is no lower), but not larger ones.
+  EXPECT_NEAR(absl::ToDoubleMilliseconds(*rate.LowerBound(1e7)), 10.0, 1e-6);
+  EXPECT_EQ(rate.LowerBound(1e10), std::nullopt);
+  // No progress, or too little time to be a rate: nothing is learnt.
+  ComputeRate empty;
+  empty.ObservePartial(1e9, 0, absl::Milliseconds(10));
+  empty.ObservePartial(1e9, 1e6, absl::Microseconds(100));
+  EXPECT_EQ(empty.LowerBound(1e9), std::nullopt);
+}
+
+TEST(ThreadCpuTimeTest, CountsComputationNotSleep) {
+  const absl::Duration before = ThreadCpuTime();
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_LT(ThreadCpuTime() - before, absl::Milliseconds(20));
+  // Spinning adds CPU time (however slowly, on a loaded machine).
+  volatile double x = 0;
+  const absl::Time start = absl::Now();
+  while (ThreadCpuTime() - before < absl::Milliseconds(30) &&
+         absl::Now() - start < absl::Seconds(20)) {
+    x = x + 1;
+  }
+  EXPECT_GE(ThreadCpuTime() - before, absl::Milliseconds(30));
+}
+
 }  // namespace
 }  // namespace bnn::server
