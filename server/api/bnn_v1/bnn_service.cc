@@ -831,6 +831,15 @@ absl::Status BnnServiceImpl::DoEvaluate(const v1::EvaluateRequest& request,
                        memory_budget_->TryReserve(
                            absl::StrCat("Evaluate on ", target.snapshot_id),
                            estimate.bytes, estimate.PartsToString()));
+  // Deadline admission, as in PredictOn, before a stored dataset is loaded:
+  // one draw of S samples and the forward passes of both sets of rows.
+  const double units =
+      PredictWorkUnits(rows.num_rows + ood.num_rows, options.num_samples,
+                       snapshot.model.NumParameters());
+  BNN_RETURN_IF_ERROR(compute_rate_.Admit(
+      absl::StrCat("Evaluate of ", rows.num_rows + ood.num_rows, " rows x ",
+                   options.num_samples, " samples"),
+      units, interrupt.TimeLeft()));
   if (data_meta.has_value()) {
     BNN_ASSIGN_OR_RETURN(Dataset data, datasets_->Load(data_meta->dataset_id(),
                                                        data_meta->version()));
@@ -856,10 +865,12 @@ absl::Status BnnServiceImpl::DoEvaluate(const v1::EvaluateRequest& request,
                                                        ood_meta->version()));
     ood.features = std::move(data.features);
   }
+  const absl::Duration cpu_start = ThreadCpuTime();
   BNN_ASSIGN_OR_RETURN(
       const Evaluation evaluation,
       bnn::Evaluate(*predictor, rows.features, rows.targets, rows.num_rows,
                     ood.features, ood.num_rows, options));
+  compute_rate_.Observe(units, ThreadCpuTime() - cpu_start);
   ToEvaluateResponse(evaluation, options, snapshot, response);
   response->set_snapshot_id(target.snapshot_id);
   response->set_model_name(target.model_name);

@@ -2,6 +2,7 @@
 // exported snapshot with the same seed (equal to 1e-12), for regression and
 // classification (with out-of-distribution rows), for every way of sending
 // the rows (per row, packed, a stored dataset), and its rejections.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -181,6 +182,33 @@ TEST_F(EvaluateTest, ClassificationWithOodRowsEqualsTheCore) {
   EXPECT_EQ(response.task(), v1::TASK_CLASSIFICATION);
   EXPECT_FALSE(response.has_rmse());
   EXPECT_FALSE(response.has_log_likelihood());
+}
+
+// Deadline admission (server/admission/compute_rate.h) covers Evaluate: once
+// the server has computed an Evaluate of a size, the same call with a
+// deadline far shorter than it took is refused before it computes, with a
+// message naming the call.
+TEST_F(EvaluateTest, ACallThatCannotFinishBeforeItsDeadlineIsRefused) {
+  const std::string snapshot_id =
+      TrainedSnapshot(CubicDataset(20), v1::TASK_REGRESSION);
+  v1::EvaluateRequest request = Request(snapshot_id, CubicDataset(20, 4));
+  *request.mutable_rows() = RowChunks(CubicDataset(20000, 4), 20000).at(0);
+  request.set_num_samples(256);
+  v1::EvaluateResponse response;
+  const absl::Time start = absl::Now();
+  const grpc::Status first = Evaluate(request, &response);
+  ASSERT_TRUE(first.ok()) << first.error_message();
+  const absl::Duration took = absl::Now() - start;
+  // Its CPU time (the bound) is at least a tenth of its wall time unless
+  // the machine is more than 10x oversubscribed.
+  const absl::Duration deadline = std::max(took / 10, absl::Milliseconds(15));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
+  EXPECT_THAT(stub_->Evaluate(&context, request, &response),
+              GrpcStatusIs(grpc::StatusCode::DEADLINE_EXCEEDED,
+                           "Evaluate of 20000 rows x 256 samples needs at "
+                           "least"))
+      << "the first call took " << took;
 }
 
 TEST_F(EvaluateTest, BadRequestsNameTheField) {
