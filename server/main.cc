@@ -56,6 +56,10 @@ ABSL_FLAG(int, max_queued_jobs, kDefaults.max_queued_jobs,
 ABSL_FLAG(double, checkpoint_seconds, kDefaults.checkpoint_seconds,
           "A running job saves a checkpoint this often (seconds of training) "
           "to resume from after a shutdown or crash; 0 = only at shutdown.");
+ABSL_FLAG(int, training_nice, kDefaults.training_nice,
+          "Nice value (0..19) of the threads that train jobs, so that "
+          "serving gets the cores first while a job trains; 0 = the "
+          "server's own priority.");
 ABSL_FLAG(int, max_watchers_per_client, kDefaults.max_watchers_per_client,
           "WatchJob streams one client may have open at once.");
 ABSL_FLAG(int, max_predict_samples, kDefaults.limits.max_predict_samples,
@@ -160,6 +164,7 @@ Server::Options OptionsFromFlags() {
   options.max_concurrent_jobs = absl::GetFlag(FLAGS_max_concurrent_jobs);
   options.max_queued_jobs = absl::GetFlag(FLAGS_max_queued_jobs);
   options.checkpoint_seconds = absl::GetFlag(FLAGS_checkpoint_seconds);
+  options.training_nice = absl::GetFlag(FLAGS_training_nice);
   options.max_watchers_per_client =
       absl::GetFlag(FLAGS_max_watchers_per_client);
   options.threads = absl::GetFlag(FLAGS_threads);

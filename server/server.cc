@@ -177,6 +177,10 @@ absl::Status Server::Options::Validate() const {
     BNN_RETURN_IF_ERROR(
         CheckPositive("checkpoint-seconds", checkpoint_seconds));
   }
+  if (training_nice < 0 || training_nice > 19) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--training-nice = ", training_nice, " must be in [0, 19]"));
+  }
   BNN_RETURN_IF_ERROR(CheckAtLeast("threads", threads, 0));
   BNN_RETURN_IF_ERROR(CheckAtLeast("compute-workers", compute_workers, 1));
   BNN_RETURN_IF_ERROR(
@@ -327,6 +331,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   runner_options.compute_threads = o.threads;
   runner_options.max_queued_jobs = o.max_queued_jobs;
   runner_options.checkpoint_interval = absl::Seconds(o.checkpoint_seconds);
+  runner_options.training_nice = o.training_nice;
   // StartTraining(model_name, publish = true): the snapshot becomes the
   // model's next version (and `latest`) in the transaction that makes the
   // job SUCCEEDED; a failure to publish fails the job, naming why.

@@ -74,6 +74,12 @@ class Server {
     // many seconds of training after its last one; 0 = only when the server
     // shuts down. >= 0.
     double checkpoint_seconds = 60;
+    // --training-nice: nice value (0..19) of the threads that train jobs.
+    // Under contention for the cores, Linux gives a thread at nice 10 about
+    // a tenth of the share of one at 0, so Predict and the other RPCs keep
+    // their latency while a job trains (docs/results/load.md); on idle
+    // cores training runs at full speed. 0 = the server's own priority.
+    int training_nice = 10;
     // --max-watchers-per-client: WatchJob streams one client (token, or
     // connection without tokens) may have open at once. >= 1.
     int max_watchers_per_client = 8;

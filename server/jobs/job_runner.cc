@@ -415,6 +415,7 @@ void JobRunner::Succeed(const std::string& job_id, const Snapshot& snapshot) {
 
 void JobRunner::Run(const std::string& job_id) {
   UseComputeThreads(options_.compute_threads);
+  LowerThreadPriority(options_.training_nice);
   std::shared_ptr<Control> control;
   absl::StatusOr<store::JobRecord> job;
   {

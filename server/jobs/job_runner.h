@@ -60,6 +60,9 @@ class JobRunner {
     // OpenMP threads per job (--threads); 0 = OpenMP default. A job resumes
     // to the bits of an uninterrupted run only under the same count.
     int compute_threads = 0;
+    // Nice value of the threads that train (--training-nice): 0..19, higher
+    // yields the cores to serving more (LowerThreadPriority).
+    int training_nice = 10;
     // Jobs waiting in the queue at most (--max-queued-jobs); Submit beyond
     // it is refused with ResourceExhausted. Jobs resumed after a restart
     // are queued regardless. >= 1.

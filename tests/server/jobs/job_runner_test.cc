@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -17,6 +20,7 @@
 #include "bnn/methods/registry.h"
 #include "bnn/train/trainer.h"
 
+#include "server/jobs/compute_threads.h"
 #include "server/jobs/job_plan.h"
 #include "server/store/dataset_file.h"
 #include "tests/server/server_test_util.h"
@@ -158,6 +162,55 @@ TEST_F(JobRunnerTest, TrainsAndStoresTheSnapshot) {
   EXPECT_EQ(metrics_.snapshots().Value(), 1);
   ExpectJobsGauge("succeeded", 1);
   ExpectJobsGauge("running", 0);
+}
+
+// Nice values of this process's threads (/proc/self/task/*/stat, field 19).
+std::vector<int> ThreadNiceValues() {
+  std::vector<int> values;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(stat.substr(paren + 2));
+    std::string field;
+    // After "pid (comm) ": state is field 3, nice field 19.
+    for (int i = 3; i <= 19 && (fields >> field); ++i) {
+    }
+    values.push_back(std::stoi(field));
+  }
+  return values;
+}
+
+TEST_F(JobRunnerTest, TrainsAtTheConfiguredNiceValue) {
+  // The fixture's runner has the default training_nice (10); the test's
+  // own threads stay at 0.
+  ASSERT_EQ(JobRunner::Options().training_nice, 10);
+  const std::vector<int> before = ThreadNiceValues();
+  ASSERT_EQ(std::count(before.begin(), before.end(), 10), 0);
+  const std::string running = runner_->Submit(Job(1000000))->job_id();
+  WaitFor(running, [](const store::JobRecord& job) { return job.step() > 0; });
+  const std::vector<int> nice = ThreadNiceValues();
+  // The job's thread (and any OpenMP threads it started).
+  EXPECT_GE(std::count(nice.begin(), nice.end(), 10), 1);
+  EXPECT_GE(std::count(nice.begin(), nice.end(), 0), 1);
+  ASSERT_TRUE(runner_->Cancel(running).ok());
+  WaitForState(running, store::JobRecord::CANCELLED);
+}
+
+TEST(LowerThreadPriorityTest, LowersOnlyTheCallingThreadAndNeverRaises) {
+  std::thread thread([] {
+    EXPECT_EQ(LowerThreadPriority(5), 5);
+    EXPECT_EQ(LowerThreadPriority(2), 5);    // never raised again
+    EXPECT_EQ(LowerThreadPriority(40), 19);  // clamped
+    const std::vector<int> nice = ThreadNiceValues();
+    EXPECT_EQ(std::count(nice.begin(), nice.end(), 19), 1);
+  });
+  thread.join();
+  const std::vector<int> nice = ThreadNiceValues();
+  EXPECT_EQ(std::count(nice.begin(), nice.end(), 19), 0);
 }
 
 TEST_F(JobRunnerTest, FailedTrainingRecordsTheError) {
