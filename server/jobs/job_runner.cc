@@ -351,7 +351,7 @@ absl::Status JobRunner::Finish(
   return absl::OkStatus();
 }
 
-void JobRunner::Succeed(const std::string& job_id, const Snapshot& snapshot) {
+void JobRunner::Succeed(const std::string& job_id, Snapshot snapshot) {
   const std::string snapshot_id = snapshots_->NewSnapshotId();
   absl::Status handled = absl::OkStatus();
   absl::Status committed;
@@ -361,6 +361,21 @@ void JobRunner::Succeed(const std::string& job_id, const Snapshot& snapshot) {
     const absl::StatusOr<SnapshotRecord> record =
         snapshots_->StoreFile(snapshot, snapshot_id, job_id);
     if (record.ok()) {
+      // The posterior goes to the predictor cache in memory, before the
+      // commit that makes the job SUCCEEDED, so that the first Predict
+      // after it neither reads nor decodes the file just written (issue
+      // 15: 5.5 s at the MNIST size). Only an optimisation: if it fails,
+      // the first Predict loads the snapshot as usual.
+      absl::StatusOr<std::shared_ptr<const Predictor>> predictor =
+          predictors_->NewPredictor(
+              snapshot_id,
+              std::make_shared<const Snapshot>(std::move(snapshot)));
+      if (predictor.ok()) {
+        predictors_->Adopt(snapshot_id, *std::move(predictor));
+      } else {
+        spdlog::warn("job {}: snapshot {} not cached: {}", job_id, snapshot_id,
+                     predictor.status().ToString());
+      }
       const auto succeeded = [&](store::JobRecord* r) {
         r->set_snapshot_id(snapshot_id);
         r->set_progress(1.0);
@@ -399,6 +414,7 @@ void JobRunner::Succeed(const std::string& job_id, const Snapshot& snapshot) {
     metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
     return;
   }
+  predictors_->Evict(snapshot_id);
   spdlog::error("job {}: cannot store its snapshot: {}", job_id,
                 committed.ToString());
   const absl::Status failed = Finish(job_id, [&](store::JobRecord* r) {
@@ -446,7 +462,7 @@ void JobRunner::Run(const std::string& job_id) {
     PublishState(*job);
     Log(spdlog::level::info, "job running",
         {{"job_id", job_id}, {"state", "running"}, {"method", job->method()}});
-    const absl::StatusOr<Snapshot> trained = Train(*job, *control);
+    absl::StatusOr<Snapshot> trained = Train(*job, *control);
     bool stopping = false;
     {
       absl::MutexLock lock(&mu_);
@@ -454,7 +470,7 @@ void JobRunner::Run(const std::string& job_id) {
     }
     absl::Status finished = absl::OkStatus();
     if (trained.ok()) {
-      Succeed(job_id, *trained);
+      Succeed(job_id, *std::move(trained));
     } else if (absl::IsCancelled(trained.status()) &&
                (control->cancelled || Cancelling(job_id))) {
       // Cancel wins over a shutdown that stopped the job at the same time.

@@ -167,7 +167,7 @@ class JobRunner {
   // Stores the snapshot of a job that trained to the end and records the
   // job SUCCEEDED with it in one transaction (see the file comment); FAILED
   // if that cannot be done.
-  void Succeed(const std::string& job_id, const Snapshot& snapshot);
+  void Succeed(const std::string& job_id, Snapshot snapshot);
   // Deletes `job`'s checkpoint, commits its record in a final state (and its
   // end time) with `also` in the same transaction, then publishes the state
   // event, logs and counts it. Returns the commit's error, having done

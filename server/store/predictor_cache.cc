@@ -63,14 +63,27 @@ absl::StatusOr<std::shared_ptr<const Predictor>> PredictorCache::Get(
   return predictor;
 }
 
+absl::StatusOr<std::shared_ptr<const Predictor>> PredictorCache::NewPredictor(
+    absl::string_view snapshot_id,
+    std::shared_ptr<const Snapshot> snapshot) const {
+  absl::StatusOr<std::unique_ptr<Predictor>> created = Predictor::Create(
+      std::move(snapshot), options_.predictor, std::string(snapshot_id));
+  if (!created.ok()) return SnapshotLoadError(snapshot_id, created.status());
+  return std::shared_ptr<const Predictor>(*std::move(created));
+}
+
+void PredictorCache::Adopt(absl::string_view snapshot_id,
+                           std::shared_ptr<const Predictor> predictor) {
+  absl::MutexLock lock(&mu_);
+  // Never checked: Get() looks the snapshot up in the store first.
+  Insert(snapshot_id, std::move(predictor), kNeverChecked);
+}
+
 absl::StatusOr<std::shared_ptr<const Predictor>> PredictorCache::Load(
     absl::string_view snapshot_id) const {
   BNN_ASSIGN_OR_RETURN(Snapshot snapshot, snapshots_->Read(snapshot_id));
-  absl::StatusOr<std::unique_ptr<Predictor>> created =
-      Predictor::Create(std::make_shared<const Snapshot>(std::move(snapshot)),
-                        options_.predictor, std::string(snapshot_id));
-  if (!created.ok()) return SnapshotLoadError(snapshot_id, created.status());
-  return std::shared_ptr<const Predictor>(*std::move(created));
+  return NewPredictor(snapshot_id,
+                      std::make_shared<const Snapshot>(std::move(snapshot)));
 }
 
 absl::StatusOr<std::shared_ptr<const Snapshot>> PredictorCache::GetSnapshot(

@@ -61,6 +61,24 @@ class PredictorCache {
   absl::StatusOr<std::shared_ptr<const Snapshot>> GetSnapshot(
       absl::string_view snapshot_id);
 
+  // A predictor of `snapshot` with the cache's options, named
+  // `snapshot_id` (for Adopt; DataLoss naming the snapshot if it is not
+  // servable).
+  absl::StatusOr<std::shared_ptr<const Predictor>> NewPredictor(
+      absl::string_view snapshot_id,
+      std::shared_ptr<const Snapshot> snapshot) const;
+  // Caches `predictor` (NewPredictor) of a snapshot about to be committed
+  // under `snapshot_id` (a job's result, handed over in memory), so that
+  // the first Predict after a job finishes does not read and decode what
+  // the job just wrote. Its snapshot must be what the store holds: a
+  // predictor of DecodeSnapshot of the stored bytes predicts the same, bit
+  // for bit (job_runner_test checks every posterior family). It is cached
+  // before the commit, so that it is there when anyone learns the id; the
+  // first Get() asks the store whether the snapshot exists, so it is never
+  // served if the commit does not happen (call Evict() then to free it).
+  void Adopt(absl::string_view snapshot_id,
+             std::shared_ptr<const Predictor> predictor);
+
   // Forgets the snapshot's predictor, if cached; call it after deleting the
   // snapshot from the store. Holders of the predictor finish normally.
   void Evict(absl::string_view snapshot_id);
@@ -94,9 +112,11 @@ class PredictorCache {
     // The predictor's cache_stats() already added to TakeCacheCounts().
     CacheCounts counted;
     // The metadata store's Commits() when the snapshot was last found in
-    // it: while unchanged, a hit needs no lookup.
+    // it: while unchanged, a hit needs no lookup. kNeverChecked: not yet.
     uint64_t checked_at_commits = 0;
   };
+
+  static constexpr uint64_t kNeverChecked = ~uint64_t{0};
 
   PredictorCache(const Options& options, const SnapshotStore* snapshots)
       : options_(options), snapshots_(snapshots) {}

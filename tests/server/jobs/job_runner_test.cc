@@ -18,6 +18,7 @@
 
 #include "bnn/io/snapshot.h"
 #include "bnn/methods/registry.h"
+#include "bnn/predict/predictor.h"
 #include "bnn/train/trainer.h"
 
 #include "server/jobs/compute_threads.h"
@@ -211,6 +212,57 @@ TEST(LowerThreadPriorityTest, LowersOnlyTheCallingThreadAndNeverRaises) {
   thread.join();
   const std::vector<int> nice = ThreadNiceValues();
   EXPECT_EQ(std::count(nice.begin(), nice.end(), 19), 0);
+}
+
+// Issue 15: a finished job hands its posterior to the predictor cache, so
+// the first Predict neither reads nor decodes the snapshot; and the handed
+// predictor predicts what one decoded from the stored bytes does, bit for
+// bit, for every posterior family.
+TEST_F(JobRunnerTest, AFinishedJobsPredictorIsCachedAndEqualsTheStoredOne) {
+  const std::vector<std::pair<std::string, std::string>> methods = {
+      {"slang", "low-rank"},       {"bbb", "diagonal"},
+      {"noisy_kfac", "kronecker"}, {"bali", "matrix-normal"},
+      {"mc_dropout", "dropout"},   {"vogn_full", "full"},
+      {"hmc", "samples"}};
+  for (const auto& [method, family] : methods) {
+    SCOPED_TRACE(method + " (" + family + ")");
+    store::JobRecord request = Job(2);
+    request.set_method(method);
+    request.mutable_params()->clear();
+    if (method == "hmc") {
+      (*request.mutable_params())["chains"] = "1";
+      (*request.mutable_params())["warmup"] = "5";
+      (*request.mutable_params())["leapfrog_steps"] = "3";
+    } else {
+      (*request.mutable_params())["batch_size"] = "10";
+    }
+    const std::string id = runner_->Submit(request)->job_id();
+    const store::JobRecord job = WaitFor(id, [](const store::JobRecord& j) {
+      return j.state() == store::JobRecord::SUCCEEDED ||
+             j.state() == store::JobRecord::FAILED;
+    });
+    ASSERT_EQ(job.state(), store::JobRecord::SUCCEEDED) << job.error();
+    const int64_t misses = predictors_->GetStats().misses;
+    const auto cached = predictors_->Get(job.snapshot_id());
+    ASSERT_TRUE(cached.ok()) << cached.status();
+    EXPECT_EQ(predictors_->GetStats().misses, misses) << "loaded, not handed";
+    // The stored bytes, decoded.
+    const absl::StatusOr<Snapshot> stored = snapshots_->Read(job.snapshot_id());
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    const auto decoded = Predictor::Create(
+        std::make_shared<const Snapshot>(*stored), PredictorOptions());
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    PredictOptions options;
+    options.num_samples = 8;
+    options.seed = 11;
+    options.cache_samples = false;
+    const std::vector<double> rows = {-1.5, -0.2, 0.4, 2.0};
+    const auto a = (*cached)->Predict(rows, 4, options);
+    const auto b = (*decoded)->Predict(rows, 4, options);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    EXPECT_EQ(a->mean, b->mean);
+    EXPECT_EQ(a->epistemic_variance, b->epistemic_variance);
+  }
 }
 
 TEST_F(JobRunnerTest, FailedTrainingRecordsTheError) {
