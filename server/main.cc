@@ -60,6 +60,10 @@ ABSL_FLAG(int, training_nice, kDefaults.training_nice,
           "Nice value (0..19) of the threads that train jobs, so that "
           "serving gets the cores first while a job trains; 0 = the "
           "server's own priority.");
+ABSL_FLAG(bool, preload_models, kDefaults.preload_models,
+          "After start, load the latest version of the named models (newest "
+          "first, at most 8) into the predictor cache in the background, so "
+          "the first Predict after a restart does not load them.");
 ABSL_FLAG(int, max_watchers_per_client, kDefaults.max_watchers_per_client,
           "WatchJob streams one client may have open at once.");
 ABSL_FLAG(int, max_predict_samples, kDefaults.limits.max_predict_samples,
@@ -165,6 +169,7 @@ Server::Options OptionsFromFlags() {
   options.max_queued_jobs = absl::GetFlag(FLAGS_max_queued_jobs);
   options.checkpoint_seconds = absl::GetFlag(FLAGS_checkpoint_seconds);
   options.training_nice = absl::GetFlag(FLAGS_training_nice);
+  options.preload_models = absl::GetFlag(FLAGS_preload_models);
   options.max_watchers_per_client =
       absl::GetFlag(FLAGS_max_watchers_per_client);
   options.threads = absl::GetFlag(FLAGS_threads);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <climits>
 #include <filesystem>
+#include <functional>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "server/common/address.h"
 #include "server/common/log.h"
 #include "server/common/request_log.h"
+#include "server/jobs/compute_threads.h"
 
 namespace bnn::server {
 namespace {
@@ -522,6 +524,9 @@ absl::Status Server::Start() {
     SetServing(true, "");
   }
   watchdog_ = std::thread([this] { WatchCompute(); });
+  if (options_.preload_models) {
+    preloader_ = std::thread([this] { PreloadModels(); });
+  }
   store_sizer_ = std::thread([this] {
     while (!stop_watchdog_.WaitForNotificationWithTimeout(kStoreBytesPeriod)) {
       RefreshStoreBytes();
@@ -556,6 +561,53 @@ void Server::WatchCompute() {
   }
 }
 
+void Server::PreloadModels() {
+  UseComputeThreads(options_.threads);
+  LowerThreadPriority(options_.training_nice);
+  // The snapshot of each model's latest version, newest first.
+  std::vector<std::pair<int64_t, std::string>> latest;
+  std::string after;
+  bool more = true;
+  while (more && !stop_watchdog_.HasBeenNotified()) {
+    absl::StatusOr<std::vector<Model>> page = models_->List(after, 100, &more);
+    if (!page.ok()) {
+      spdlog::warn("preload: cannot list models: {}", page.status().ToString());
+      return;
+    }
+    if (page->empty()) break;
+    for (const Model& model : *page) {
+      const int64_t version = LatestVersion(model);
+      for (const store::ModelVersion& v : model.versions) {
+        if (v.version() == version) {
+          latest.emplace_back(v.created_unix_ms(), v.snapshot_id());
+        }
+      }
+    }
+    after = page->back().info.name();
+  }
+  std::sort(latest.begin(), latest.end(), std::greater<>());
+  if (latest.size() > static_cast<size_t>(kPredictorCacheCapacity)) {
+    latest.resize(kPredictorCacheCapacity);
+  }
+  const absl::Time start = absl::Now();
+  int loaded = 0;
+  for (const auto& [created, snapshot_id] : latest) {
+    if (stop_watchdog_.HasBeenNotified()) break;
+    const absl::Status status = predictors_->Get(snapshot_id).status();
+    if (status.ok()) {
+      ++loaded;
+    } else {
+      spdlog::warn("preload: snapshot {}: {}", snapshot_id, status.ToString());
+    }
+  }
+  if (!latest.empty()) {
+    Log(spdlog::level::info, "models preloaded",
+        {{"snapshots", absl::StrCat(loaded)},
+         {"seconds",
+          absl::StrCat(absl::ToDoubleSeconds(absl::Now() - start))}});
+  }
+}
+
 absl::Status Server::Shutdown() {
   absl::MutexLock lock(&shutdown_mu_);
   if (shut_down_) return shutdown_status_;
@@ -581,6 +633,7 @@ absl::Status Server::Shutdown() {
   stop_watchdog_.Notify();
   if (watchdog_.joinable()) watchdog_.join();
   if (store_sizer_.joinable()) store_sizer_.join();
+  if (preloader_.joinable()) preloader_.join();
   // Training first: a job's next step would be lost work anyway.
   if (runner_ != nullptr) runner_->BeginShutdown();
   std::vector<std::string> unfinished;

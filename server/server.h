@@ -114,6 +114,12 @@ class Server {
     // "float64" or "float32" (about twice the throughput, ~1e-6 relative
     // error).
     std::string predict_precision = "float64";
+    // --preload-models: after Start(), load the `latest` version of the
+    // named models (the most recently published first, at most
+    // kPredictorCacheCapacity) into the predictor cache in the background,
+    // so that the first Predict after a restart does not read and decode
+    // its snapshot. Loading runs at --training-nice.
+    bool preload_models = true;
     // --memory-budget-bytes: bytes that admitted work may hold at once, by
     // the core's estimates of its peaks (bnn/memory.h); work that does not
     // fit is refused with RESOURCE_EXHAUSTED. 0 =
@@ -280,6 +286,9 @@ class Server {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
   // Body of the watchdog thread: every kWatchdogPeriod until stopped.
   void WatchCompute();
+  // Body of the preload thread (Options::preload_models); returns early once
+  // stop_watchdog_ is notified.
+  void PreloadModels();
   // Sets bnn_store_bytes from the files under the data directory.
   void RefreshStoreBytes();
 
@@ -326,6 +335,8 @@ class Server {
   // Refreshes bnn_store_bytes every kStoreBytesPeriod; stopped with the
   // watchdog.
   std::thread store_sizer_;
+  // PreloadModels(); stopped with the watchdog.
+  std::thread preloader_;
 
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;

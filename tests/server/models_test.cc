@@ -329,6 +329,33 @@ TEST_F(ModelsTest, TrainingWithPublishPublishesTheSnapshot) {
   EXPECT_EQ(latest.model_version(), 2);
 }
 
+// --preload-models (on by default): after a restart the latest version of
+// each named model is loaded into the predictor cache in the background, so
+// the first Predict on it is a cache hit; older versions are not loaded.
+TEST_F(ModelsTest, ARestartPreloadsEachModelsLatestVersion) {
+  ASSERT_FALSE(Train(dataset_id_, 3, "trained").empty());
+  const std::string latest = Train(dataset_id_, 4, "trained");
+  const std::string other = Train(dataset_id_, 5, "other");
+  ASSERT_EQ(server_->Stop(SIGTERM).value_or(-1), 0);
+  Start();
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (server_->Log().find("models preloaded") == std::string::npos &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_THAT(server_->Log(), HasSubstr("models preloaded snapshots=2"));
+  EXPECT_THAT(Metrics(), HasSubstr("bnn_predictor_cache_predictors 2\n"));
+  EXPECT_THAT(Metrics(),
+              HasSubstr("bnn_predictor_cache_lookups_total{result=\"miss\"}"
+                        " 2\n"));
+  EXPECT_EQ(PredictModel("trained").snapshot_id(), latest);
+  EXPECT_EQ(PredictModel("other").snapshot_id(), other);
+  // Both were hits: still two misses, the preload's.
+  EXPECT_THAT(Metrics(),
+              HasSubstr("bnn_predictor_cache_lookups_total{result=\"miss\"}"
+                        " 2\n"));
+}
+
 TEST_F(ModelsTest, ReferencesAnswerInPredictAcquireAndExport) {
   ASSERT_TRUE(Publish("m", snap_a_, {"stable"}).ok());
   ASSERT_TRUE(Publish("m", snap_b_).ok());

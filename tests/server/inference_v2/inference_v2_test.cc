@@ -134,22 +134,60 @@ absl::StatusOr<std::string> UploadSigns(v1::BnnService::Stub& stub) {
   return uploaded.dataset().dataset_id();
 }
 
-// A snapshot trained on `dataset_id` (seed 2: bytes of its own) and
-// published as `model`, whose blob is then deleted: the model exists but
-// cannot serve.
+// A snapshot trained on `dataset_id` (seed 2: bytes of its own), exported,
+// imported again and the import published as `model`; then its blob is
+// deleted: the model exists but cannot serve. (Imported, because a job hands
+// its snapshot to the predictor cache, which would keep serving the trained
+// one from memory.)
 absl::Status PublishBroken(v1::BnnService::Stub& stub,
                            const std::string& dataset_id,
                            const std::string& model) {
-  BNN_ASSIGN_OR_RETURN(const std::string snapshot_id,
-                       TrainAndPublish(stub, dataset_id, model, /*seed=*/2));
+  v1::StartTrainingRequest train;
+  train.set_dataset_id(dataset_id);
+  train.set_method("slang");
+  train.set_epochs(20);
+  train.set_seed(2);
+  train.mutable_model()->add_hidden_sizes(4);
+  BNN_ASSIGN_OR_RETURN(const std::string job_id, StartTraining(stub, train));
+  BNN_ASSIGN_OR_RETURN(const v1::Job job,
+                       WaitForJob(stub, job_id, [](const v1::Job& j) {
+                         return j.state() == v1::JOB_STATE_SUCCEEDED ||
+                                j.state() == v1::JOB_STATE_FAILED;
+                       }));
+  if (job.state() != v1::JOB_STATE_SUCCEEDED) {
+    return absl::InternalError(job.error());
+  }
   std::string bytes;
-  grpc::ClientContext context;
-  v1::ExportSnapshotRequest request;
-  request.set_snapshot_id(snapshot_id);
-  auto reader = stub.ExportSnapshot(&context, request);
-  v1::SnapshotChunk chunk;
-  while (reader->Read(&chunk)) bytes += chunk.data();
-  if (!reader->Finish().ok()) return absl::InternalError("export failed");
+  {
+    grpc::ClientContext context;
+    v1::ExportSnapshotRequest request;
+    request.set_snapshot_id(job.snapshot_id());
+    auto reader = stub.ExportSnapshot(&context, request);
+    v1::SnapshotChunk chunk;
+    while (reader->Read(&chunk)) bytes += chunk.data();
+    if (!reader->Finish().ok()) return absl::InternalError("export failed");
+  }
+  v1::SnapshotInfo imported;
+  {
+    grpc::ClientContext context;
+    auto writer = stub.ImportSnapshot(&context, &imported);
+    v1::SnapshotChunk chunk;
+    chunk.set_data(bytes);
+    writer->Write(chunk);
+    writer->WritesDone();
+    const grpc::Status status = writer->Finish();
+    if (!status.ok()) return absl::InternalError(status.error_message());
+  }
+  {
+    grpc::ClientContext context;
+    v1::PublishModelRequest request;
+    request.set_name(model);
+    request.set_snapshot_id(imported.snapshot_id());
+    v1::ModelVersion published;
+    const grpc::Status status =
+        stub.PublishModel(&context, request, &published);
+    if (!status.ok()) return absl::InternalError(status.error_message());
+  }
   // Blobs are named by the SHA-256 of their bytes: the exported file's.
   const std::string blob = Sha256Hex(bytes);
   const std::string path = absl::StrCat(
