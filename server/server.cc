@@ -392,6 +392,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   service_options.compute_workers = o.compute_workers;
   service_options.max_request_time = absl::Seconds(o.max_request_seconds);
   service_options.data_dir = o.data_dir;
+  service_options.blob_dir = o.blob_dir;
   service_options.max_client_streams = o.max_client_streams;
   service_options.stream_idle_timeout = absl::Seconds(o.stream_idle_seconds);
   service_options.max_watchers_per_client = o.max_watchers_per_client;
@@ -404,6 +405,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   oip::InferenceApi::Options inference_options;
   inference_options.limits = o.limits;
   inference_options.data_dir = o.data_dir;
+  inference_options.blob_dir = o.blob_dir;
   Server* const self = server.get();
   server->inference_ = std::make_unique<oip::InferenceApi>(
       inference_options, server->auth_.get(), server->models_.get(),
