@@ -26,8 +26,10 @@ BUILD_ONLY_PACKAGES=(
   # Bearer tokens (SHA-256, CSPRNG) and TLS certificate checks; the tests
   # make their certificates with the openssl tool.
   libssl-dev
-  # The metadata store (server/store/sqlite_metadata_store.h).
-  libsqlite3-dev
+  # The metadata store (server/store/sqlite_metadata_store.h) and its
+  # PostgreSQL backend for replicas sharing one store (libpq,
+  # server/store/postgres_metadata_store.h).
+  libsqlite3-dev libpq-dev
   # bnnctl: --json output (nlohmann-json) and its command line (CLI11); the
   # tests parse that output with the same JSON parser, and bnn-server writes
   # --log-format=json lines with it. Both are header-only.
@@ -39,6 +41,9 @@ BUILD_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # Integration tests and the demo: data generation, metrics scraping.
   python3 curl prometheus
+  # The PostgreSQL metadata store's tests start a real server (initdb,
+  # postgres: tests/test_util/postgres_server.h); they fail without it.
+  postgresql
   # bnn_client_test makes TLS certificates at test time.
   openssl
   # bench/fuzz/run.sh: the fuzz targets under libFuzzer with ASan/UBSan
@@ -71,7 +76,7 @@ RUNTIME_PACKAGES=(
   # /metrics, /healthz, /readyz: prometheus-cpp's core and civetweb.
   libprometheus-cpp-core1.0 libcivetweb1
   libssl3
-  libsqlite3-0
+  libsqlite3-0 libpq5
 )
 
 packages=("${BUILD_PACKAGES[@]}")

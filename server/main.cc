@@ -40,6 +40,16 @@ ABSL_FLAG(std::string, data_dir, kDefaults.data_dir,
           "Directory of the embedded store: metadata.db, blobs/, "
           "checkpoints/ (required; created if missing; a directory of an "
           "older server is migrated on first start).");
+ABSL_FLAG(std::string, metadata, kDefaults.metadata,
+          "The metadata store: empty (the default) for SQLite in "
+          "--data-dir, or a PostgreSQL URI "
+          "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE shared by several "
+          "servers (each with its own --data-dir, all with one --blob-dir); "
+          "prefer PGPASSWORD or a password file to a password in the URI.");
+ABSL_FLAG(std::string, blob_dir, kDefaults.blob_dir,
+          "Directory of the blobs (dataset rows, snapshot files); empty: "
+          "<data-dir>/blobs. Required with a PostgreSQL --metadata, the same "
+          "for every server sharing it.");
 ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "HTTP address (IPv4 or host name, plain HTTP) of /metrics "
           "(Prometheus), /healthz and /readyz; empty disables it. Must be "
@@ -163,6 +173,8 @@ Server::Options OptionsFromFlags() {
   Server::Options options;
   options.listen = absl::GetFlag(FLAGS_listen);
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  options.metadata = absl::GetFlag(FLAGS_metadata);
+  options.blob_dir = absl::GetFlag(FLAGS_blob_dir);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
   options.max_concurrent_jobs = absl::GetFlag(FLAGS_max_concurrent_jobs);

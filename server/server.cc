@@ -137,6 +137,19 @@ absl::Status Server::Options::Validate() const {
   if (data_dir.empty()) {
     return absl::InvalidArgumentError("--data-dir is required");
   }
+  if (!metadata.empty()) {
+    if (!PostgresMetadataStore::IsUri(metadata)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--metadata must be empty (SQLite in --data-dir) or a PostgreSQL "
+          "URI postgres://USER@HOST:PORT/DATABASE, got '",
+          PostgresMetadataStore::RedactUri(metadata), "'"));
+    }
+    if (blob_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "--blob-dir is required with a PostgreSQL --metadata: every server "
+          "sharing the metadata must use the same blob directory");
+    }
+  }
   std::string host;
   int port = 0;
   BNN_RETURN_IF_ERROR(SplitHostPort(listen, &host, &port));
@@ -276,6 +289,20 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   }
   BNN_ASSIGN_OR_RETURN(server->data_dir_lock_,
                        DataDirLock::Acquire(o.data_dir));
+  // With PostgreSQL, the blob directory is every replica's; the data
+  // directory (its lock, the server id, job checkpoints) stays this one's.
+  const bool shared_store = !o.metadata.empty();
+  std::string runner;
+  if (shared_store) {
+    BNN_ASSIGN_OR_RETURN(runner, LoadOrCreateServerId(o.data_dir));
+    Log(spdlog::level::info, "shared metadata store",
+        {{"metadata", PostgresMetadataStore::RedactUri(o.metadata)},
+         {"blob_dir", o.blob_dir},
+         {"server_id", runner}});
+  } else if (!o.blob_dir.empty()) {
+    BNN_ASSIGN_OR_RETURN(server->blob_dir_lock_,
+                         DataDirLock::Acquire(o.blob_dir, "--blob-dir"));
+  }
   int64_t budget_bytes = o.memory_budget_bytes;
   if (budget_bytes == 0) {
     absl::StatusOr<MachineMemory> machine = ReadMachineMemory();
@@ -297,8 +324,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
                  FormatBytes(budget_bytes));
   }
   server->memory_budget_ = std::make_unique<MemoryBudget>(budget_bytes);
+  MetadataDir::Options store_options;
+  store_options.postgres_uri = o.metadata;
+  store_options.blob_dir = o.blob_dir;
   BNN_ASSIGN_OR_RETURN(MetadataDir dir,
-                       MetadataDir::Open(o.data_dir, MetadataDir::Options()));
+                       MetadataDir::Open(o.data_dir, store_options));
   LogStoreOpened(o.data_dir, dir);
   server->metadata_ = std::move(dir.metadata);
   server->blobs_ = std::move(dir.blobs);
@@ -325,7 +355,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   BNN_ASSIGN_OR_RETURN(
       server->jobs_,
       JobStore::Open(server->metadata_.get(),
-                     absl::StrCat(o.data_dir, "/", kCheckpointDirName)));
+                     absl::StrCat(o.data_dir, "/", kCheckpointDirName),
+                     runner));
   const MethodRegistry* registry = &MethodRegistry::Builtin();
 
   JobRunner::Options runner_options;
@@ -368,6 +399,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   service_options.compute_workers = o.compute_workers;
   service_options.max_request_time = absl::Seconds(o.max_request_seconds);
   service_options.data_dir = o.data_dir;
+  service_options.blob_dir = o.blob_dir;
   service_options.max_client_streams = o.max_client_streams;
   service_options.stream_idle_timeout = absl::Seconds(o.stream_idle_seconds);
   service_options.max_watchers_per_client = o.max_watchers_per_client;
@@ -380,6 +412,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   oip::InferenceApi::Options inference_options;
   inference_options.limits = o.limits;
   inference_options.data_dir = o.data_dir;
+  inference_options.blob_dir = o.blob_dir;
   Server* const self = server.get();
   server->inference_ = std::make_unique<oip::InferenceApi>(
       inference_options, server->auth_.get(), server->models_.get(),
@@ -435,18 +468,25 @@ void Server::SetServing(bool serving, std::string reason) {
 }
 
 void Server::RefreshStoreBytes() {
-  int64_t metadata_bytes = 0;
-  for (const char* suffix : {"", "-wal", "-shm"}) {
-    std::error_code error;
-    const uintmax_t size = std::filesystem::file_size(
-        absl::StrCat(options_.data_dir, "/", kMetadataDbName, suffix), error);
-    if (!error) metadata_bytes += static_cast<int64_t>(size);
+  // A PostgreSQL store's size is the database server's to report.
+  if (options_.metadata.empty()) {
+    int64_t metadata_bytes = 0;
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      std::error_code error;
+      const uintmax_t size = std::filesystem::file_size(
+          absl::StrCat(options_.data_dir, "/", kMetadataDbName, suffix), error);
+      if (!error) metadata_bytes += static_cast<int64_t>(size);
+    }
+    metrics_.store_bytes("metadata").Set(static_cast<double>(metadata_bytes));
   }
-  metrics_.store_bytes("metadata").Set(static_cast<double>(metadata_bytes));
-  for (const absl::string_view store : {kBlobDirName, kCheckpointDirName}) {
-    metrics_.store_bytes(store).Set(static_cast<double>(
-        DirectoryBytes(absl::StrCat(options_.data_dir, "/", store))));
-  }
+  metrics_.store_bytes(kBlobDirName)
+      .Set(static_cast<double>(DirectoryBytes(
+          options_.blob_dir.empty()
+              ? absl::StrCat(options_.data_dir, "/", kBlobDirName)
+              : options_.blob_dir)));
+  metrics_.store_bytes(kCheckpointDirName)
+      .Set(static_cast<double>(DirectoryBytes(
+          absl::StrCat(options_.data_dir, "/", kCheckpointDirName))));
   // Reads of a blob that fails its check quarantine it while serving.
   metrics_.quarantined_blobs().Set(
       static_cast<double>(blobs_->Quarantined().size()));

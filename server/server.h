@@ -49,8 +49,23 @@ class Server {
     std::string listen = "127.0.0.1:50051";
     // --data-dir: directory of the embedded store (metadata.db, blobs/,
     // checkpoints/; see MetadataDir), created if missing; a directory of the
-    // older record-file layout is migrated on first start. Required.
+    // older record-file layout is migrated on first start. Required. With a
+    // PostgreSQL --metadata it holds what stays this server's own: its lock,
+    // its server id and the checkpoints of the jobs it runs.
     std::string data_dir;
+    // --metadata: the metadata store. Empty (the default): SQLite in
+    // <data-dir>/metadata.db. A PostgreSQL connection URI
+    // (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE, libpq's form): the
+    // store several servers (replicas) share, each with its own --data-dir
+    // and all with the same --blob-dir; its schema is created or migrated
+    // on start. libpq's PGPASSWORD and password file keep the password out
+    // of the command line; it is never logged.
+    std::string metadata;
+    // --blob-dir: the directory of the blobs (dataset rows, snapshot
+    // files); empty: <data-dir>/blobs. Required with a PostgreSQL
+    // --metadata, shared by every server of that store (e.g. a
+    // ReadWriteMany volume); otherwise locked by this server.
+    std::string blob_dir;
     // --metrics-listen: address of the HTTP endpoint serving /metrics
     // (Prometheus), /healthz and /readyz: an IPv4 address or host name and
     // a port (0 picks a free port); empty disables the endpoint. Plain HTTP
@@ -300,12 +315,16 @@ class Server {
   ServerMetrics metrics_;
   // Held from Create() until destruction, after every store is closed.
   std::unique_ptr<DataDirLock> data_dir_lock_;
+  // The lock of a --blob-dir outside the data directory that this server
+  // alone uses (SQLite metadata); null otherwise.
+  std::unique_ptr<DataDirLock> blob_dir_lock_;
   std::unique_ptr<MemoryBudget> memory_budget_;
   std::unique_ptr<Authenticator> auth_;
   // Of the gRPC port: TLS (files read and checked by Create) or plaintext.
   std::shared_ptr<grpc::ServerCredentials> credentials_;
   // The data directory's store (MetadataDir): what the stores below keep.
-  std::unique_ptr<SqliteMetadataStore> metadata_;
+  // SqliteMetadataStore or PostgresMetadataStore (--metadata).
+  std::unique_ptr<MetadataStore> metadata_;
   std::unique_ptr<BlobStore> blobs_;
   std::unique_ptr<DatasetStore> datasets_;
   std::unique_ptr<SnapshotStore> snapshots_;

@@ -66,19 +66,28 @@ HttpStatus ToHttpStatus(const absl::Status& status) {
   return out;
 }
 
-std::string HideDataDir(absl::string_view text, absl::string_view data_dir) {
-  if (data_dir.empty()) return std::string(text);
-  return absl::StrReplaceAll(text,
-                             {{absl::StrCat(data_dir, "/"), "<data-dir>/"}});
+std::string HideDataDir(absl::string_view text, absl::string_view data_dir,
+                        absl::string_view blob_dir) {
+  std::string out(text);
+  // The blob directory first: it may lie inside the data directory.
+  if (!blob_dir.empty()) {
+    absl::StrReplaceAll({{absl::StrCat(blob_dir, "/"), "<blob-dir>/"}}, &out);
+  }
+  if (!data_dir.empty()) {
+    absl::StrReplaceAll({{absl::StrCat(data_dir, "/"), "<data-dir>/"}}, &out);
+  }
+  return out;
 }
 
-absl::Status HideDataDir(const absl::Status& status,
-                         absl::string_view data_dir) {
-  if (status.ok() || data_dir.empty() ||
-      !absl::StrContains(status.message(), data_dir)) {
+absl::Status HideDataDir(const absl::Status& status, absl::string_view data_dir,
+                         absl::string_view blob_dir) {
+  if (status.ok() ||
+      ((data_dir.empty() || !absl::StrContains(status.message(), data_dir)) &&
+       (blob_dir.empty() || !absl::StrContains(status.message(), blob_dir)))) {
     return status;
   }
-  return absl::Status(status.code(), HideDataDir(status.message(), data_dir));
+  return absl::Status(status.code(),
+                      HideDataDir(status.message(), data_dir, blob_dir));
 }
 
 }  // namespace bnn::server

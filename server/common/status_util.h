@@ -34,12 +34,14 @@ struct HttpStatus {
 HttpStatus ToHttpStatus(const absl::Status& status);
 
 // `status` with every path under the server's data directory `data_dir`
-// written relative to "<data-dir>/": errors from the store name the files
+// written relative to "<data-dir>/", and under its --blob-dir `blob_dir`
+// (if set) relative to "<blob-dir>/": errors from the store name the files
 // they concern (the server logs them as they are), but clients must not
 // learn the server's file system layout.
-absl::Status HideDataDir(const absl::Status& status,
-                         absl::string_view data_dir);
-std::string HideDataDir(absl::string_view text, absl::string_view data_dir);
+absl::Status HideDataDir(const absl::Status& status, absl::string_view data_dir,
+                         absl::string_view blob_dir = "");
+std::string HideDataDir(absl::string_view text, absl::string_view data_dir,
+                        absl::string_view blob_dir = "");
 
 }  // namespace bnn::server
 

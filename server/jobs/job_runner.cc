@@ -647,9 +647,14 @@ absl::StatusOr<Snapshot> JobRunner::Train(const store::JobRecord& job,
     BNN_RETURN_IF_ERROR(WriteCheckpointFile(checkpoint_path, checkpoint));
     metrics_->JobCheckpointed(job.job_id(), absl::Now());
     // The record (progress, loss curve) as of the checkpoint.
-    BNN_RETURN_IF_ERROR(
-        jobs_->Update(job.job_id(), [](store::JobRecord*) { return true; })
-            .status());
+    BNN_ASSIGN_OR_RETURN(
+        const store::JobRecord record,
+        jobs_->Update(job.job_id(), [](store::JobRecord*) { return true; }));
+    if (record.state() == store::JobRecord::CANCELLING) {
+      // Cancelled through another server sharing the store.
+      control.cancelled = true;
+      control.stop = true;
+    }
     Log(spdlog::level::debug, "job checkpointed",
         {{"job_id", job.job_id()},
          {"step", absl::StrCat(checkpoint.trainer.step)}});

@@ -1,6 +1,7 @@
 #include "server/store/blob_store.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -48,16 +49,27 @@ absl::StatusOr<std::unique_ptr<BlobStore>> BlobStore::Open(
   OpenReport local;
   if (report == nullptr) report = &local;
   *report = OpenReport();
-  std::unique_ptr<BlobStore> store(new BlobStore(
-      root, root + "/objects", root + "/tmp", root + "/quarantine"));
+  std::unique_ptr<BlobStore> store(
+      new BlobStore(root, root + "/objects", root + "/tmp",
+                    root + "/quarantine", options.shared));
   for (const std::string* dir :
        {&store->objects_, &store->tmp_, &store->quarantine_}) {
     BNN_RETURN_IF_ERROR(CreateDirectoryDurably(*dir));
   }
   std::error_code error;
-  // Temporaries of interrupted writes.
+  // Temporaries of interrupted writes (in a shared store, only old ones:
+  // the others may be writes of another replica).
+  const fs::file_time_type old_enough =
+      fs::file_time_type::clock::now() -
+      std::chrono::duration_cast<fs::file_time_type::duration>(
+          absl::ToChronoSeconds(kSharedTemporaryAge));
   for (fs::directory_iterator it(store->tmp_, error), end; !error && it != end;
        it.increment(error)) {
+    if (options.shared) {
+      std::error_code time_error;
+      const fs::file_time_type written = it->last_write_time(time_error);
+      if (time_error || written > old_enough) continue;
+    }
     fs::remove(it->path(), error);
     if (error) return FsError("delete", it->path().string(), error);
     ++report->temporaries_removed;
@@ -260,6 +272,12 @@ absl::StatusOr<QuarantinedBlob> BlobStore::Quarantine(absl::string_view blob,
 
 absl::StatusOr<int64_t> BlobStore::Sweep(
     const absl::flat_hash_set<std::string>& referenced) {
+  if (shared_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        root_,
+        " is shared with other servers: a sweep could delete a blob another "
+        "one is about to refer to"));
+  }
   BNN_ASSIGN_OR_RETURN(const std::vector<std::string> blobs, List());
   int64_t deleted = 0;
   absl::flat_hash_set<std::string> dirs;
@@ -285,6 +303,7 @@ absl::Status BlobStore::RemoveIfUnreferenced(
     return absl::InvalidArgumentError(
         absl::StrCat("'", blob, "' is not a blob name"));
   }
+  if (shared_) return absl::OkStatus();
   absl::MutexLock reference_lock(&reference_mu_);
   BNN_ASSIGN_OR_RETURN(const bool in_use, referenced());
   if (in_use) return absl::OkStatus();

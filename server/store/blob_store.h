@@ -47,6 +47,7 @@
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 #include <absl/synchronization/mutex.h>
+#include <absl/time/time.h>
 
 #include "bnn/io/file.h"
 
@@ -66,7 +67,17 @@ class BlobStore {
     // at the speed of SHA-256, a few hundred MB/s) and quarantine those
     // that fail. Off, blobs are only checked by Verify() and Map(kVerify).
     bool verify_on_open = true;
+    // Other processes (replicas sharing a PostgreSQL metadata store) write
+    // under the same root. Then Open deletes only temporaries older than
+    // kSharedTemporaryAge (younger ones may be another replica's writes in
+    // progress), RemoveIfUnreferenced deletes nothing (another replica may
+    // have stored the same contents for a record it has not committed yet:
+    // no lock spans the processes) and Sweep is refused. Blobs of deleted
+    // records stay until a sweep with every replica stopped.
+    bool shared = false;
   };
+  // See Options::shared.
+  static constexpr absl::Duration kSharedTemporaryAge = absl::Hours(24);
 
   // What Open found.
   struct OpenReport {
@@ -121,7 +132,8 @@ class BlobStore {
   absl::StatusOr<std::vector<QuarantinedBlob>> Verify();
 
   // Deletes every blob not in `referenced`; returns their number. See the
-  // file comment for when it may run.
+  // file comment for when it may run. FailedPrecondition for a shared
+  // store.
   absl::StatusOr<int64_t> Sweep(
       const absl::flat_hash_set<std::string>& referenced);
 
@@ -136,7 +148,7 @@ class BlobStore {
   }
   // Deletes `blob` (stored or quarantined) unless `referenced`, called with
   // reference_mutex() held exclusively, says a record refers to it. A blob
-  // that is not stored is not an error.
+  // that is not stored is not an error. A shared store deletes nothing.
   absl::Status RemoveIfUnreferenced(
       absl::string_view blob,
       absl::FunctionRef<absl::StatusOr<bool>()> referenced)
@@ -144,8 +156,9 @@ class BlobStore {
 
  private:
   BlobStore(std::string root, std::string objects, std::string tmp,
-            std::string quarantine)
-      : root_(std::move(root)),
+            std::string quarantine, bool shared)
+      : shared_(shared),
+        root_(std::move(root)),
         objects_(std::move(objects)),
         tmp_(std::move(tmp)),
         quarantine_(std::move(quarantine)) {}
@@ -164,6 +177,7 @@ class BlobStore {
   // The names of the stored blobs.
   absl::StatusOr<std::vector<std::string>> List() const;
 
+  const bool shared_;
   const std::string root_;
   const std::string objects_;
   const std::string tmp_;

@@ -13,6 +13,7 @@
 #include "bnn/io/file.h"
 #include "bnn/status.h"
 
+#include "server/store/ids.h"
 #include "server/store/record_dir.h"
 
 namespace bnn::server {
@@ -26,7 +27,7 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(
-    const std::string& dir) {
+    const std::string& dir, absl::string_view flag) {
   BNN_RETURN_IF_ERROR(CreateDirectoryDurably(dir));
   const std::string path = absl::StrCat(dir, "/", kFileName);
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -43,9 +44,9 @@ absl::StatusOr<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(
                              holder, static_cast<size_t>(got))),
                          &pid);
     return absl::FailedPreconditionError(absl::StrCat(
-        "--data-dir ", dir, " is in use by another bnn-server",
+        flag, " ", dir, " is in use by another bnn-server",
         known ? absl::StrCat(" (pid ", pid, ")") : std::string(),
-        "; one data directory takes one server (", path, " is locked)"));
+        "; one directory takes one server (", path, " is locked)"));
   }
   const std::string pid = absl::StrCat(::getpid(), "\n");
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) !=
@@ -56,5 +57,23 @@ absl::StatusOr<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(
 }
 
 DataDirLock::~DataDirLock() { ::close(fd_); }
+
+absl::StatusOr<std::string> LoadOrCreateServerId(const std::string& dir) {
+  const std::string path = absl::StrCat(dir, "/", kServerIdFileName);
+  absl::StatusOr<std::string> read = ReadFile(path);
+  if (read.ok()) {
+    const std::string id(absl::StripAsciiWhitespace(*read));
+    if (!IsId(kServerIdPrefix, id)) {
+      return absl::DataLossError(
+          absl::StrCat(path, " does not hold a server id (", kServerIdPrefix,
+                       "- and 16 hex digits)"));
+    }
+    return id;
+  }
+  if (!absl::IsNotFound(read.status())) return read.status();
+  const std::string id = NewId(kServerIdPrefix);
+  BNN_RETURN_IF_ERROR(WriteFileAtomically(path, absl::StrCat(id, "\n")));
+  return id;
+}
 
 }  // namespace bnn::server

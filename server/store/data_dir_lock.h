@@ -11,6 +11,7 @@
 #include <string>
 
 #include <absl/status/statusor.h>
+#include <absl/strings/string_view.h>
 
 namespace bnn::server {
 
@@ -20,11 +21,11 @@ class DataDirLock {
   static constexpr char kFileName[] = "LOCK";
 
   // Creates `dir` if missing (making its creation durable) and locks it.
-  // FailedPrecondition naming the holder's pid if another process, or
-  // another Server in this process, holds the lock; Internal if the file
-  // cannot be created or written.
+  // FailedPrecondition naming `flag`, the directory and the holder's pid if
+  // another process, or another Server in this process, holds the lock;
+  // Internal if the file cannot be created or written.
   static absl::StatusOr<std::unique_ptr<DataDirLock>> Acquire(
-      const std::string& dir);
+      const std::string& dir, absl::string_view flag = "--data-dir");
 
   // Releases the lock (the file stays; its contents are stale from then
   // on).
@@ -37,6 +38,17 @@ class DataDirLock {
 
   const int fd_;
 };
+
+// The file holding a data directory's server id.
+inline constexpr absl::string_view kServerIdFileName = "server-id";
+
+// The id of the server that owns the data directory `dir` (the caller holds
+// its lock): read from <dir>/server-id, created ("srv-" and 16 hex digits)
+// on first use. Servers sharing a metadata store name the one that runs a
+// job by it (JobStore): it stays with the directory, as the job's
+// checkpoints do. Internal if the file cannot be written, DataLoss if it
+// holds something else.
+absl::StatusOr<std::string> LoadOrCreateServerId(const std::string& dir);
 
 }  // namespace bnn::server
 

@@ -12,6 +12,8 @@ namespace bnn::server {
 inline constexpr absl::string_view kDatasetIdPrefix = "ds";
 inline constexpr absl::string_view kSnapshotIdPrefix = "snap";
 inline constexpr absl::string_view kJobIdPrefix = "job";
+// A server's id (LoadOrCreateServerId, data_dir_lock.h).
+inline constexpr absl::string_view kServerIdPrefix = "srv";
 
 // A fresh id with 64 random bits (collisions are checked by the stores).
 // Thread-safe.

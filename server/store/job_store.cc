@@ -40,11 +40,11 @@ bool IsFinalJobState(store::JobRecord::State state) {
 }
 
 absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(
-    MetadataStore* metadata, std::string checkpoint_dir) {
+    MetadataStore* metadata, std::string checkpoint_dir, std::string runner) {
   BNN_ASSIGN_OR_RETURN(const std::vector<std::string> checkpoints,
                        ScanRecordStems(checkpoint_dir, kCheckpointExtension));
   std::unique_ptr<JobStore> store(
-      new JobStore(metadata, std::move(checkpoint_dir)));
+      new JobStore(metadata, std::move(checkpoint_dir), std::move(runner)));
   const int64_t now_ms = absl::ToUnixMillis(absl::Now());
   // Their process is gone: running jobs resume from their last checkpoint,
   // cancelling ones are cancelled.
@@ -53,6 +53,8 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(
   const std::vector<store::JobRecord> jobs = store->List(stopped);
   BNN_RETURN_IF_ERROR(metadata->Write([&](MetadataTransaction& tx) {
     for (store::JobRecord job : jobs) {
+      // Another server's job runs there.
+      if (!store->Runs(job)) continue;
       if (job.state() == store::JobRecord::RUNNING) {
         job.set_state(store::JobRecord::INTERRUPTED);
         spdlog::warn(
@@ -90,6 +92,7 @@ std::string JobStore::CheckpointPath(absl::string_view job_id) const {
 absl::StatusOr<store::JobRecord> JobStore::Create(store::JobRecord record) {
   record.set_state(store::JobRecord::QUEUED);
   record.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
+  record.set_runner(runner_);
   absl::Status created;
   do {  // ids are random: a collision is retried with another
     record.set_job_id(NewId(kJobIdPrefix));
@@ -141,9 +144,47 @@ absl::StatusOr<store::JobRecord> JobStore::UpdateLocked(
     absl::FunctionRef<absl::Status(MetadataTransaction&,
                                    const store::JobRecord&)>
         also) {
+  const auto live = live_.find(job_id);
+  if (durability == Durability::kPersist && !runner_.empty()) {
+    // Other servers change jobs too (a cancel): read, change and commit in
+    // one transaction, over what they committed.
+    store::JobRecord result;
+    bool changed = false;
+    const absl::Status written =
+        metadata_->Write([&](MetadataTransaction& tx) -> absl::Status {
+          absl::StatusOr<store::JobRecord> committed = tx.GetJob(job_id);
+          if (absl::IsNotFound(committed.status())) return UnknownJob(job_id);
+          BNN_RETURN_IF_ERROR(committed.status());
+          store::JobRecord current = *std::move(committed);
+          if (live != live_.end()) {
+            // The progress of this process, the state of the store if
+            // another server cancelled the job.
+            const store::JobRecord::State state = current.state();
+            current = live->second;
+            if (state == store::JobRecord::CANCELLING &&
+                current.state() == store::JobRecord::RUNNING) {
+              current.set_state(store::JobRecord::CANCELLING);
+            }
+          }
+          result = current;
+          if (!mutate(&result)) return absl::OkStatus();
+          changed = true;
+          BNN_RETURN_IF_ERROR(tx.UpdateJob(result));
+          return also(tx, result);
+        });
+    BNN_RETURN_IF_ERROR(written);
+    if (changed) {
+      if (IsActive(result.state())) {
+        live_[result.job_id()] = result;
+      } else {
+        live_.erase(result.job_id());
+      }
+    }
+    return result;
+  }
   store::JobRecord current;
-  if (const auto it = live_.find(job_id); it != live_.end()) {
-    current = it->second;
+  if (live != live_.end()) {
+    current = live->second;
   } else {
     absl::StatusOr<store::JobRecord> stored =
         metadata_->Read([&](MetadataReader& r) { return r.GetJob(job_id); });
@@ -196,6 +237,10 @@ std::vector<store::JobRecord> JobStore::InState(
   filter.states = {state};
   std::vector<store::JobRecord> jobs = List(filter);
   std::reverse(jobs.begin(), jobs.end());
+  jobs.erase(
+      std::remove_if(jobs.begin(), jobs.end(),
+                     [&](const store::JobRecord& job) { return !Runs(job); }),
+      jobs.end());
   return jobs;
 }
 

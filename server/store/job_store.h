@@ -51,8 +51,15 @@ class JobStore {
   // transaction; QUEUED and INTERRUPTED ones stay as they are (see
   // Queued(), Interrupted()). Checkpoints of jobs that are finished or
   // unknown are deleted.
+  //
+  // `runner` is this server's id when other servers share the metadata
+  // store (empty otherwise): jobs it creates record it
+  // (JobRecord::runner), and only jobs that record it are recovered here
+  // and returned by Queued() and Interrupted(); the others are run by
+  // their own server. Every job is listed, read and updated alike.
   static absl::StatusOr<std::unique_ptr<JobStore>> Open(
-      MetadataStore* metadata, std::string checkpoint_dir);
+      MetadataStore* metadata, std::string checkpoint_dir,
+      std::string runner = "");
 
   // Where the job's checkpoint is kept: <checkpoint-dir>/<job_id>.ckpt.
   std::string CheckpointPath(absl::string_view job_id) const;
@@ -67,8 +74,13 @@ class JobStore {
   // Atomically applies `mutate` to a copy of the record; if it returns true
   // the copy replaces the record (committed first for kPersist, with
   // whatever `also` changes in the same transaction). Returns the record as
-  // it is afterwards. `mutate` and `also` run under the store's lock and
-  // must not call back into the store; `also` runs only for kPersist.
+  // it is afterwards. With a shared store (a runner id), kPersist reads,
+  // mutates and commits in one transaction, so a change another server
+  // committed meanwhile is not overwritten: `mutate` sees it, and a job
+  // running here that another server cancelled is CANCELLING in what
+  // `mutate` sees and in the result (its runner stops when it sees that).
+  // `mutate` and `also` run under the store's lock and must not call back into
+  // the store; `also` runs only for kPersist.
   absl::StatusOr<store::JobRecord> Update(
       absl::string_view job_id,
       absl::FunctionRef<bool(store::JobRecord*)> mutate,
@@ -99,8 +111,15 @@ class JobStore {
   std::vector<store::JobRecord> List(const JobFilter& filter = {}) const;
 
  private:
-  JobStore(MetadataStore* metadata, std::string checkpoint_dir)
-      : metadata_(metadata), checkpoint_dir_(std::move(checkpoint_dir)) {}
+  JobStore(MetadataStore* metadata, std::string checkpoint_dir,
+           std::string runner)
+      : metadata_(metadata),
+        checkpoint_dir_(std::move(checkpoint_dir)),
+        runner_(std::move(runner)) {}
+  // Whether this server runs `job`.
+  bool Runs(const store::JobRecord& job) const {
+    return job.runner() == runner_;
+  }
   absl::StatusOr<store::JobRecord> UpdateLocked(
       absl::string_view job_id,
       absl::FunctionRef<bool(store::JobRecord*)> mutate, Durability durability,
@@ -115,6 +134,7 @@ class JobStore {
 
   MetadataStore* const metadata_;
   const std::string checkpoint_dir_;
+  const std::string runner_;
   mutable absl::Mutex mu_;
   // The records of jobs running in this process with progress not yet
   // committed: each is the committed record plus that progress (state

@@ -454,16 +454,39 @@ absl::StatusOr<MetadataDir> MetadataDir::Open(const std::string& data_dir,
                                               const Options& options) {
   MetadataDir dir;
   BNN_RETURN_IF_ERROR(CreateDirectoryDurably(data_dir));
-  BNN_ASSIGN_OR_RETURN(dir.migration,
-                       MigrateRecordFiles(data_dir, options.migration));
+  const std::string default_blob_dir =
+      absl::StrCat(data_dir, "/", kBlobDirName);
+  const std::string blob_dir =
+      options.blob_dir.empty() ? default_blob_dir : options.blob_dir;
+  const bool shared = !options.postgres_uri.empty();
+  if (shared || blob_dir != default_blob_dir) {
+    // The migration writes <data-dir>/metadata.db and <data-dir>/blobs.
+    if (const std::vector<std::string> record_dirs = RecordDirsIn(data_dir);
+        !record_dirs.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          data_dir, " holds record-file directories of an older server (",
+          absl::StrJoin(record_dirs, ", "),
+          "); start once with the default metadata and blob directory to "
+          "migrate them"));
+    }
+  }
+  if (shared) {
+    BNN_ASSIGN_OR_RETURN(
+        dir.metadata,
+        PostgresMetadataStore::Open(options.postgres_uri, options.postgres));
+  } else {
+    BNN_ASSIGN_OR_RETURN(dir.migration,
+                         MigrateRecordFiles(data_dir, options.migration));
+    BNN_ASSIGN_OR_RETURN(
+        dir.metadata,
+        SqliteMetadataStore::Open(absl::StrCat(data_dir, "/", kMetadataDbName),
+                                  options.metadata));
+  }
+  BlobStore::Options blob_options = options.blobs;
+  blob_options.shared = blob_options.shared || shared;
   BNN_ASSIGN_OR_RETURN(
-      dir.metadata,
-      SqliteMetadataStore::Open(absl::StrCat(data_dir, "/", kMetadataDbName),
-                                options.metadata));
-  BNN_ASSIGN_OR_RETURN(
-      dir.blobs, BlobStore::Open(absl::StrCat(data_dir, "/", kBlobDirName),
-                                 options.blobs, &dir.blob_report));
-  if (options.sweep_unreferenced_blobs) {
+      dir.blobs, BlobStore::Open(blob_dir, blob_options, &dir.blob_report));
+  if (options.sweep_unreferenced_blobs && !blob_options.shared) {
     BNN_ASSIGN_OR_RETURN(const absl::flat_hash_set<std::string> referenced,
                          dir.metadata->Read([](MetadataReader& r) {
                            return r.ReferencedBlobs();

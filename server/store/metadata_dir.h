@@ -1,9 +1,12 @@
 // The store of a data directory:
 //   <data-dir>/metadata.db    SQLite metadata (sqlite_metadata_store.h):
 //                             datasets and versions, snapshots, jobs,
-//                             models with their versions and aliases
+//                             models with their versions and aliases (or
+//                             a PostgreSQL database shared by replicas,
+//                             postgres_metadata_store.h)
 //   <data-dir>/blobs/         dataset version rows and snapshot files
-//                             (blob_store.h), content-addressed
+//                             (blob_store.h), content-addressed (or a
+//                             directory of its own, shared by replicas)
 //   <data-dir>/checkpoints/   <job_id>.ckpt, the last training checkpoint
 //                             of each job that may still resume (JobStore)
 // and the one-time migration of a data directory of the record-file layout
@@ -40,6 +43,7 @@
 #include "bnn/io/record.h"
 
 #include "server/store/blob_store.h"
+#include "server/store/postgres_metadata_store.h"
 #include "server/store/sqlite_metadata_store.h"
 
 namespace bnn::server {
@@ -108,6 +112,16 @@ absl::StatusOr<MigrationReport> MigrateRecordFiles(
 struct MetadataDir {
   struct Options {
     SqliteMetadataStore::Options metadata;
+    // A PostgreSQL connection URI (--metadata): the metadata lives in that
+    // database, shared with the other servers given it, instead of in
+    // <data-dir>/metadata.db. The blob store is then shared
+    // (BlobStore::Options::shared: nothing swept) and a data directory of
+    // the record-file layout is refused (migrate it with SQLite first).
+    std::string postgres_uri;
+    PostgresMetadataStore::Options postgres;
+    // The blob directory (--blob-dir); empty: <data-dir>/blobs. A
+    // record-file data directory migrates only into <data-dir>/blobs.
+    std::string blob_dir;
     BlobStore::Options blobs;
     // Delete blobs no record refers to (left by a crash between a blob's
     // write and its record's commit, or by deletions) when the store opens.
@@ -121,7 +135,8 @@ struct MetadataDir {
   static absl::StatusOr<MetadataDir> Open(const std::string& data_dir,
                                           const Options& options);
 
-  std::unique_ptr<SqliteMetadataStore> metadata;
+  // SqliteMetadataStore or PostgresMetadataStore.
+  std::unique_ptr<MetadataStore> metadata;
   std::unique_ptr<BlobStore> blobs;
   MigrationReport migration;
   // Temporaries deleted, blobs found and quarantined (for the start-up log

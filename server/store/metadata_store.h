@@ -1,8 +1,9 @@
 // The metadata store: datasets and their versions, snapshots, training jobs
 // (each with its bounded loss curve inside its record), named models with
-// versions and aliases, behind one
-// interface that SQLite implements today (sqlite_metadata_store.h) and a
-// server database can implement later. Nothing here is specific to a
+// versions and aliases, behind one interface with two backends: SQLite, a
+// file in the data directory (sqlite_metadata_store.h, the default), and
+// PostgreSQL, shared by replicas (postgres_metadata_store.h). Both run the
+// same SQL operations (sql_metadata_ops.h); nothing here is specific to a
 // backend.
 //
 // Records are the protobuf messages of store.proto and metadata.proto. A
@@ -247,11 +248,14 @@ class MetadataStore {
   // The schema version of the backing database.
   virtual int SchemaVersion() const = 0;
 
-  // The number of write transactions this store has committed since it
-  // opened. In-memory caches of what the store holds tag an entry with the
-  // count read before the lookup that filled it and serve it only while
-  // the count is unchanged, so they never serve a state older than the
-  // last commit (one atomic load per hit).
+  // A number that changes whenever the store may have changed since it was
+  // last read: for a store only this process writes (SQLite), the number
+  // of write transactions committed since it opened; for a store other
+  // processes write too (PostgreSQL), a new number at every call. In-memory
+  // caches of what the store holds tag an entry with the number read
+  // before the lookup that filled it and serve it only while the number is
+  // unchanged, so they never serve a state older than the last commit (one
+  // atomic operation per hit).
   virtual uint64_t Commits() const = 0;
 
  protected:

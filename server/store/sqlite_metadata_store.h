@@ -11,9 +11,10 @@
 // Threads: one connection behind a mutex. Every transaction, read or write,
 // holds the mutex from BEGIN to COMMIT, so transactions of this process run
 // one at a time (each is a few indexed statements; the payloads are small
-// records, never rows or snapshots). Prepared statements are cached per SQL
-// text for the connection's lifetime; no SQL is built from user values, which
-// are always bound as parameters.
+// records, never rows or snapshots). The operations are SqlMetadataOps
+// (sql_metadata_ops.h), shared with the PostgreSQL backend. Prepared statements
+// are cached per SQL text for the connection's lifetime; no SQL is built from
+// user values, which are always bound as parameters.
 #ifndef BNN_SERVER_STORE_SQLITE_METADATA_STORE_H_
 #define BNN_SERVER_STORE_SQLITE_METADATA_STORE_H_
 
@@ -30,6 +31,7 @@
 #include <absl/time/time.h>
 
 #include "server/store/metadata_store.h"
+#include "server/store/sql_metadata_ops.h"
 
 namespace bnn::server {
 
@@ -81,14 +83,14 @@ class SqliteMetadataStore final : public MetadataStore {
 
  private:
   class Connection;
-  class Ops;
 
   SqliteMetadataStore(std::string path, std::unique_ptr<Connection> connection);
 
   const std::string path_;
   absl::Mutex mu_;
   std::unique_ptr<Connection> connection_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<Ops> ops_ ABSL_GUARDED_BY(mu_);
+  // SqlMetadataOps on connection_.
+  std::unique_ptr<MetadataTransaction> ops_ ABSL_GUARDED_BY(mu_);
   // Incremented at the end of each write transaction, under mu_.
   std::atomic<uint64_t> commits_{0};
 };

@@ -146,7 +146,7 @@ absl::Status BnnServiceImpl::RecordOutcome(grpc::CallbackServerContext* context,
   } else {
     spdlog::warn("{} from {} rejected: {}", name, context->peer(), line);
   }
-  return HideDataDir(status, options_.data_dir);
+  return HideDataDir(status, options_.data_dir, options_.blob_dir);
 }
 
 grpc::ServerUnaryReactor* BnnServiceImpl::Finish(
@@ -461,7 +461,8 @@ absl::Status BnnServiceImpl::DoGetJob(const v1::GetJobRequest& request,
   BNN_ASSIGN_OR_RETURN(const store::JobRecord job,
                        jobs_->Get(request.job_id()));
   ToJob(job, response);
-  response->set_error(HideDataDir(response->error(), options_.data_dir));
+  response->set_error(
+      HideDataDir(response->error(), options_.data_dir, options_.blob_dir));
   return absl::OkStatus();
 }
 
@@ -471,7 +472,8 @@ absl::Status BnnServiceImpl::DoCancelJob(const v1::CancelJobRequest& request,
   BNN_ASSIGN_OR_RETURN(const store::JobRecord job,
                        jobs_->Cancel(request.job_id()));
   ToJob(job, response);
-  response->set_error(HideDataDir(response->error(), options_.data_dir));
+  response->set_error(
+      HideDataDir(response->error(), options_.data_dir, options_.blob_dir));
   return absl::OkStatus();
 }
 
@@ -492,7 +494,8 @@ absl::Status BnnServiceImpl::DoListJobs(const v1::ListJobsRequest& request,
     ToJob(job, out);
     // Up to 1000 points per job: GetJob returns them.
     out->clear_loss_curve();
-    out->set_error(HideDataDir(out->error(), options_.data_dir));
+    out->set_error(
+        HideDataDir(out->error(), options_.data_dir, options_.blob_dir));
   }
   if (more && !jobs.empty()) {
     response->set_next_page_token(EncodeJobsPageToken(
@@ -522,7 +525,7 @@ void BnnServiceImpl::PredictFor(
       status = absl::Status(
           status.code(), absl::StrCat(status.message(), " before it started"));
     }
-    std::move(done)(HideDataDir(status, options_.data_dir));
+    std::move(done)(HideDataDir(status, options_.data_dir, options_.blob_dir));
   });
 }
 

@@ -88,6 +88,9 @@ class BnnServiceImpl final : public BnnServiceBase {
     // The server's --data-dir: paths under it are written "<data-dir>/..."
     // in what clients see (HideDataDir); logs keep them.
     std::string data_dir;
+    // The server's --blob-dir (empty: inside the data directory), written
+    // "<blob-dir>/..." alike.
+    std::string blob_dir;
     // Client streams (UploadDataset, AppendRows, ImportSnapshot) open at
     // once (--max-client-streams); further ones are refused.
     int max_client_streams = 16;

@@ -126,7 +126,8 @@ class BnnServiceImpl::WatchReactor final
     BNN_ASSIGN_OR_RETURN(const store::JobRecord job,
                          service_->jobs_->Get(job_id_));
     JobEvent current = EventOfRecord(job, JobEvent::Kind::kCurrent);
-    current.error = HideDataDir(current.error, service_->options_.data_dir);
+    current.error = HideDataDir(current.error, service_->options_.data_dir,
+                                service_->options_.blob_dir);
     current.unix_ms = absl::ToUnixMillis(absl::Now());
     Queue(current);
     for (JobEvent& event : start.backlog) Queue(std::move(event));
@@ -172,8 +173,9 @@ class BnnServiceImpl::WatchReactor final
       return;
     }
     ToJobEvent(pending_.front(), &response_);
-    response_.set_error(
-        HideDataDir(response_.error(), service_->options_.data_dir));
+    response_.set_error(HideDataDir(response_.error(),
+                                    service_->options_.data_dir,
+                                    service_->options_.blob_dir));
     pending_.pop_front();
     writing_ = true;
     StartWrite(&response_);

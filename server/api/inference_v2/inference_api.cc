@@ -146,7 +146,8 @@ void InferenceApi::ModelInfer(BnnServiceImpl::ForeignCall call,
     return absl::OkStatus();
   }();
   if (!checked.ok()) {
-    std::move(state->done)(HideDataDir(checked, options_.data_dir));
+    std::move(state->done)(
+        HideDataDir(checked, options_.data_dir, options_.blob_dir));
     return;
   }
   BnnServiceImpl::Target target;
@@ -180,7 +181,7 @@ absl::Status InferenceApi::RecordOutcome(absl::string_view rpc,
   } else {
     spdlog::warn("{} from {} rejected: {}", name, from, line);
   }
-  return HideDataDir(status, options_.data_dir);
+  return HideDataDir(status, options_.data_dir, options_.blob_dir);
 }
 
 void InferenceApi::BeginShutdown(absl::Time cancel_deadline) {

@@ -44,6 +44,9 @@ class InferenceApi {
     ServerLimits limits;
     // The server's --data-dir, written "<data-dir>" in what clients see.
     std::string data_dir;
+    // The server's --blob-dir (empty: inside the data directory), written
+    // "<blob-dir>" alike.
+    std::string blob_dir;
   };
 
   // Every pointer is borrowed and must outlive the API. `ready` says

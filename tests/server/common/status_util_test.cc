@@ -53,6 +53,18 @@ TEST(HideDataDirTest, WritesDataDirectoryPathsRelatively) {
   EXPECT_EQ(HideDataDir("no path here", "/var/lib/bnn"), "no path here");
 }
 
+TEST(HideDataDirTest, WritesBlobDirectoryPathsRelatively) {
+  const absl::Status status = absl::DataLossError(
+      "cannot read /mnt/blobs/objects/ab/abcd: bad; /var/lib/bnn/x too");
+  EXPECT_EQ(HideDataDir(status, "/var/lib/bnn", "/mnt/blobs").message(),
+            "cannot read <blob-dir>/objects/ab/abcd: bad; <data-dir>/x too");
+  // Only the blob directory in the message.
+  EXPECT_EQ(HideDataDir(absl::DataLossError("/mnt/blobs/tmp/t: bad"),
+                        "/var/lib/bnn", "/mnt/blobs")
+                .message(),
+            "<blob-dir>/tmp/t: bad");
+}
+
 TEST(StatusUtilTest, HttpStatusOfEachCode) {
   EXPECT_EQ(ToHttpStatus(absl::OkStatus()).code, 200);
   EXPECT_EQ(ToHttpStatus(absl::InvalidArgumentError("x")).code, 400);

@@ -4,6 +4,7 @@
 // deletes exactly the unreferenced blobs.
 #include "server/store/blob_store.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -211,6 +212,48 @@ TEST_F(BlobStoreTest, SweepDeletesExactlyTheUnreferencedBlobs) {
   EXPECT_TRUE(store->PathOf(c).ok());
   EXPECT_EQ(*store->Sweep({a, c}), 0);
   EXPECT_EQ(*store->Sweep({}), 2);
+}
+
+// A blob directory other servers share (a PostgreSQL metadata store): only
+// old temporaries are deleted, and nothing a record may be about to name.
+TEST_F(BlobStoreTest, SharedStoreKeepsYoungTemporariesAndDeletesNoBlob) {
+  BlobStore::Options options;
+  options.shared = true;
+  std::string blob;
+  {
+    absl::StatusOr<std::unique_ptr<BlobStore>> store =
+        BlobStore::Open(root(), options, nullptr);
+    ASSERT_TRUE(store.ok()) << store.status();
+    blob = *(*store)->Put("shared");
+  }
+  // Another replica's write in progress, and a crash's leftover of long ago.
+  ASSERT_TRUE(WriteFileAtomically(root() + "/tmp/young.tmp", "x").ok());
+  ASSERT_TRUE(WriteFileAtomically(root() + "/tmp/old.tmp", "x").ok());
+  fs::last_write_time(
+      root() + "/tmp/old.tmp",
+      fs::file_time_type::clock::now() - std::chrono::hours(25));
+  BlobStore::OpenReport report;
+  absl::StatusOr<std::unique_ptr<BlobStore>> store =
+      BlobStore::Open(root(), options, &report);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(report.temporaries_removed, 1);
+  EXPECT_TRUE(fs::exists(root() + "/tmp/young.tmp"));
+  EXPECT_FALSE(fs::exists(root() + "/tmp/old.tmp"));
+  // Unreferenced here, perhaps about to be named by another replica.
+  bool asked = false;
+  EXPECT_TRUE((*store)
+                  ->RemoveIfUnreferenced(blob,
+                                         [&]() -> absl::StatusOr<bool> {
+                                           asked = true;
+                                           return false;
+                                         })
+                  .ok());
+  EXPECT_FALSE(asked);
+  EXPECT_TRUE((*store)->PathOf(blob).ok());
+  EXPECT_THAT((*store)->Sweep({}).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "shared with other servers"));
+  EXPECT_TRUE((*store)->PathOf(blob).ok());
 }
 
 }  // namespace

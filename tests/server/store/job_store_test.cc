@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -155,6 +156,70 @@ TEST_F(JobStoreTest, RestartInterruptsRunningJobsAndKeepsQueuedOnes) {
   // The recovery was written: a second restart sees the same.
   store.reset();
   EXPECT_EQ(Open()->Get(running)->state(), store::JobRecord::INTERRUPTED);
+}
+
+// Servers sharing a store (PostgreSQL) each queue, run and recover only
+// the jobs they accepted; a cancel committed through another server is not
+// overwritten by the running job's progress.
+TEST_F(JobStoreTest, SharedStoreServersKeepTheirOwnJobs) {
+  dir_.Reopen();
+  const auto open = [&](const std::string& runner) {
+    absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(
+        dir_.metadata(), absl::StrCat(CheckpointDir(), "-", runner), runner);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  };
+  std::unique_ptr<JobStore> a = open("srv-000000000000000a");
+  std::unique_ptr<JobStore> b = open("srv-000000000000000b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const store::JobRecord a_running = *a->Create(Request());
+  const store::JobRecord a_queued = *a->Create(Request());
+  const store::JobRecord b_queued = *b->Create(Request());
+  EXPECT_EQ(a_running.runner(), "srv-000000000000000a");
+  SetState(a.get(), a_running.job_id(), store::JobRecord::RUNNING);
+  ASSERT_EQ(a->Queued().size(), 1u);
+  EXPECT_EQ(a->Queued()[0].job_id(), a_queued.job_id());
+  ASSERT_EQ(b->Queued().size(), 1u);
+  EXPECT_EQ(b->Queued()[0].job_id(), b_queued.job_id());
+  // B restarts: A's running job is not B's to interrupt.
+  b = open("srv-000000000000000b");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->Get(a_running.job_id())->state(), store::JobRecord::RUNNING);
+  EXPECT_TRUE(b->Interrupted().empty());
+  // A's progress in memory, then B cancels, then A checkpoints.
+  ASSERT_TRUE(a->Update(
+                   a_running.job_id(),
+                   [](store::JobRecord* r) {
+                     r->set_step(5);
+                     return true;
+                   },
+                   JobStore::Durability::kMemoryOnly)
+                  .ok());
+  SetState(b.get(), a_running.job_id(), store::JobRecord::CANCELLING);
+  absl::StatusOr<store::JobRecord> checkpointed =
+      a->Update(a_running.job_id(), [](store::JobRecord*) { return true; });
+  ASSERT_TRUE(checkpointed.ok()) << checkpointed.status();
+  EXPECT_EQ(checkpointed->state(), store::JobRecord::CANCELLING);
+  EXPECT_EQ(checkpointed->step(), 5);
+  EXPECT_EQ(b->Get(a_running.job_id())->state(), store::JobRecord::CANCELLING);
+  // A queued job cancelled through B does not start on A.
+  SetState(b.get(), a_queued.job_id(), store::JobRecord::CANCELLED);
+  absl::StatusOr<store::JobRecord> started =
+      a->Update(a_queued.job_id(), [](store::JobRecord* r) {
+        if (r->state() != store::JobRecord::QUEUED) return false;
+        r->set_state(store::JobRecord::RUNNING);
+        return true;
+      });
+  ASSERT_TRUE(started.ok()) << started.status();
+  EXPECT_EQ(started->state(), store::JobRecord::CANCELLED);
+  // A restarts: its cancelling job is cancelled; B's queued one is not A's.
+  a.reset();
+  a = open("srv-000000000000000a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->Get(a_running.job_id())->state(), store::JobRecord::CANCELLED);
+  EXPECT_TRUE(a->Queued().empty());
+  EXPECT_EQ(a->Get(b_queued.job_id())->state(), store::JobRecord::QUEUED);
 }
 
 TEST_F(JobStoreTest, OpeningDeletesCheckpointsOfFinishedAndUnknownJobs) {

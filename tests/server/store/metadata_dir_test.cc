@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include <absl/strings/str_cat.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -414,6 +415,27 @@ TEST_F(MetadataDirTest, MixedLayoutsAreRefused) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "record-file directories (datasets, jobs, models, "
                        "snapshots)"));
+}
+
+// --blob-dir: the blobs live there, and a record-file directory (whose
+// migration writes <data-dir>/blobs) is refused rather than migrated.
+TEST_F(MetadataDirTest, BlobDirOfItsOwn) {
+  MetadataDir::Options options;
+  options.blob_dir = dir_.path() + "/elsewhere";
+  {
+    absl::StatusOr<MetadataDir> dir = MetadataDir::Open(data_dir(), options);
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    absl::StatusOr<std::string> blob = dir->blobs->Put("rows");
+    ASSERT_TRUE(blob.ok()) << blob.status();
+    EXPECT_TRUE(fs::exists(absl::StrCat(options.blob_dir, "/objects/",
+                                        blob->substr(0, 2), "/", *blob)));
+    EXPECT_FALSE(fs::exists(data_dir() + "/blobs"));
+  }
+  MakeRecordFileDir();
+  EXPECT_THAT(MetadataDir::Open(data_dir(), options).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "holds record-file directories of an older server"));
+  EXPECT_FALSE(fs::exists(data_dir() + "/record-files.migrated"));
 }
 
 TEST_F(MetadataDirTest, UnreferencedBlobsAreSweptAndQuarantineReported) {
