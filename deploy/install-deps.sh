@@ -34,6 +34,9 @@ BUILD_ONLY_PACKAGES=(
   # tests parse that output with the same JSON parser, and bnn-server writes
   # --log-format=json lines with it. Both are header-only.
   nlohmann-json3-dev libcli11-dev
+  # Weight samples for prediction: the Philox counter-based generator
+  # (bnn::CounterRng). Header-only.
+  librandom123-dev
 )
 BUILD_PACKAGES=(
   "${BUILD_ONLY_PACKAGES[@]}"

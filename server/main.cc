@@ -111,7 +111,9 @@ ABSL_FLAG(int, compute_workers, kDefaults.compute_workers,
 ABSL_FLAG(int64_t, predict_cache_bytes, kDefaults.predict_cache_bytes,
           "Bytes of posterior weight samples kept for reuse across Predict, "
           "Acquire and Evaluate calls, in all; each of the (up to 8) cached "
-          "snapshots gets an equal share. 0 disables the cache.");
+          "snapshots gets an equal share. As much again may be held in idle "
+          "sample buffers that later draws of the same shape reuse. 0 "
+          "disables both.");
 ABSL_FLAG(std::string, predict_precision, kDefaults.predict_precision,
           "Arithmetic of Predict, Acquire and Evaluate forward passes: "
           "float64, or float32 (about twice the throughput, ~1e-6 relative "

@@ -348,6 +348,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   // predictor keeps its own, so each gets an equal share.
   cache_options.predictor.cache_bytes =
       o.predict_cache_bytes / kPredictorCacheCapacity;
+  // Idle draw buffers, reused instead of allocated per request: the same
+  // share again.
+  cache_options.predictor.reuse_bytes = cache_options.predictor.cache_bytes;
   cache_options.predictor.precision = o.predict_precision;
   BNN_ASSIGN_OR_RETURN(
       server->predictors_,

@@ -1,5 +1,6 @@
 // Predict for 1 and 1000 rows with S = 64 from a rank-L low-rank posterior on
-// the UCI and MNIST-size nets.
+// the UCI and MNIST-size nets, and cold one-row requests as a server serves
+// a request without a seed (issue 15: a new draw each time, not cached).
 //
 //   build/bench/perf/bnn_perf_bench --benchmark_filter=Predict
 #include <memory>
@@ -62,6 +63,43 @@ void BM_Predict(benchmark::State& state, int input, std::vector<int> hidden,
   }
   state.SetItemsProcessed(state.iterations() * rows);
 }
+
+// One row, S = state.range(0) samples, a new seed per request and
+// cache_samples = false: what a server does for a Predict without a seed,
+// so every request draws S weight vectors. The calling thread's OpenMP
+// limit (OMP_NUM_THREADS, default one per core) is the draw's.
+void BM_PredictCold(benchmark::State& state, int input, std::vector<int> hidden,
+                    int classes, int rank) {
+  auto predictor =
+      Predictor::Create(MakeSnapshot(input, std::move(hidden), classes, rank));
+  BNN_CHECK_OK(predictor.status());
+  Rng rng(5);
+  std::vector<double> x(input);
+  for (double& v : x) v = rng.Normal();
+  PredictOptions options;
+  options.num_samples = static_cast<int>(state.range(0));
+  options.cache_samples = false;
+  for (auto _ : state) {
+    ++options.seed;
+    auto p = (*predictor)->Predict(x, 1, options);
+    BNN_CHECK_OK(p.status());
+    benchmark::DoNotOptimize(p->num_rows);
+  }
+}
+
+BENCHMARK_CAPTURE(BM_PredictCold, uci_13_50_1_L1, 13, std::vector<int>{50}, 1,
+                  1)
+    ->Arg(100)
+    ->ArgName("samples")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_PredictCold, mnist_784_400_400_10_L32, 784,
+                  std::vector<int>{400, 400}, 10, 32)
+    ->Arg(64)
+    ->ArgName("samples")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(2.0);
 
 BENCHMARK_CAPTURE(BM_Predict, uci_13_50_1_L1, 13, std::vector<int>{50}, 1, 1)
     ->ArgsProduct({{1, 1000}, {0, 1}})

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <omp.h>
 
 #include "absl/strings/str_cat.h"
 
 #include "bnn/core/snapshot.pb.h"
 #include "bnn/memory.h"
 #include "bnn/status.h"
+
+#include "posterior/sample_tiles.h"
 
 namespace bnn {
 namespace {
@@ -58,12 +61,23 @@ DiagonalGaussianPosterior::Create(Eigen::VectorXd mean,
   return p;
 }
 
-void DiagonalGaussianPosterior::Sample(int num_samples, Rng& rng,
-                                       Eigen::MatrixXd* out) const {
-  out->resize(dim(), num_samples);
-  rng.FillNormal(*out);
-  *out = variance_.cwiseSqrt().asDiagonal() * *out;
-  out->colwise() += mean_;
+absl::Status DiagonalGaussianPosterior::Sample(const CounterRng& rng,
+                                               int num_samples,
+                                               const Interrupt& interrupt,
+                                               Eigen::MatrixXd* out) const {
+  using internal::kSampleTileRows;
+  const int64_t d = dim();
+  out->resize(d, num_samples);
+  return internal::ForEachSampleTile(
+      (d + kSampleTileRows - 1) / kSampleTileRows,
+      kSampleTileRows * num_samples, interrupt, [&](int64_t t) {
+        const int64_t r0 = t * kSampleTileRows;
+        const int64_t n = std::min(kSampleTileRows, d - r0);
+        auto block = out->middleRows(r0, n);
+        internal::FillNormalRows(rng, r0, block);
+        block = variance_.segment(r0, n).cwiseSqrt().asDiagonal() * block;
+        block.colwise() += mean_.segment(r0, n);
+      });
 }
 
 absl::StatusOr<Eigen::MatrixXd> DiagonalGaussianPosterior::Covariance() const {
@@ -127,13 +141,30 @@ FullGaussianPosterior::Create(Eigen::VectorXd mean, Eigen::MatrixXd precision) {
   return p;
 }
 
-void FullGaussianPosterior::Sample(int num_samples, Rng& rng,
-                                   Eigen::MatrixXd* out) const {
+// Samples per tile of the full and Kronecker families, which draw whole
+// columns: the triangular solves of a tile are independent of the others.
+constexpr int64_t kColumnsPerTile = 4;
+
+absl::Status FullGaussianPosterior::Sample(const CounterRng& rng,
+                                           int num_samples,
+                                           const Interrupt& interrupt,
+                                           Eigen::MatrixXd* out) const {
   // theta = mu + L^-T eps has covariance L^-T L^-1 = P^-1.
-  out->resize(dim(), num_samples);
-  rng.FillNormal(*out);
-  llt_.matrixU().solveInPlace(*out);
-  out->colwise() += mean_;
+  const int64_t d = dim();
+  out->resize(d, num_samples);
+  return internal::ForEachSampleTile(
+      (num_samples + kColumnsPerTile - 1) / kColumnsPerTile,
+      kColumnsPerTile * d, interrupt, [&](int64_t t) {
+        const int64_t c0 = t * kColumnsPerTile;
+        const int64_t n = std::min<int64_t>(kColumnsPerTile, num_samples - c0);
+        for (int64_t s = c0; s < c0 + n; ++s) {
+          rng.FillNormal(static_cast<uint64_t>(s), 0, out->col(s).data(),
+                         static_cast<size_t>(d));
+        }
+        auto block = out->middleCols(c0, n);
+        llt_.matrixU().solveInPlace(block);
+        block.colwise() += mean_;
+      });
 }
 
 Eigen::VectorXd FullGaussianPosterior::MarginalVariances() const {
@@ -217,23 +248,37 @@ absl::StatusOr<std::unique_ptr<KroneckerPosterior>> KroneckerPosterior::Create(
   return p;
 }
 
-void KroneckerPosterior::Sample(int num_samples, Rng& rng,
-                                Eigen::MatrixXd* out) const {
-  out->resize(dim(), num_samples);
-  Eigen::MatrixXd e;
-  for (int s = 0; s < num_samples; ++s) {
-    for (size_t l = 0; l < layers_.size(); ++l) {
-      const LayerShape& shape = shapes_[l];
-      e.resize(shape.out, shape.in + 1);
-      rng.FillNormal(e);
-      Eigen::Map<Eigen::MatrixXd> w(out->col(s).data() + shape.offset,
-                                    shape.out, shape.in + 1);
-      w = layers_[l].mean +
-          layers_[l].out_factor.triangularView<Eigen::Lower>() *
-              (e *
-               layers_[l].in_factor.transpose().triangularView<Eigen::Upper>());
-    }
-  }
+absl::Status KroneckerPosterior::Sample(const CounterRng& rng, int num_samples,
+                                        const Interrupt& interrupt,
+                                        Eigen::MatrixXd* out) const {
+  // Per sample and layer W~ = M + L_out E L_in^T, E the layer's entries of
+  // the sample's normals.
+  const int64_t d = dim();
+  out->resize(d, num_samples);
+  return internal::ForEachSampleTile(
+      (num_samples + kColumnsPerTile - 1) / kColumnsPerTile,
+      kColumnsPerTile * d, interrupt, [&](int64_t t) {
+        const int64_t c0 = t * kColumnsPerTile;
+        const int64_t n = std::min<int64_t>(kColumnsPerTile, num_samples - c0);
+        Eigen::MatrixXd e, product;
+        for (int64_t s = c0; s < c0 + n; ++s) {
+          for (size_t l = 0; l < layers_.size(); ++l) {
+            const LayerShape& shape = shapes_[l];
+            e.resize(shape.out, shape.in + 1);
+            rng.FillNormal(static_cast<uint64_t>(s),
+                           static_cast<uint64_t>(shape.offset), e.data(),
+                           static_cast<size_t>(e.size()));
+            product.noalias() =
+                e *
+                layers_[l].in_factor.transpose().triangularView<Eigen::Upper>();
+            Eigen::Map<Eigen::MatrixXd> w(out->col(s).data() + shape.offset,
+                                          shape.out, shape.in + 1);
+            w.noalias() =
+                layers_[l].out_factor.triangularView<Eigen::Lower>() * product;
+            w += layers_[l].mean;
+          }
+        }
+      });
 }
 
 Eigen::VectorXd KroneckerPosterior::MarginalVariances() const {
@@ -321,8 +366,8 @@ int64_t DiagonalGaussianPosterior::MemoryBytes() const {
 }
 
 int64_t DiagonalGaussianPosterior::SampleBytes(int num_samples) const {
-  // The result and the standard deviations.
-  return MulBytes({dim(), num_samples + 1, sizeof(double)});
+  // The result (the standard deviations are taken per tile of rows).
+  return MulBytes({dim(), num_samples, sizeof(double)});
 }
 
 int64_t FullGaussianPosterior::MemoryBytes() const {
@@ -343,12 +388,13 @@ int64_t KroneckerPosterior::MemoryBytes() const {
 }
 
 int64_t KroneckerPosterior::SampleBytes(int num_samples) const {
-  // The result, plus E and two out x (in + 1) products of the widest layer.
+  // The result, plus E and E L_in^T of the widest layer on each thread.
   int64_t widest = 0;
   for (const LayerShape& shape : shapes_)
     widest = std::max(widest, shape.size());
   return AddBytes(MulBytes({dim(), num_samples, sizeof(double)}),
-                  MulBytes({3, widest, sizeof(double)}));
+                  MulBytes({2 * std::max(1, omp_get_max_threads()), widest,
+                            sizeof(double)}));
 }
 
 int64_t DiagonalGaussianPosterior::LinearizedVarianceBytes(int64_t rows) const {

@@ -1,12 +1,17 @@
 #include "bnn/posterior/low_rank_gaussian.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
 #include "bnn/core/snapshot.pb.h"
 #include "bnn/memory.h"
 #include "bnn/status.h"
+
+#include "posterior/sample_tiles.h"
 
 namespace bnn {
 
@@ -29,11 +34,61 @@ LowRankGaussianPosterior::Create(Eigen::VectorXd mean, Eigen::MatrixXd u,
   return p;
 }
 
-void LowRankGaussianPosterior::Sample(int num_samples, Rng& rng,
-                                      Eigen::MatrixXd* out) const {
-  Eigen::MatrixXd eps(dim(), num_samples);
-  rng.FillNormal(eps);
-  factor_.Sample(mean_, eps, out);
+absl::Status LowRankGaussianPosterior::Sample(const CounterRng& rng,
+                                              int num_samples,
+                                              const Interrupt& interrupt,
+                                              Eigen::MatrixXd* out) const {
+  // LowRankPrecision::Sample in tiles of rows: theta = mu + d^-1/2 .* (eps -
+  // V K V^T eps). The first pass draws eps into `out` and sums V^T eps over
+  // the tiles, in tile order (so the sum does not depend on the threads);
+  // the second finishes each tile in place.
+  using internal::kSampleTileRows;
+  const int64_t d = dim();
+  const int s_count = num_samples;
+  out->resize(d, s_count);
+  const int64_t tiles = (d + kSampleTileRows - 1) / kSampleTileRows;
+  const int64_t tile_values = kSampleTileRows * s_count;
+  const Eigen::MatrixXd& v = factor_.SampleV();
+  const Eigen::VectorXd& inv_sqrt_d = factor_.InvSqrtD();
+  const int l = factor_.rank();
+  auto rows = [&](int64_t t) {
+    const int64_t r0 = t * kSampleTileRows;
+    return std::make_pair(r0, std::min(kSampleTileRows, d - r0));
+  };
+  Eigen::MatrixXd vt_eps = Eigen::MatrixXd::Zero(l, s_count);
+  if (l > 0) {
+    std::vector<Eigen::MatrixXd> partial(
+        internal::SampleTilesPerGroup(tile_values),
+        Eigen::MatrixXd(l, s_count));
+    int64_t group_begin = 0;
+    BNN_RETURN_IF_ERROR(internal::ForEachSampleTile(
+        tiles, tile_values, interrupt,
+        [&](int64_t t) {
+          const auto [r0, n] = rows(t);
+          auto eps = out->middleRows(r0, n);
+          internal::FillNormalRows(rng, r0, eps);
+          partial[t - group_begin].noalias() =
+              v.middleRows(r0, n).transpose() * eps;
+        },
+        [&](int64_t begin, int64_t end) {
+          for (int64_t t = begin; t < end; ++t) vt_eps += partial[t - begin];
+          group_begin = end;
+        }));
+    // Between the passes too, unless the draw is a single group.
+    if (tiles > internal::SampleTilesPerGroup(tile_values)) {
+      BNN_RETURN_IF_ERROR(interrupt.Check());
+    }
+  }
+  const Eigen::MatrixXd small = factor_.SampleK() * vt_eps;
+  return internal::ForEachSampleTile(
+      tiles, tile_values, interrupt, [&](int64_t t) {
+        const auto [r0, n] = rows(t);
+        auto block = out->middleRows(r0, n);
+        if (l == 0) internal::FillNormalRows(rng, r0, block);
+        if (l > 0) block.noalias() -= v.middleRows(r0, n) * small;
+        block = inv_sqrt_d.segment(r0, n).asDiagonal() * block;
+        block.colwise() += mean_.segment(r0, n);
+      });
 }
 
 Eigen::VectorXd LowRankGaussianPosterior::MarginalVariances() const {
@@ -96,8 +151,14 @@ int64_t LowRankGaussianPosterior::MemoryBytes() const {
 }
 
 int64_t LowRankGaussianPosterior::SampleBytes(int num_samples) const {
-  // eps and the result (D x S each), V^T eps (L x S).
-  return MulBytes({2 * dim() + factor_.rank(), num_samples, sizeof(double)});
+  // The result (D x S, eps drawn in place); V^T eps summed over a group of
+  // tiles (one L x S partial per tile), their sum and K times it.
+  const int64_t partials =
+      internal::SampleTilesPerGroup(internal::kSampleTileRows * num_samples) +
+      2;
+  return AddBytes(
+      MulBytes({dim(), num_samples, sizeof(double)}),
+      MulBytes({partials, factor_.rank(), num_samples, sizeof(double)}));
 }
 
 int64_t LowRankGaussianPosterior::LinearizedVarianceBytes(int64_t rows) const {

@@ -1,12 +1,19 @@
 #include "bnn/posterior/posterior.h"
 
+#include <algorithm>
+#include <omp.h>
+
 #include "absl/strings/str_cat.h"
 
+#include "bnn/check.h"
+#include "bnn/compute_threads.h"
 #include "bnn/core/snapshot.pb.h"
 #include "bnn/posterior/gaussian_families.h"
 #include "bnn/posterior/low_rank_gaussian.h"
 #include "bnn/posterior/sample_families.h"
 #include "bnn/status.h"
+
+#include "posterior/sample_tiles.h"
 
 namespace bnn {
 namespace {
@@ -131,7 +138,55 @@ absl::StatusOr<std::unique_ptr<Posterior>> DropoutFromProto(
       std::vector<bool>(p.drop_inputs().begin(), p.drop_inputs().end())));
 }
 
+// Values of a group below which its tiles run on the calling thread alone:
+// forking a team costs more than drawing them.
+constexpr int64_t kMinParallelValues = int64_t{1} << 17;
+
 }  // namespace
+
+namespace internal {
+
+int64_t SampleTilesPerGroup(int64_t values_per_tile) {
+  return std::max<int64_t>(
+      1, Posterior::kSampleGroupValues / std::max<int64_t>(1, values_per_tile));
+}
+
+absl::Status ForEachSampleTile(
+    int64_t num_tiles, int64_t values_per_tile, const Interrupt& interrupt,
+    const std::function<void(int64_t)>& tile,
+    const std::function<void(int64_t, int64_t)>& after_group) {
+  const int64_t per_group = SampleTilesPerGroup(values_per_tile);
+  const int threads = omp_get_max_threads();
+  // Eigen inside the tiles on one thread: its products' blocking, and so
+  // their last bits, would otherwise depend on the thread count.
+  const ScopedComputeThreads one(1);
+  for (int64_t begin = 0; begin < num_tiles; begin += per_group) {
+    if (begin > 0) BNN_RETURN_IF_ERROR(interrupt.Check());
+    const int64_t end = std::min(num_tiles, begin + per_group);
+    const bool parallel = threads > 1 && end - begin > 1 &&
+                          (end - begin) * values_per_tile >= kMinParallelValues;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (parallel)
+    for (int64_t t = begin; t < end; ++t) tile(t);
+    if (after_group) after_group(begin, end);
+  }
+  return absl::OkStatus();
+}
+
+void FillNormalRows(const CounterRng& rng, int64_t row0,
+                    Eigen::Ref<Eigen::MatrixXd> block) {
+  for (int64_t s = 0; s < block.cols(); ++s) {
+    rng.FillNormal(static_cast<uint64_t>(s), static_cast<uint64_t>(row0),
+                   block.col(s).data(), static_cast<size_t>(block.rows()));
+  }
+}
+
+}  // namespace internal
+
+Eigen::MatrixXd Posterior::Draw(uint64_t seed, int num_samples) const {
+  Eigen::MatrixXd out;
+  BNN_CHECK_OK(Sample(CounterRng(seed), num_samples, Interrupt(), &out));
+  return out;
+}
 
 absl::Status CheckDenseDim(int64_t dim) {
   if (dim > Posterior::kMaxDenseDim) {

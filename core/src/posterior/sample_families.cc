@@ -8,6 +8,8 @@
 #include "bnn/core/snapshot.pb.h"
 #include "bnn/memory.h"
 
+#include "posterior/sample_tiles.h"
+
 namespace bnn {
 
 // --------------------------------------------------------------- sample set
@@ -27,15 +29,21 @@ absl::StatusOr<std::unique_ptr<SampleSetPosterior>> SampleSetPosterior::Create(
   return p;
 }
 
-void SampleSetPosterior::Sample(int num_samples, Rng& rng,
-                                Eigen::MatrixXd* out) const {
+absl::Status SampleSetPosterior::Sample(const CounterRng& rng, int num_samples,
+                                        const Interrupt& interrupt,
+                                        Eigen::MatrixXd* out) const {
+  // Copies only: no tiles, no interrupt checks.
   const int n = num_stored();
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
-  if (num_samples != n) std::shuffle(order.begin(), order.end(), rng.engine());
+  if (num_samples != n) {
+    Rng shuffle(rng.seed());
+    std::shuffle(order.begin(), order.end(), shuffle.engine());
+  }
   out->resize(dim(), num_samples);
   for (int s = 0; s < num_samples; ++s)
     out->col(s) = samples_.col(order[s % n]);
+  return absl::OkStatus();
 }
 
 Eigen::VectorXd SampleSetPosterior::MarginalVariances() const {
@@ -96,22 +104,31 @@ absl::StatusOr<std::unique_ptr<DropoutPosterior>> DropoutPosterior::Create(
   return p;
 }
 
-void DropoutPosterior::Sample(int num_samples, Rng& rng,
-                              Eigen::MatrixXd* out) const {
+absl::Status DropoutPosterior::Sample(const CounterRng& rng, int num_samples,
+                                      const Interrupt& interrupt,
+                                      Eigen::MatrixXd* out) const {
+  // Sample s keeps input i of layer l unless uniform number offset_l + i of
+  // stream s is below the rate.
   out->resize(dim(), num_samples);
   const double keep_scale = 1.0 / (1.0 - rate_);
-  for (int s = 0; s < num_samples; ++s) {
-    out->col(s) = weights_;
-    for (size_t l = 0; l < shapes_.size(); ++l) {
-      if (!drop_inputs_[l]) continue;
-      const LayerShape& shape = shapes_[l];
-      Eigen::Map<Eigen::MatrixXd> w(out->col(s).data() + shape.offset,
-                                    shape.out, shape.in + 1);
-      for (int i = 0; i < shape.in; ++i) {  // the bias column is never dropped
-        w.col(i) *= rng.Uniform() < rate_ ? 0.0 : keep_scale;
-      }
-    }
-  }
+  return internal::ForEachSampleTile(
+      num_samples, dim(), interrupt, [&](int64_t s) {
+        out->col(s) = weights_;
+        std::vector<double> u;
+        for (size_t l = 0; l < shapes_.size(); ++l) {
+          if (!drop_inputs_[l]) continue;
+          const LayerShape& shape = shapes_[l];
+          u.resize(shape.in);
+          rng.FillUniform(static_cast<uint64_t>(s),
+                          static_cast<uint64_t>(shape.offset), u.data(),
+                          u.size());
+          Eigen::Map<Eigen::MatrixXd> w(out->col(s).data() + shape.offset,
+                                        shape.out, shape.in + 1);
+          for (int i = 0; i < shape.in; ++i) {  // the bias is never dropped
+            w.col(i) *= u[i] < rate_ ? 0.0 : keep_scale;
+          }
+        }
+      });
 }
 
 Eigen::VectorXd DropoutPosterior::MarginalVariances() const {

@@ -72,8 +72,9 @@ absl::StatusOr<ElboEstimate> EstimateElbo(const Snapshot& snapshot,
   Dataset scaled = data;
   BNN_RETURN_IF_ERROR(snapshot.standardization.Apply(&scaled));
 
-  Eigen::MatrixXd theta;
-  snapshot.posterior->Sample(num_samples, rng, &theta);
+  // The samples of a seed taken from `rng` (so that its state advances).
+  const Eigen::MatrixXd theta =
+      snapshot.posterior->Draw(rng.engine()(), num_samples);
   const Network<double> net(snapshot.model);
   const ModelSpec& spec = snapshot.model;
   Eigen::VectorXd log_lik = Eigen::VectorXd::Zero(num_samples);

@@ -4,8 +4,11 @@
 #include <cmath>
 #include <list>
 #include <map>
+#include <memory>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -28,9 +31,6 @@ namespace {
 constexpr int64_t kMaxRowsTimesSamples = int64_t{1} << 16;
 constexpr int64_t kTargetRowsTimesSamples = int64_t{1} << 14;
 constexpr int64_t kMinChunkRows = 64;
-// Weight values drawn between interrupt checks (Engine::DrawBlocked): about
-// 0.4 ms of normal draws on one core of the test machine.
-constexpr int64_t kSampleBlockValues = int64_t{1} << 15;
 
 // Most rows per forward pass with `s_count` samples. Passes of about
 // kTargetRowsTimesSamples keep the time between interrupt checks (where a
@@ -184,11 +184,81 @@ class WeightSamples {
 
 namespace {
 
+// Idle D x S buffers of finished draws, reused by later draws of the same
+// shape instead of a new allocation (and its page faults) per request. Holds
+// at most `limit` bytes idle. The blocks it lends give their buffer back
+// when the last request using them lets go; they may outlive the pool, and
+// then free it.
+template <typename U>
+class BufferPool : public std::enable_shared_from_this<BufferPool<U>> {
+ public:
+  using Matrix = MatrixX<U>;
+  explicit BufferPool(int64_t limit) : limit_(limit) {}
+
+  // An idle buffer of rows x cols values (contents unspecified), or an
+  // empty matrix for the caller to size.
+  std::unique_ptr<Matrix> Take(int64_t rows, int64_t cols) {
+    absl::MutexLock lock(&mu_);
+    for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+      if ((*it)->rows() == rows && (*it)->cols() == cols) {
+        std::unique_ptr<Matrix> m = std::move(*it);
+        idle_.erase(it);
+        idle_bytes_ -= Bytes(*m);
+        return m;
+      }
+    }
+    return std::make_unique<Matrix>();
+  }
+
+  // Keeps `m` for reuse if it fits beside the idle buffers, else frees it.
+  void Give(std::unique_ptr<Matrix> m) {
+    const int64_t bytes = Bytes(*m);
+    {
+      absl::MutexLock lock(&mu_);
+      if (idle_bytes_ + bytes <= limit_) {
+        idle_bytes_ += bytes;
+        idle_.push_back(std::move(m));
+        return;
+      }
+    }
+    m.reset();  // outside the lock
+  }
+
+  // A shared block owning `m` that Give()s it back when released.
+  std::shared_ptr<const Matrix> Lend(std::unique_ptr<Matrix> m) {
+    std::weak_ptr<BufferPool> pool = this->weak_from_this();
+    return std::shared_ptr<const Matrix>(
+        m.release(), [pool = std::move(pool)](const Matrix* p) {
+          std::unique_ptr<Matrix> owned(const_cast<Matrix*>(p));
+          if (auto live = pool.lock()) live->Give(std::move(owned));
+        });
+  }
+
+ private:
+  static int64_t Bytes(const Matrix& m) {
+    return static_cast<int64_t>(m.size() * sizeof(U));
+  }
+
+  const int64_t limit_;
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<Matrix>> idle_ ABSL_GUARDED_BY(mu_);
+  int64_t idle_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 template <typename T>
 class Engine final : public Predictor::Impl {
  public:
   Engine(const Snapshot& snap, const PredictorOptions& options)
-      : net_(snap.model), net64_(snap.model), options_(options) {}
+      : net_(snap.model),
+        net64_(snap.model),
+        options_(options),
+        draws_(std::make_shared<BufferPool<double>>(options.reuse_bytes)) {
+    if constexpr (std::is_same_v<T, double>) {
+      blocks_ = draws_;
+    } else {
+      blocks_ = std::make_shared<BufferPool<T>>(options.reuse_bytes);
+    }
+  }
 
   absl::StatusOr<Prediction> Predict(const Snapshot& snap,
                                      absl::Span<const double> rows,
@@ -219,11 +289,11 @@ class Engine final : public Predictor::Impl {
 
   // The D x S weight samples for (S, seed): drawn once, then shared by every
   // request with that key until evicted. With `cache` false a miss is drawn
-  // for the caller alone and not inserted (one-shot requests). Drawn in
-  // blocks of about kSampleBlockValues values with `interrupt` checked in
-  // between, where the family allows (Posterior::DrawsColumnsInOrder):
-  // drawing 256 samples of a 751-weight net is 3.5 ms of one core, the
-  // longest uninterrupted unit of a Predict before (docs/results/load.md).
+  // for the caller alone and not inserted (one-shot requests). The family
+  // draws in parallel tiles with `interrupt` checked between groups of
+  // tiles (Posterior::Sample): drawing 256 samples of a 751-weight net in
+  // one piece was 3.5 ms of one core, the longest uninterrupted unit of a
+  // Predict before (docs/results/load.md).
   absl::StatusOr<Block> Samples(const Snapshot& snap, int s_count,
                                 uint64_t seed, bool cache,
                                 const Interrupt& interrupt) const {
@@ -260,44 +330,35 @@ class Engine final : public Predictor::Impl {
     return block;
   }
 
-  // The D x S samples of `seed`, drawn as Posterior::Sample(S) would draw
-  // them (in blocks of columns where the family allows).
-  static absl::StatusOr<Block> DrawBlocked(const Posterior& posterior,
-                                           int s_count, uint64_t seed,
-                                           const Interrupt& interrupt) {
-    Rng rng(seed);
-    const int64_t dim = posterior.dim();
-    const int block_cols =
-        posterior.DrawsColumnsInOrder()
-            ? static_cast<int>(std::clamp<int64_t>(
-                  kSampleBlockValues / std::max<int64_t>(1, dim), 1, s_count))
-            : s_count;
-    if (block_cols == s_count) {
-      Eigen::MatrixXd theta;
-      posterior.Sample(s_count, rng, &theta);
-      if constexpr (std::is_same_v<T, double>) {
-        return std::make_shared<const MatrixX<T>>(std::move(theta));
-      } else {
-        return std::make_shared<const MatrixX<T>>(theta.template cast<T>());
-      }
+  // The D x S samples of `seed` (Posterior::Sample with CounterRng(seed)),
+  // on the calling thread's OpenMP threads, into reused buffers where the
+  // pools have them.
+  absl::StatusOr<Block> DrawBlocked(const Posterior& posterior, int s_count,
+                                    uint64_t seed,
+                                    const Interrupt& interrupt) const {
+    std::unique_ptr<Eigen::MatrixXd> theta =
+        draws_->Take(posterior.dim(), s_count);
+    if (theta->size() > 0) {
+      absl::MutexLock lock(&mu_);
+      ++stats_.reused;
     }
-    auto theta = std::make_shared<MatrixX<T>>(dim, s_count);
-    Eigen::MatrixXd part;
-    for (int begin = 0; begin < s_count; begin += block_cols) {
-      if (begin > 0) {
-        const absl::Status status = interrupt.Check();
-        if (!status.ok()) {
-          return absl::Status(
-              status.code(),
-              absl::StrCat(status.message(), ": stopped after drawing ", begin,
-                           " of ", s_count, " weight samples"));
-        }
-      }
-      const int cols = std::min(block_cols, s_count - begin);
-      posterior.Sample(cols, rng, &part);
-      theta->middleCols(begin, cols) = part.template cast<T>();
+    const absl::Status status =
+        posterior.Sample(CounterRng(seed), s_count, interrupt, theta.get());
+    if (!status.ok()) {
+      draws_->Give(std::move(theta));
+      return absl::Status(status.code(),
+                          absl::StrCat(status.message(), ": stopped drawing ",
+                                       s_count, " weight samples"));
     }
-    return Block(std::move(theta));
+    if constexpr (std::is_same_v<T, double>) {
+      return blocks_->Lend(std::move(theta));
+    } else {
+      std::unique_ptr<MatrixX<T>> block =
+          blocks_->Take(posterior.dim(), s_count);
+      *block = theta->template cast<T>();
+      draws_->Give(std::move(theta));
+      return blocks_->Lend(std::move(block));
+    }
   }
 
   // Rows begin .. begin + m - 1 standardised into the first m rows of `x`,
@@ -559,6 +620,11 @@ class Engine final : public Predictor::Impl {
       index_ ABSL_GUARDED_BY(mu_);
   mutable Predictor::CacheStats stats_ ABSL_GUARDED_BY(mu_);
   mutable std::vector<std::unique_ptr<Workspace>> idle_ ABSL_GUARDED_BY(mu_);
+  // Idle draw buffers (double, as the families draw) and weight-sample
+  // blocks (of T; the same pool when T is double), each at most
+  // options_.reuse_bytes.
+  std::shared_ptr<BufferPool<double>> draws_;
+  std::shared_ptr<BufferPool<T>> blocks_;
 };
 
 }  // namespace
@@ -568,6 +634,8 @@ absl::Status PredictorOptions::Validate() const {
   BNN_RETURN_IF_ERROR(CheckIntRange("chunk_rows", chunk_rows, 1, 1 << 20));
   BNN_RETURN_IF_ERROR(
       CheckIntRange("cache_bytes", cache_bytes, 0, int64_t{1} << 40));
+  BNN_RETURN_IF_ERROR(
+      CheckIntRange("reuse_bytes", reuse_bytes, 0, int64_t{1} << 40));
   return CheckOneOf("precision", precision, {"float64", "float32"});
 }
 
@@ -646,6 +714,12 @@ MemoryEstimate Predictor::EstimateMemory(int64_t num_rows,
       e.Add(absl::StrCat("weight samples (D x S = ", posterior.dim(), " x ",
                          s_count, ")"),
             block);
+      // A float32 engine keeps the double draw idle for the next draw of
+      // this shape (PredictorOptions::reuse_bytes) while it computes.
+      const int64_t draw_buffer = MulBytes({posterior.dim(), s_count, 8});
+      if (b == sizeof(float) && draw_buffer <= options_.reuse_bytes) {
+        e.Add("the double draw buffer, kept for reuse", draw_buffer);
+      }
     }
     const int64_t chunk =
         EvenChunk(num_rows, MaxChunkRows(s_count, options_.chunk_rows));

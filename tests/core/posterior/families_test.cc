@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bnn/compute_threads.h"
 #include "bnn/core/snapshot.pb.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/gaussian_families.h"
@@ -99,8 +100,7 @@ TEST_P(GaussianFamilyTest, SamplesHaveTheDenseCovariance) {
   const ModelSpec model = TinyModel();
   Family f = GetParam()(model, rng);
   const int n = 100000;
-  Eigen::MatrixXd s;
-  f.posterior->Sample(n, rng, &s);
+  const Eigen::MatrixXd s = f.posterior->Draw(rng.engine()(), n);
   const Eigen::VectorXd mean = s.rowwise().mean();
   const Eigen::MatrixXd c = s.colwise() - mean;
   const Eigen::MatrixXd cov = c * c.transpose() / (n - 1);
@@ -166,32 +166,60 @@ TEST_P(GaussianFamilyTest, ProtoRoundTripIsExact) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ((*back)->family(), f.posterior->family());
   EXPECT_EQ((*back)->mean(), f.posterior->mean());
-  Rng a(9), b(9);
-  Eigen::MatrixXd sa, sb;
-  f.posterior->Sample(3, a, &sa);
-  (*back)->Sample(3, b, &sb);
-  EXPECT_EQ(sa, sb);
+  EXPECT_EQ(f.posterior->Draw(9, 3), (*back)->Draw(9, 3));
 }
 
-// The contract that lets a predictor draw many samples in blocks
-// (Posterior::DrawsColumnsInOrder): 7 samples at once are 3 then 4 drawn
-// from the same generator.
-void ExpectBlocksEqualOneDraw(const Posterior& posterior) {
-  ASSERT_TRUE(posterior.DrawsColumnsInOrder());
-  Rng whole_rng(11), block_rng(11);
-  Eigen::MatrixXd whole, first, second;
-  posterior.Sample(7, whole_rng, &whole);
-  posterior.Sample(3, block_rng, &first);
-  posterior.Sample(4, block_rng, &second);
-  ASSERT_EQ(whole.cols(), 7);
-  EXPECT_LT((whole.leftCols(3) - first).cwiseAbs().maxCoeff(), 1e-12);
-  EXPECT_LT((whole.rightCols(4) - second).cwiseAbs().maxCoeff(), 1e-12);
+// Posterior::Sample's contract: sample s depends on the seed and s alone,
+// bit for bit whatever the number of threads (1, 2, 4), and up to the
+// rounding of products of another width however many samples are drawn
+// with it (the first 3 of 7 are the 3 of a draw of 3).
+void ExpectSameSamplesForAnyThreadCount(const Posterior& posterior) {
+  const Eigen::MatrixXd one = [&] {
+    const ScopedComputeThreads threads(1);
+    return posterior.Draw(11, 7);
+  }();
+  for (const int n : {2, 4}) {
+    const ScopedComputeThreads threads(n);
+    EXPECT_EQ(posterior.Draw(11, 7), one) << n << " threads";
+  }
+  EXPECT_LT((posterior.Draw(11, 3) - one.leftCols(3)).cwiseAbs().maxCoeff(),
+            1e-12);
+  EXPECT_NE(posterior.Draw(12, 7), one);
 }
 
-TEST_P(GaussianFamilyTest, SamplesDrawnInBlocksEqualOneDraw) {
+TEST_P(GaussianFamilyTest, SamplesAreTheSameForAnyThreadCount) {
   Rng rng(5);
   const Family f = GetParam()(TinyModel(), rng);
-  ExpectBlocksEqualOneDraw(*f.posterior);
+  ExpectSameSamplesForAnyThreadCount(*f.posterior);
+}
+
+// A draw larger than one group of tiles (Posterior::kSampleGroupValues)
+// of a wide model: identical on 1, 2 and 4 threads, and interrupted between
+// groups.
+TEST_P(GaussianFamilyTest, LargeDrawsAreTheSameForAnyThreadCountAndStop) {
+  Rng rng(6);
+  // 3 inputs, 300 hidden, 1 output: D = 1501; 800 samples are 1.2M values,
+  // more than one group.
+  const ModelSpec model =
+      ModelSpec::ForTask(Task::kRegression, 3, 0, {300}, Activation::kRelu);
+  const Family f = GetParam()(model, rng);
+  Eigen::MatrixXd one, two, four;
+  for (auto [threads, out] : {std::pair{1, &one}, {2, &two}, {4, &four}}) {
+    const ScopedComputeThreads scoped(threads);
+    ASSERT_TRUE(f.posterior->Sample(CounterRng(3), 800, Interrupt(), out).ok());
+  }
+  EXPECT_EQ(one, two);
+  EXPECT_EQ(one, four);
+  int checks = 0;
+  Eigen::MatrixXd stopped;
+  const absl::Status status =
+      f.posterior->Sample(CounterRng(3), 800, Interrupt([&checks] {
+                            ++checks;
+                            return absl::CancelledError("cancelled");
+                          }),
+                          &stopped);
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(checks, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, GaussianFamilyTest,
@@ -207,8 +235,7 @@ TEST(KroneckerPosteriorTest, SampleCovarianceOfA3x2LayerIsTheKroneckerProduct) {
   ASSERT_EQ(model.Layers()[0].in + 1, 2);
   Rng rng(5);
   Family f = MakeKronecker(model, rng);
-  Eigen::MatrixXd s;
-  f.posterior->Sample(200000, rng, &s);
+  const Eigen::MatrixXd s = f.posterior->Draw(5, 200000);
   const Eigen::MatrixXd c = s.colwise() - s.rowwise().mean();
   const Eigen::MatrixXd cov = c * c.transpose() / (s.cols() - 1);
   const Eigen::VectorXd sd = f.covariance.diagonal().cwiseSqrt();
@@ -245,10 +272,8 @@ TEST(SampleSetPosteriorTest, AllSamplesInOrderWhenSIsTheStoredCount) {
   const Eigen::MatrixXd stored = Gaussian(13, 4, rng);
   auto p = SampleSetPosterior::Create(stored);
   ASSERT_TRUE(p.ok());
-  Eigen::MatrixXd s;
-  (*p)->Sample(4, rng, &s);
-  EXPECT_EQ(s, stored);
-  (*p)->Sample(10, rng, &s);  // cycles through a permutation
+  EXPECT_EQ((*p)->Draw(1, 4), stored);
+  const Eigen::MatrixXd s = (*p)->Draw(1, 10);  // cycles through a permutation
   for (int c = 0; c < 10; ++c) {
     bool found = false;
     for (int k = 0; k < 4; ++k) found |= s.col(c) == stored.col(k);
@@ -268,12 +293,12 @@ TEST(SampleSetPosteriorTest, AllSamplesInOrderWhenSIsTheStoredCount) {
   EXPECT_EQ(static_cast<SampleSetPosterior&>(**back).samples(), stored);
 }
 
-TEST(DropoutPosteriorTest, SamplesDrawnInBlocksEqualOneDraw) {
+TEST(DropoutPosteriorTest, SamplesAreTheSameForAnyThreadCount) {
   Rng rng(8);
   auto p = DropoutPosterior::Create(TinyModel(), Gaussian(13, 1, rng), 0.25,
                                     {true, true});
   ASSERT_TRUE(p.ok()) << p.status();
-  ExpectBlocksEqualOneDraw(**p);
+  ExpectSameSamplesForAnyThreadCount(**p);
 }
 
 TEST(DropoutPosteriorTest, MasksWholeInputColumnsAndKeepsTheMean) {
@@ -283,8 +308,7 @@ TEST(DropoutPosteriorTest, MasksWholeInputColumnsAndKeepsTheMean) {
   auto p = DropoutPosterior::Create(model, w, 0.25, {true, true});
   ASSERT_TRUE(p.ok()) << p.status();
   const int n = 40000;
-  Eigen::MatrixXd s;
-  (*p)->Sample(n, rng, &s);
+  const Eigen::MatrixXd s = (*p)->Draw(8, n);
   for (const LayerShape& shape : model.Layers()) {
     for (int c = 0; c < 50; ++c) {
       Eigen::Map<const Eigen::MatrixXd> sw(s.col(c).data() + shape.offset,

@@ -69,10 +69,8 @@ TEST(PredictorTest, RegressionMatchesHandComputedMoments) {
   auto p = (*predictor)->Predict(kRows, 3, options);
   ASSERT_TRUE(p.ok()) << p.status();
 
-  // Same draws by hand: Rng(seed) -> posterior samples -> standardised rows.
-  Rng rng(options.seed);
-  Eigen::MatrixXd theta;
-  snapshot->posterior->Sample(7, rng, &theta);
+  // Same draws by hand: the seed's posterior samples -> standardised rows.
+  const Eigen::MatrixXd theta = snapshot->posterior->Draw(options.seed, 7);
   const Network<double> net(snapshot->model);
   for (int i = 0; i < 3; ++i) {
     Eigen::MatrixXd x(1, 2);
@@ -216,9 +214,7 @@ TEST(PredictorTest, BinaryAveragesSigmoidsNotLogits) {
   options.seed = 2;
   auto p = (*predictor)->Predict(kRows, 3, options);
   ASSERT_TRUE(p.ok());
-  Rng rng(2);
-  Eigen::MatrixXd theta;
-  snapshot->posterior->Sample(6, rng, &theta);
+  const Eigen::MatrixXd theta = snapshot->posterior->Draw(2, 6);
   const Network<double> net(snapshot->model);
   Eigen::MatrixXd x(1, 2);
   x << (kRows[0] - 1.0) / 2.0, (kRows[1] + 2.0) / 0.5;
@@ -544,25 +540,26 @@ TEST(PredictorTest, InterruptStopsBetweenChunks) {
   }
 }
 
-// Many weight samples of a large posterior are drawn in blocks with an
-// interrupt check between them (drawing was the longest uninterrupted unit
-// of a Predict, docs/results/load.md): D = 4001 and 64 samples are 8 blocks
-// of 8 columns.
+// Many weight samples of a large posterior are drawn in groups of tiles with
+// an interrupt check between them (drawing was the longest uninterrupted
+// unit of a Predict, docs/results/load.md): D = 20001 and 64 samples are
+// 1.3M values, two groups (Posterior::kSampleGroupValues).
 TEST(PredictorTest, InterruptStopsBetweenBlocksOfWeightSamples) {
   auto predictor = Predictor::Create(
-      MakeSnapshot(Task::kRegression, 0, /*hidden_width=*/1000), {});
+      MakeSnapshot(Task::kRegression, 0, /*hidden_width=*/5000), {});
   ASSERT_TRUE(predictor.ok());
   int checks = 0;
   PredictOptions options;
   options.num_samples = 64;
   options.interrupt = Interrupt([&checks] {
-    return ++checks > 1 ? absl::CancelledError("call cancelled")
-                        : absl::OkStatus();
+    ++checks;
+    return absl::CancelledError("call cancelled");
   });
   const auto p = (*predictor)->Predict(kRows, 3, options);
   EXPECT_EQ(p.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(checks, 1);
   EXPECT_NE(p.status().message().find(
-                "stopped after drawing 16 of 64 weight samples"),
+                "call cancelled: stopped drawing 64 weight samples"),
             absl::string_view::npos)
       << p.status();
   // Uninterrupted, the same request is served (that blocks equal one draw
@@ -571,6 +568,39 @@ TEST(PredictorTest, InterruptStopsBetweenBlocksOfWeightSamples) {
   const auto full = (*predictor)->Predict(kRows, 3, options);
   ASSERT_TRUE(full.ok()) << full.status();
   EXPECT_EQ(full->mean.size(), 3u);
+}
+
+// Issue 15: draws that are not cached reuse the buffer of an earlier draw of
+// the same shape (PredictorOptions::reuse_bytes) instead of allocating one
+// per request, and give the same answers as fresh buffers, in both
+// precisions.
+TEST(PredictorTest, UncachedDrawsReuseIdleBuffers) {
+  for (const std::string precision : {"float64", "float32"}) {
+    PredictorOptions reuse, fresh;
+    reuse.precision = fresh.precision = precision;
+    fresh.reuse_bytes = 0;
+    auto a = Predictor::Create(MakeSnapshot(Task::kRegression, 0), reuse);
+    auto b = Predictor::Create(MakeSnapshot(Task::kRegression, 0), fresh);
+    ASSERT_TRUE(a.ok() && b.ok());
+    PredictOptions options;
+    options.num_samples = 9;
+    options.cache_samples = false;
+    for (const uint64_t seed : {1, 2, 3}) {
+      options.seed = seed;
+      const auto pa = (*a)->Predict(kRows, 3, options);
+      const auto pb = (*b)->Predict(kRows, 3, options);
+      ASSERT_TRUE(pa.ok() && pb.ok());
+      EXPECT_EQ(pa->mean, pb->mean) << precision << " seed " << seed;
+      EXPECT_EQ(pa->variance, pb->variance) << precision << " seed " << seed;
+    }
+    EXPECT_EQ((*a)->cache_stats().reused, 2) << precision;
+    EXPECT_EQ((*b)->cache_stats().reused, 0) << precision;
+    EXPECT_EQ((*a)->cache_stats().entries, 0) << precision;
+    // Another shape draws into a new buffer.
+    options.num_samples = 10;
+    ASSERT_TRUE((*a)->Predict(kRows, 3, options).ok());
+    EXPECT_EQ((*a)->cache_stats().reused, 2) << precision;
+  }
 }
 
 // Issue 10, finding 2: an allocation failure inside Predict fails that

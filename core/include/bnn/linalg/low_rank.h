@@ -50,6 +50,12 @@ class LowRankPrecision {
   void Sample(const Eigen::Ref<const VectorX<T>>& mu,
               const Eigen::Ref<const MatrixX<T>>& eps, MatrixX<T>* out) const;
 
+  // Sample()'s pieces, for callers that apply it in tiles of rows (the
+  // posterior's parallel draw): V (D x rank), K (rank x rank) and d^-1/2.
+  const MatrixX<T>& SampleV() const { return v_; }
+  const MatrixX<T>& SampleK() const { return k_; }
+  const VectorX<T>& InvSqrtD() const { return inv_sqrt_d_; }
+
   // Woodbury pieces: (U U^T + D)^-1 = D^-1 - Z W Z^T with Z = D^-1/2 V
   // (D x rank) and W = (I + V^T V)^-1 (rank x rank).
   MatrixX<T> WoodburyZ() const { return inv_sqrt_d_.asDiagonal() * v_; }

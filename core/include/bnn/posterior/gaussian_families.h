@@ -23,8 +23,9 @@ class DiagonalGaussianPosterior final : public Posterior {
   absl::string_view family() const override { return "diagonal"; }
   int64_t dim() const override { return mean_.size(); }
   const Eigen::VectorXd& mean() const override { return mean_; }
-  void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
-  bool DrawsColumnsInOrder() const override { return true; }
+  absl::Status Sample(const CounterRng& rng, int num_samples,
+                      const Interrupt& interrupt,
+                      Eigen::MatrixXd* out) const override;
   Eigen::VectorXd MarginalVariances() const override { return variance_; }
   absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(
@@ -55,8 +56,9 @@ class FullGaussianPosterior final : public Posterior {
   int64_t dim() const override { return mean_.size(); }
   const Eigen::VectorXd& mean() const override { return mean_; }
   const Eigen::MatrixXd& precision() const { return precision_; }
-  void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
-  bool DrawsColumnsInOrder() const override { return true; }
+  absl::Status Sample(const CounterRng& rng, int num_samples,
+                      const Interrupt& interrupt,
+                      Eigen::MatrixXd* out) const override;
   Eigen::VectorXd MarginalVariances() const override;
   absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(
@@ -94,8 +96,9 @@ class KroneckerPosterior final : public Posterior {
   int64_t dim() const override { return mean_.size(); }
   const Eigen::VectorXd& mean() const override { return mean_; }
   const std::vector<Layer>& layers() const { return layers_; }
-  void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
-  bool DrawsColumnsInOrder() const override { return true; }
+  absl::Status Sample(const CounterRng& rng, int num_samples,
+                      const Interrupt& interrupt,
+                      Eigen::MatrixXd* out) const override;
   Eigen::VectorXd MarginalVariances() const override;
   absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(

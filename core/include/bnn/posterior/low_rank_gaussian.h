@@ -19,8 +19,9 @@ class LowRankGaussianPosterior final : public Posterior {
   absl::string_view family() const override { return "low_rank"; }
   int64_t dim() const override { return mean_.size(); }
   const Eigen::VectorXd& mean() const override { return mean_; }
-  void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
-  bool DrawsColumnsInOrder() const override { return true; }
+  absl::Status Sample(const CounterRng& rng, int num_samples,
+                      const Interrupt& interrupt,
+                      Eigen::MatrixXd* out) const override;
   Eigen::VectorXd MarginalVariances() const override;
   absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(

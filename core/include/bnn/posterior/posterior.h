@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include <Eigen/Core>
 
+#include "bnn/interrupt.h"
 #include "bnn/model/model_spec.h"
 #include "bnn/model/network.h"
 #include "bnn/random.h"
@@ -29,17 +30,22 @@ class Posterior {
   virtual int64_t dim() const = 0;
   virtual const Eigen::VectorXd& mean() const = 0;
   // Draws `num_samples` weight vectors into the columns of `out` (D x S).
-  // Deterministic given the state of `rng`.
-  virtual void Sample(int num_samples, Rng& rng,
-                      Eigen::MatrixXd* out) const = 0;
-  // True if column s of Sample(S) depends only on the generator's draws
-  // for column s, made in column order: then Sample(a) followed by
-  // Sample(b) from the same generator gives the columns of Sample(a + b),
-  // up to the rounding of blocked products. Callers may then draw many
-  // samples in blocks and check for interruption in between
-  // (bnn/predict/predictor.h). False for families that use the generator
-  // for all columns at once (a sample set's shuffle).
-  virtual bool DrawsColumnsInOrder() const = 0;
+  // Sample s is a function of the seed of `rng` and of s alone (the
+  // Gaussian families and dropout: CounterRng stream s, entry j for weight
+  // j; a sample set: a shuffle by the seed and S), so the same seed gives the
+  // same samples, bit for bit, on any number of threads. Runs in parallel
+  // (OpenMP, up to the calling thread's limit) over fixed tiles of rows or
+  // samples, with Eigen on one thread inside each tile, checking `interrupt`
+  // between groups of tiles of about kSampleGroupValues values: a non-OK
+  // status ends the draw with that status (and `out` unspecified).
+  virtual absl::Status Sample(const CounterRng& rng, int num_samples,
+                              const Interrupt& interrupt,
+                              Eigen::MatrixXd* out) const = 0;
+  // Sample(CounterRng(seed), num_samples) without interruption.
+  Eigen::MatrixXd Draw(uint64_t seed, int num_samples) const;
+  // Weight values (entries of `out`) drawn between interrupt checks: a few
+  // milliseconds of one core.
+  static constexpr int64_t kSampleGroupValues = int64_t{1} << 20;
   virtual Eigen::VectorXd MarginalVariances() const = 0;
   // The dense D x D covariance, for small models (D <= kMaxDenseDim):
   // symmetric KLs and dense diagnostics. Unimplemented for families without

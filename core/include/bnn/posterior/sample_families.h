@@ -25,8 +25,9 @@ class SampleSetPosterior final : public Posterior {
   int num_stored() const { return static_cast<int>(samples_.cols()); }
   const Eigen::MatrixXd& samples() const { return samples_; }
   const Eigen::VectorXd& mean() const override { return mean_; }
-  void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
-  bool DrawsColumnsInOrder() const override { return false; }
+  absl::Status Sample(const CounterRng& rng, int num_samples,
+                      const Interrupt& interrupt,
+                      Eigen::MatrixXd* out) const override;
   Eigen::VectorXd MarginalVariances() const override;
   absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(
@@ -57,8 +58,9 @@ class DropoutPosterior final : public Posterior {
   double rate() const { return rate_; }
   // The expected weights (inverted dropout keeps E[W] = weights).
   const Eigen::VectorXd& mean() const override { return weights_; }
-  void Sample(int num_samples, Rng& rng, Eigen::MatrixXd* out) const override;
-  bool DrawsColumnsInOrder() const override { return true; }
+  absl::Status Sample(const CounterRng& rng, int num_samples,
+                      const Interrupt& interrupt,
+                      Eigen::MatrixXd* out) const override;
   Eigen::VectorXd MarginalVariances() const override;
   absl::StatusOr<Eigen::MatrixXd> Covariance() const override;
   absl::StatusOr<double> KlToPrior(
