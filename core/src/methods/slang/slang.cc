@@ -30,6 +30,19 @@
 namespace bnn {
 namespace internal {
 
+namespace {
+
+// W = sum over layers of (in + 1 + out): the Gram matrix J^T J costs
+// 2 (M S)^2 W flops through Goodfellow's factors.
+int64_t LayerWidth(const ModelSpec& spec) {
+  int64_t width = 0;
+  for (const LayerShape& shape : spec.Layers())
+    width += shape.in + 1 + shape.out;
+  return width;
+}
+
+}  // namespace
+
 template <typename T>
 ParamMap Slang<T>::Params() const {
   return SlangOptionsSchema().ToParams(options_);
@@ -151,9 +164,15 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
   };
   const int rank = static_cast<int>(std::min<int64_t>(options_.rank, dim));
   auto& eig = eig_;
-  if (options_.eig_solver == EigSolver::kExact) {
-    const int64_t own = w_u > 0 ? u_.cols() : 0;
-    const int64_t prior = w_p > 0 ? prior_u_.cols() : 0;
+  const int64_t own = w_u > 0 ? u_.cols() : 0;
+  const int64_t prior = w_p > 0 ? prior_u_.cols() : 0;
+  EigSolver route = options_.eig_solver;
+  if (route == EigSolver::kAuto) {
+    route = ResolveEigSolver(EstimateEigFlops(dim, own + prior, grads_.count(),
+                                              rank, options_.power_iterations,
+                                              LayerWidth(network_->spec())));
+  }
+  if (route == EigSolver::kExact) {
     dense_.resize(dim, own + prior);
     dense_.leftCols(own) = std::sqrt(w_u) * u_.leftCols(own);
     dense_.rightCols(prior) = std::sqrt(w_p) * prior_u_.rightCols(prior);
@@ -345,7 +364,14 @@ MemoryEstimate Slang<T>::EstimateMemory(const ModelSpec& spec, int64_t num_rows,
         VectorBytes(3, MulBytes({dim, rank}), b));
   e.Add("precision factorisation (V = d^-1/2 U and d, D x (L + 2))",
         VectorBytes(rank + 2, dim, b));
-  if (options_.eig_solver == EigSolver::kExact) {
+  EigSolver route = options_.eig_solver;
+  if (route == EigSolver::kAuto) {
+    // Once U has its L columns (without a snapshot prior).
+    route = ResolveEigSolver(
+        EstimateEigFlops(dim, rank, ms, static_cast<int>(rank),
+                         options_.power_iterations, LayerWidth(spec)));
+  }
+  if (route == EigSolver::kExact) {
     const int64_t gram = rank + ms;  // without a snapshot prior
     e.Add("exact eigensolver: U block and Gram matrix",
           AddBytes(VectorBytes(1, MulBytes({dim, rank}), b),
@@ -382,6 +408,29 @@ template class Slang<float>;
 template class Slang<double>;
 
 }  // namespace internal
+
+EigFlops EstimateEigFlops(int64_t dim, int64_t p, int64_t n, int rank,
+                          int power_iterations, int64_t layer_width) {
+  const double d = static_cast<double>(dim), pd = static_cast<double>(p),
+               nd = static_cast<double>(n), l = rank, k = rank + 2.0,
+               w = static_cast<double>(layer_width);
+  EigFlops flops;
+  flops.randomized = (power_iterations + 1.0) *
+                     (4 * d * nd * k + 4 * d * pd * k + 6 * d * k * k);
+  const double m = pd + nd;  // columns of the factor [B, sqrt(w_g) J]
+  if (d <= m) {
+    flops.exact = d * nd + 2 * d * d * m + 9 * d * d * d;
+  } else {
+    flops.exact = 2 * d * nd * pd + 2 * d * pd * pd + 2 * nd * nd * w +
+                  9 * m * m * m + 2 * d * m * l;
+  }
+  return flops;
+}
+
+EigSolver ResolveEigSolver(const EigFlops& flops) {
+  return flops.exact <= flops.randomized ? EigSolver::kExact
+                                         : EigSolver::kRandomized;
+}
 
 absl::Status SlangOptions::Validate() const {
   BNN_RETURN_IF_ERROR(CheckIntRange("rank", rank, 1, 4096));
@@ -426,9 +475,11 @@ const OptionsSchema<SlangOptions>& SlangOptionsSchema() {
                {"float32", Arithmetic::kFloat32}},
               "float64 or float32 arithmetic for the big arrays")
         .Enum("eig_solver", &SlangOptions::eig_solver,
-              {{"randomized", EigSolver::kRandomized},
+              {{"auto", EigSolver::kAuto},
+               {"randomized", EigSolver::kRandomized},
                {"exact", EigSolver::kExact}},
-              "randomized (fast_eig, §5.3) or exact (Gram of the factors)");
+              "auto (the cheaper of the two by flops), randomized (fast_eig, "
+              "§5.3) or exact (Gram of the factors)");
     return s;
   }();
   return *schema;
