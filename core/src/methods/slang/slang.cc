@@ -19,6 +19,7 @@
 #include <Eigen/Eigenvalues>
 
 #include "bnn/check.h"
+#include "bnn/compute_threads.h"
 #include "bnn/methods/registry.h"
 #include "bnn/posterior/low_rank_gaussian.h"
 #include "bnn/status.h"
@@ -112,6 +113,11 @@ absl::Status Slang<T>::WarmStart(const Posterior& posterior, bool as_prior) {
 template <typename T>
 absl::StatusOr<StepStats> Slang<T>::Step(const std::vector<int64_t>& batch,
                                          Rng& rng) {
+  // Small steps run on one thread whatever the caller's limit (the same
+  // policy as the trainer's, bnn/compute_threads.h).
+  const ScopedComputeThreads threads(ComputeThreadsFor(LargestGemmFlops(
+      network_->spec(),
+      static_cast<int64_t>(batch.size()) * options_.mc_samples)));
   // theta_s ~ q for s = 1..S in one batched draw.
   const int64_t dim = mu_.size();
   eps_.resize(dim, options_.mc_samples);
@@ -123,6 +129,8 @@ absl::StatusOr<StepStats> Slang<T>::Step(const std::vector<int64_t>& batch,
 template <typename T>
 absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
     const std::vector<int64_t>& batch, const MatrixX<T>& theta, Rng& rng) {
+  const ScopedComputeThreads threads(ComputeThreadsFor(LargestGemmFlops(
+      network_->spec(), static_cast<int64_t>(batch.size()) * theta.cols())));
   ++t_;
   const double decay =
       options_.decay > 0

@@ -40,7 +40,10 @@ class Slang final : public VariationalMethod {
   // N(mu_0, (U_0 U_0^T + D_0)^-1), whose low-rank part joins the eigen-update
   // and whose diagonal replaces lambda.
   absl::Status WarmStart(const Posterior& posterior, bool as_prior) override;
-  // Draws S samples theta_s ~ q, then StepWithSamples().
+  // Draws S samples theta_s ~ q, then StepWithSamples(). Both run on one
+  // thread when the step's largest layer product (M S rows) is below
+  // kMinParallelGemmFlops, on the caller's OpenMP limit otherwise
+  // (bnn/compute_threads.h): a small step is never slower on two threads.
   absl::StatusOr<StepStats> Step(const std::vector<int64_t>& batch,
                                  Rng& rng) override;
   // One update with the given weight samples (D x S); `rng` drives the

@@ -4,6 +4,10 @@
 #include "bnn/methods/slang.h"
 
 #include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <numeric>
+#include <omp.h>
 
 #include <Eigen/Dense>
 #include <gtest/gtest.h>
@@ -303,6 +307,177 @@ TEST(SlangTest, AutoComputesExactlyWhatTheChosenRouteComputes) {
     // The other route gives other bits (the check above can fail).
     EXPECT_NE(automatic->mean(), other->mean()) << "batch " << batch;
   }
+}
+
+// A classification set of `n` rows: labels are the argmax of noisy random
+// linear scores of the features.
+Dataset ScoredClasses(int n, int features, int classes, uint64_t seed) {
+  Rng rng(seed);
+  Eigen::MatrixXd w(classes, features);
+  for (int c = 0; c < classes; ++c)
+    for (int f = 0; f < features; ++f) w(c, f) = rng.Normal();
+  Dataset d;
+  d.task = Task::kMulticlass;
+  d.num_classes = classes;
+  d.num_features = features;
+  for (int c = 0; c < classes; ++c) d.class_values.push_back(c);
+  for (int i = 0; i < n; ++i) {
+    Eigen::VectorXd x(features);
+    for (int f = 0; f < features; ++f) x[f] = rng.Normal();
+    d.features.insert(d.features.end(), x.data(), x.data() + features);
+    Eigen::VectorXd score = w * x;
+    for (int c = 0; c < classes; ++c) score[c] += 0.5 * rng.Normal();
+    Eigen::Index best;
+    score.maxCoeff(&best);
+    d.targets.push_back(static_cast<double>(best));
+  }
+  return d;
+}
+
+// How far posterior a is from posterior b: the largest difference of the
+// means in b's posterior standard deviations, and the largest relative
+// difference of the marginal variances.
+struct PosteriorGap {
+  double mean_in_sd = 0;
+  double variance_rel = 0;
+};
+PosteriorGap Gap(const Posterior& a, const Posterior& b) {
+  const Eigen::VectorXd va = a.MarginalVariances(), vb = b.MarginalVariances();
+  PosteriorGap gap;
+  gap.mean_in_sd =
+      ((a.mean() - b.mean()).array() / vb.array().sqrt()).abs().maxCoeff();
+  gap.variance_rel = ((va - vb).array() / vb.array()).abs().maxCoeff();
+  return gap;
+}
+
+// 100 steps of SLANG<T> from seed `seed` (initial weights, minibatches,
+// MC noise; float and double draw the same normals).
+template <typename T>
+std::unique_ptr<Posterior> HundredSteps(const ModelSpec& spec,
+                                        const Dataset& data,
+                                        const SlangOptions& o, uint64_t seed) {
+  internal::Slang<T> slang(o);
+  Rng rng(seed);
+  EXPECT_TRUE(slang.Initialize(spec, data, rng).ok());
+  for (int step = 0; step < 100; ++step) {
+    std::vector<int64_t> batch(o.batch_size);
+    for (int i = 0; i < o.batch_size; ++i)
+      batch[i] = rng.UniformInt(data.num_rows());
+    const auto stats = slang.Step(batch, rng);
+    EXPECT_TRUE(stats.ok()) << stats.status();
+  }
+  return slang.ExportPosterior();
+}
+
+struct PrecisionCase {
+  const char* name;
+  ModelSpec spec;
+  Dataset data;
+  SlangOptions options;
+};
+
+// The tolerance under which float32 may be the default (precision=auto):
+// after 100 steps from the same seed, float32's posterior means lie within
+// kMeanTolerance posterior standard deviations of float64's and its
+// marginal variances within kVarianceTolerance relative.
+constexpr double kMeanTolerance = 1e-3;
+constexpr double kVarianceTolerance = 1e-3;
+
+TEST(SlangTest, Float32PosteriorMatchesFloat64AfterHundredSteps) {
+  std::vector<PrecisionCase> cases;
+  {
+    // Small: the UCI-size regression net 13-50-1 (D = 751), M = 10, S = 4,
+    // L = 1, the reference code's UCI settings.
+    PrecisionCase c{"uci_13_50_1", {}, {}, {}};
+    Rng rng(11);
+    c.data.num_features = 13;
+    for (int i = 0; i < 500; ++i) {
+      double y = 0;
+      for (int f = 0; f < 13; ++f) {
+        const double x = rng.Normal();
+        c.data.features.push_back(x);
+        y += (f % 3 == 0 ? 0.5 : -0.2) * x;
+      }
+      c.data.targets.push_back(std::tanh(y) + 0.1 * rng.Normal());
+    }
+    c.spec =
+        ModelSpec::ForTask(Task::kRegression, 13, 0, {50}, Activation::kRelu);
+    c.options.rank = 1;
+    c.options.batch_size = 10;
+    c.options.mc_samples = 4;
+    c.options.prior.noise_precision = 20;
+    cases.push_back(std::move(c));
+  }
+  {
+    // Mid-size: a 64-128-128-10 classifier (D = 26,122), M = 32, S = 4,
+    // L = 8.
+    PrecisionCase c{"mid_64_128_128_10", {}, {}, {}};
+    c.data = ScoredClasses(2000, 64, 10, 12);
+    c.spec = ModelSpec::ForTask(Task::kMulticlass, 64, 10, {128, 128},
+                                Activation::kRelu);
+    c.options.rank = 8;
+    c.options.batch_size = 32;
+    c.options.mc_samples = 4;
+    cases.push_back(std::move(c));
+  }
+  for (const PrecisionCase& c : cases) {
+    const auto f64 = HundredSteps<double>(c.spec, c.data, c.options, 3);
+    const auto f32 = HundredSteps<float>(c.spec, c.data, c.options, 3);
+    const PosteriorGap gap = Gap(*f32, *f64);
+    std::printf("%s: float32 vs float64: mean %.3g sd, variance %.3g rel\n",
+                c.name, gap.mean_in_sd, gap.variance_rel);
+    EXPECT_LT(gap.mean_in_sd, kMeanTolerance) << c.name;
+    EXPECT_LT(gap.variance_rel, kVarianceTolerance) << c.name;
+    // The measure can fail: another seed's float64 posterior (other
+    // minibatches and MC noise) is far outside the tolerance.
+    const auto other = HundredSteps<double>(c.spec, c.data, c.options, 4);
+    const PosteriorGap seeds = Gap(*other, *f64);
+    std::printf("%s: seed 4 vs seed 3: mean %.3g sd, variance %.3g rel\n",
+                c.name, seeds.mean_in_sd, seeds.variance_rel);
+    EXPECT_GT(seeds.mean_in_sd, 100 * kMeanTolerance) << c.name;
+    EXPECT_GT(seeds.variance_rel, 100 * kVarianceTolerance) << c.name;
+  }
+}
+
+// Process CPU seconds (all threads) of `steps` SLANG steps of a 64-128-128-10
+// classifier (M = 32, S = 4, L = 8) with the calling thread's OpenMP limit
+// at `threads`.
+double SmallStepsCpuSeconds(int threads, int steps) {
+  const Dataset data = ScoredClasses(200, 64, 10, 12);
+  const ModelSpec spec = ModelSpec::ForTask(Task::kMulticlass, 64, 10,
+                                            {128, 128}, Activation::kRelu);
+  SlangOptions o;
+  o.rank = 8;
+  o.batch_size = 32;
+  o.mc_samples = 4;
+  internal::Slang<double> slang(o);
+  Rng rng(1);
+  EXPECT_TRUE(slang.Initialize(spec, data, rng).ok());
+  std::vector<int64_t> batch(32);
+  std::iota(batch.begin(), batch.end(), 0);
+  const int previous = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  const std::clock_t start = std::clock();
+  for (int step = 0; step < steps; ++step) {
+    EXPECT_TRUE(slang.Step(batch, rng).ok());
+  }
+  const double seconds =
+      static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
+  omp_set_num_threads(previous);
+  return seconds;
+}
+
+TEST(SlangTest, SmallStepCostsNoMoreCpuOnTwoThreadsThanOnOne) {
+  // This step's largest layer product (128 rows x 129 x 128, 4.2 MFLOP) is
+  // below kMinParallelGemmFlops: the step runs on one thread whatever the
+  // caller's OpenMP limit (here the caller's, as in a benchmark or a test,
+  // not the trainer's, which applies the same policy). Run on two, each of
+  // its parallel GEMMs would spin at fork and join: 56x the CPU time on the
+  // loaded machine of docs/results/perf.md.
+  const double one = SmallStepsCpuSeconds(1, 20);
+  const double two = SmallStepsCpuSeconds(2, 20);
+  std::printf("20 steps: %.3f s CPU on 1 thread, %.3f s on 2\n", one, two);
+  EXPECT_LT(two, 1.3 * one + 0.02);
 }
 
 TEST(SlangTest, LowRankMatchesVognPrecisionDiagonal) {
