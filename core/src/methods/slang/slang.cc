@@ -415,6 +415,101 @@ absl::Status Slang<T>::Diverged(absl::string_view why) const {
 template class Slang<float>;
 template class Slang<double>;
 
+Arithmetic ResolvePrecision(const SlangOptions& options,
+                            const ModelSpec& spec) {
+  if (options.precision != Arithmetic::kAuto) return options.precision;
+  return LargestGemmFlops(spec, static_cast<int64_t>(options.batch_size) *
+                                    options.mc_samples) >= kMinParallelGemmFlops
+             ? Arithmetic::kFloat32
+             : Arithmetic::kFloat64;
+}
+
+namespace {
+
+// precision=auto: the arithmetic depends on the model, so the Slang<T> is
+// made by Initialize() (ResolvePrecision) and every call is forwarded to it.
+class AutoPrecisionSlang final : public VariationalMethod {
+ public:
+  AutoPrecisionSlang(const SlangOptions& options, bool online_eig)
+      : options_(options), online_eig_(online_eig) {}
+
+  absl::string_view name() const override {
+    return online_eig_ ? "slang_online_eig" : "slang";
+  }
+  absl::Status Initialize(const ModelSpec& spec, const Dataset& train,
+                          Rng& rng) override {
+    BNN_RETURN_IF_ERROR(spec.Validate());
+    if (ResolvePrecision(options_, spec) == Arithmetic::kFloat32) {
+      method_ = std::make_unique<Slang<float>>(options_, online_eig_);
+    } else {
+      method_ = std::make_unique<Slang<double>>(options_, online_eig_);
+    }
+    return method_->Initialize(spec, train, rng);
+  }
+  absl::Status WarmStart(const Posterior& posterior, bool as_prior) override {
+    return Initialized().WarmStart(posterior, as_prior);
+  }
+  void SetSchedule(int64_t steps_per_epoch, int64_t total_steps) override {
+    Initialized().SetSchedule(steps_per_epoch, total_steps);
+  }
+  int batch_size() const override { return options_.batch_size; }
+  int samples_per_step() const override { return options_.mc_samples; }
+  absl::StatusOr<StepStats> Step(const std::vector<int64_t>& batch,
+                                 Rng& rng) override {
+    return Initialized().Step(batch, rng);
+  }
+  std::unique_ptr<Posterior> ExportPosterior() const override {
+    return Initialized().ExportPosterior();
+  }
+  double noise_precision() const override {
+    return options_.prior.noise_precision;
+  }
+  ParamMap Params() const override {
+    return SlangOptionsSchema().ToParams(options_);
+  }
+  absl::Status SaveState(checkpoint::MethodState* state) const override {
+    return Initialized().SaveState(state);
+  }
+  absl::Status LoadState(const checkpoint::MethodState& state) override {
+    return Initialized().LoadState(state);
+  }
+  MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
+                                int64_t total_steps) const override {
+    if (ResolvePrecision(options_, spec) == Arithmetic::kFloat32) {
+      return Slang<float>(options_, online_eig_)
+          .EstimateMemory(spec, num_rows, total_steps);
+    }
+    return Slang<double>(options_, online_eig_)
+        .EstimateMemory(spec, num_rows, total_steps);
+  }
+
+ private:
+  // Every call but EstimateMemory() follows Initialize() (method.h).
+  VariationalMethod& Initialized() const {
+    BNN_CHECK(method_ != nullptr);
+    return *method_;
+  }
+
+  SlangOptions options_;
+  bool online_eig_;
+  std::unique_ptr<VariationalMethod> method_;
+};
+
+}  // namespace
+
+std::unique_ptr<VariationalMethod> CreateSlang(const SlangOptions& options,
+                                               bool online_eig) {
+  switch (options.precision) {
+    case Arithmetic::kFloat32:
+      return std::make_unique<Slang<float>>(options, online_eig);
+    case Arithmetic::kFloat64:
+      return std::make_unique<Slang<double>>(options, online_eig);
+    case Arithmetic::kAuto:
+      break;
+  }
+  return std::make_unique<AutoPrecisionSlang>(options, online_eig);
+}
+
 }  // namespace internal
 
 EigFlops EstimateEigFlops(int64_t dim, int64_t p, int64_t n, int rank,
@@ -479,9 +574,11 @@ const OptionsSchema<SlangOptions>& SlangOptionsSchema() {
         .Field("eig_threshold", &SlangOptions::eig_threshold,
                "drop eigenvalues <= this")
         .Enum("precision", &SlangOptions::precision,
-              {{"float64", Arithmetic::kFloat64},
+              {{"auto", Arithmetic::kAuto},
+               {"float64", Arithmetic::kFloat64},
                {"float32", Arithmetic::kFloat32}},
-              "float64 or float32 arithmetic for the big arrays")
+              "auto (float32 for large steps), float64 or float32 "
+              "arithmetic for the big arrays")
         .Enum("eig_solver", &SlangOptions::eig_solver,
               {{"auto", EigSolver::kAuto},
                {"randomized", EigSolver::kRandomized},
@@ -506,12 +603,7 @@ void RegisterSlang(MethodRegistry& registry) {
         SlangOptionsSchema(),
         [online_eig](const SlangOptions& options)
             -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
-          if (options.precision == Arithmetic::kFloat32) {
-            return std::unique_ptr<VariationalMethod>(
-                new internal::Slang<float>(options, online_eig));
-          }
-          return std::unique_ptr<VariationalMethod>(
-              new internal::Slang<double>(options, online_eig));
+          return internal::CreateSlang(options, online_eig);
         }));
   }
 }

@@ -102,6 +102,16 @@ class Slang final : public VariationalMethod {
 extern template class Slang<float>;
 extern template class Slang<double>;
 
+// The arithmetic of a SLANG step for `spec`: options.precision, with auto
+// resolved (float32 when the step's largest layer product over M S rows is
+// at least kMinParallelGemmFlops, float64 below).
+Arithmetic ResolvePrecision(const SlangOptions& options, const ModelSpec& spec);
+
+// Slang<float> or Slang<double> for options.precision; for auto, a method
+// that makes the one ResolvePrecision() picks in Initialize().
+std::unique_ptr<VariationalMethod> CreateSlang(const SlangOptions& options,
+                                               bool online_eig);
+
 }  // namespace bnn::internal
 
 #endif  // BNN_METHODS_SLANG_SLANG_IMPL_H_

@@ -8,10 +8,14 @@
 #include <ctime>
 #include <numeric>
 #include <omp.h>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <Eigen/Dense>
 #include <gtest/gtest.h>
 
+#include "bnn/methods/registry.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/posterior.h"
 #include "bnn/predict/evaluation.h"
@@ -436,6 +440,58 @@ TEST(SlangTest, Float32PosteriorMatchesFloat64AfterHundredSteps) {
                 c.name, seeds.mean_in_sd, seeds.variance_rel);
     EXPECT_GT(seeds.mean_in_sd, 100 * kMeanTolerance) << c.name;
     EXPECT_GT(seeds.variance_rel, 100 * kVarianceTolerance) << c.name;
+  }
+}
+
+TEST(SlangTest, AutoPrecisionIsFloat32ForLargeStepsOnly) {
+  auto spec = [](int in, std::vector<int> hidden) {
+    return ModelSpec::ForTask(Task::kMulticlass, in, 10, std::move(hidden),
+                              Activation::kRelu);
+  };
+  SlangOptions mnist;  // 784-400-400-10, M = 200, S = 4, L = 32
+  mnist.batch_size = 200;
+  mnist.rank = 32;
+  EXPECT_EQ(mnist.precision, Arithmetic::kAuto);  // the default
+  EXPECT_EQ(internal::ResolvePrecision(mnist, spec(784, {400, 400})),
+            Arithmetic::kFloat32);
+  SlangOptions uci;  // 13-50-1, M = 10, S = 4
+  uci.batch_size = 10;
+  EXPECT_EQ(internal::ResolvePrecision(
+                uci, ModelSpec::ForTask(Task::kRegression, 13, 0, {50},
+                                        Activation::kRelu)),
+            Arithmetic::kFloat64);
+  uci.precision = Arithmetic::kFloat32;  // an explicit choice is kept
+  EXPECT_EQ(internal::ResolvePrecision(
+                uci, ModelSpec::ForTask(Task::kRegression, 13, 0, {50},
+                                        Activation::kRelu)),
+            Arithmetic::kFloat32);
+
+  // Through the registry: auto computes the same bits as the precision it
+  // resolves to, and other bits than the other one. 200-200-10 at M S = 256:
+  // the largest product is 2 x 256 x 201 x 200 = 20.6 MFLOP (float32); at
+  // M S = 64, 5.1 MFLOP (float64).
+  const Dataset data = ScoredClasses(300, 200, 10, 21);
+  for (const auto& [batch, expected] :
+       {std::pair<int, std::string>{64, "float32"}, {16, "float64"}}) {
+    auto run = [&, batch = batch](const std::string& precision) {
+      ParamMap params = {{"batch_size", std::to_string(batch)}, {"rank", "2"}};
+      if (!precision.empty()) params["precision"] = precision;
+      auto method = MethodRegistry::Builtin().Create("slang", params);
+      EXPECT_TRUE(method.ok()) << method.status();
+      Rng rng(6);
+      EXPECT_TRUE((*method)->Initialize(spec(200, {200}), data, rng).ok());
+      std::vector<int64_t> rows(batch);
+      std::iota(rows.begin(), rows.end(), 0);
+      for (int step = 0; step < 2; ++step)
+        EXPECT_TRUE((*method)->Step(rows, rng).ok());
+      EXPECT_EQ((*method)->Params().at("precision"),
+                precision.empty() ? "auto" : precision);
+      return (*method)->ExportPosterior()->mean();
+    };
+    const Eigen::VectorXd automatic = run("");
+    EXPECT_EQ(automatic, run(expected)) << "batch " << batch;
+    EXPECT_NE(automatic, run(expected == "float32" ? "float64" : "float32"))
+        << "batch " << batch;
   }
 }
 
