@@ -238,9 +238,10 @@ void Slang<T>::ExactEig(const MatrixX<T>& dense, double w_g, int rank,
   Eigen::MatrixXd vecs;  // eigenvectors of the small matrix, descending
   Eigen::VectorXd vals;
   auto take_top = [&](const Eigen::MatrixXd& m) {
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(m);
-    vals = es.eigenvalues().reverse().head(rank).cwiseMax(0.0);
-    vecs = es.eigenvectors().rowwise().reverse().leftCols(rank);
+    // Only the top `rank` eigenvectors (TopEigenSolver); eigenpairs past
+    // the matrix's size (L + M S < rank at the first step) are zero.
+    top_eig_.Compute(m, rank, &vals, &vecs);
+    vals = vals.cwiseMax(0.0);
   };
   if (dim <= p + ms) {
     // Small D: eigendecompose the D x D matrix itself.

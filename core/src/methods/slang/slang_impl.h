@@ -90,6 +90,7 @@ class Slang final : public VariationalMethod {
   int64_t t_ = 0;
   LowRankPrecision<T> factor_;  // kept in sync with (u_, d_)
   RandomizedEigSolver<T> eig_solver_;
+  TopEigenSolver top_eig_;  // eig_solver=exact's small eigenproblem
   typename RandomizedEigSolver<T>::Result eig_;
 
   // Per-step workspaces, reused (no allocation once shapes settle).
