@@ -1,8 +1,10 @@
-// One SLANG step at the three sizes of issue #2, in float64 and float32, and
-// a plain reference step (per-example backward passes, materialised J, dense
-// products) at the sizes where J fits in memory.
+// One SLANG step at the three sizes of issue #2 (and a wide-minibatch UCI
+// step), in the default configuration, in float64 and float32 with either
+// eigensolver, and a plain reference step (per-example backward passes,
+// materialised J, dense products) at the sizes where J fits in memory.
 //
 //   build/bench/perf/bnn_perf_bench --benchmark_filter=SlangStep
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <numeric>
@@ -13,6 +15,7 @@
 #include <benchmark/benchmark.h>
 
 #include "bnn/check.h"
+#include "bnn/compute_threads.h"
 #include "bnn/linalg/low_rank.h"
 #include "bnn/model/network.h"
 
@@ -35,6 +38,9 @@ const Size kSizes[] = {
     {"logreg_D15", 14, {}, 1, 32, 12, 5},
     {"uci_13_50_1", 13, {50}, 1, 10, 4, 1},
     {"mnist_784_400_400_10", 784, {400, 400}, 10, 200, 4, 32},
+    // A wide minibatch on the UCI net, where eig_solver=auto takes the
+    // randomized route (the exact one would eigendecompose 751 x 751).
+    {"uci_wide_M1000", 13, {50}, 1, 1000, 4, 1},
 };
 
 // Random data with the size's shapes; N = 10 M so that c = N/(M S) is
@@ -101,6 +107,43 @@ void BM_SlangStep(benchmark::State& state, const Size& size,
   // J^T X and a J Y product of 2 D (M S) K flops.
   state.counters["eig_GFLOP"] =
       5 * 4.0 * spec.NumParameters() * size.batch * size.samples * k / 1e9;
+}
+
+// The default configuration (eig_solver=auto, precision=auto) through the
+// registry's factory, as a training job makes it; the trainer's thread
+// policy is the step's own (Slang::Step).
+void BM_SlangDefaultStep(benchmark::State& state, const Size& size) {
+  Rng rng(1);
+  const Dataset data = MakeData(size, rng);
+  const ModelSpec spec = SpecFor(size, data);
+  SlangOptions o;
+  o.rank = size.rank;
+  o.mc_samples = size.samples;
+  o.batch_size = size.batch;
+  const std::unique_ptr<VariationalMethod> slang =
+      internal::CreateSlang(o, /*online_eig=*/false);
+  BNN_CHECK_OK(slang->Initialize(spec, data, rng));
+  std::vector<int64_t> batch(size.batch);
+  std::iota(batch.begin(), batch.end(), 0);
+  BNN_CHECK_OK(slang->Step(batch, rng).status());
+  for (auto _ : state) {
+    auto stats = slang->Step(batch, rng);
+    BNN_CHECK_OK(stats.status());
+    benchmark::DoNotOptimize(stats->loss);
+  }
+  const int64_t dim = spec.NumParameters();
+  int64_t width = 0;
+  for (const LayerShape& l : spec.Layers()) width += l.in + 1 + l.out;
+  const EigFlops flops = EstimateEigFlops(
+      dim, std::min<int64_t>(size.rank, dim),
+      int64_t{size.batch} * size.samples, size.rank, o.power_iterations, width);
+  state.counters["D"] = static_cast<double>(dim);
+  state.counters["exact_route"] =
+      ResolveEigSolver(flops) == EigSolver::kExact ? 1 : 0;
+  state.counters["float32"] =
+      internal::ResolvePrecision(o, spec) == Arithmetic::kFloat32 ? 1 : 0;
+  state.counters["threads"] = ComputeThreadsFor(
+      LargestGemmFlops(spec, int64_t{size.batch} * size.samples));
 }
 
 // The plain, readable reference of the same step: one backward pass per
@@ -192,6 +235,11 @@ void BM_PlainSlangStep(benchmark::State& state, const Size& size) {
 void RegisterAll() {
   for (const Size& size : kSizes) {
     const bool big = size.input > 100;
+    auto* def = benchmark::RegisterBenchmark(
+        (std::string("SlangStep/default/") + size.name).c_str(),
+        [&size](benchmark::State& s) { BM_SlangDefaultStep(s, size); });
+    def->Unit(benchmark::kMillisecond)->UseRealTime();
+    if (big) def->Iterations(5);
     for (const char* solver : {"randomized", "exact"}) {
       const std::string suffix = std::string(solver) + "/" + size.name;
       auto* b64 =
@@ -209,6 +257,7 @@ void RegisterAll() {
         if (big) b->Iterations(5);
       }
     }
+    if (size.batch > 200) continue;  // J would be D x 4000
     auto* plain = benchmark::RegisterBenchmark(
         (std::string("PlainSlangStep/float64/") + size.name).c_str(),
         [&size](benchmark::State& s) { BM_PlainSlangStep(s, size); });

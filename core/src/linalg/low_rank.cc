@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -341,6 +342,105 @@ template void TallTimesSmall<float>(const Eigen::Ref<const MatrixX<float>>&,
 template void TallTimesSmall<double>(const Eigen::Ref<const MatrixX<double>>&,
                                      const MatrixX<double>&, MatrixX<double>*,
                                      bool);
+void TopEigenSolver::Compute(const Eigen::MatrixXd& a, int count,
+                             Eigen::VectorXd* values,
+                             Eigen::MatrixXd* vectors) {
+  const int n = static_cast<int>(a.rows());
+  BNN_CHECK_EQ(a.cols(), n);
+  values->setZero(count);
+  vectors->setZero(n, count);
+  const int wanted = std::min(count, n);
+  if (wanted == 0) return;
+  if (n == 1) {
+    (*values)[0] = a(0, 0);
+    (*vectors)(0, 0) = 1.0;
+    return;
+  }
+  // A = Q T Q^T, T tridiagonal; the eigenvalues of T in increasing order.
+  tri_.compute(a);
+  diag_ = tri_.diagonal();
+  sub_ = tri_.subDiagonal();
+  eig_.computeFromTridiagonal(diag_, sub_, Eigen::EigenvaluesOnly);
+  const Eigen::VectorXd& lambda = eig_.eigenvalues();
+  const double norm = std::max(lambda.cwiseAbs().maxCoeff(),
+                               std::numeric_limits<double>::min());
+  const double eps = std::numeric_limits<double>::epsilon();
+  lu_d_.resize(n);
+  lu_du_.resize(n);
+  lu_du2_.resize(n);
+  lu_dl_.resize(n);
+  swapped_.resize(n);
+  x_.resize(n, wanted);
+  for (int k = 0; k < wanted; ++k) {
+    const double value = lambda[n - 1 - k];
+    (*values)[k] = value;
+    // LU with partial pivoting of T - value I (LAPACK dgttrf); a zero pivot
+    // (value is an eigenvalue to rounding) becomes eps |T|, which makes the
+    // solve amplify exactly the wanted direction.
+    for (int i = 0; i < n; ++i) lu_d_[i] = diag_[i] - value;
+    for (int i = 0; i + 1 < n; ++i) {
+      lu_du_[i] = sub_[i];
+      lu_dl_[i] = sub_[i];
+    }
+    for (int i = 0; i + 1 < n; ++i) {
+      lu_du2_[i] = 0;
+      if (std::abs(lu_d_[i]) >= std::abs(lu_dl_[i])) {
+        swapped_[i] = 0;
+        if (lu_d_[i] == 0) lu_d_[i] = eps * norm;
+        const double f = lu_dl_[i] / lu_d_[i];
+        lu_dl_[i] = f;
+        lu_d_[i + 1] -= f * lu_du_[i];
+      } else {
+        swapped_[i] = 1;
+        const double f = lu_d_[i] / lu_dl_[i];
+        lu_d_[i] = lu_dl_[i];
+        lu_dl_[i] = f;
+        const double temp = lu_du_[i];
+        lu_du_[i] = lu_d_[i + 1];
+        lu_d_[i + 1] = temp - f * lu_d_[i + 1];
+        if (i + 2 < n) {
+          lu_du2_[i] = lu_du_[i + 1];
+          lu_du_[i + 1] = -f * lu_du_[i + 1];
+        }
+      }
+    }
+    if (lu_d_[n - 1] == 0) lu_d_[n - 1] = eps * norm;
+    // A start vector with no special structure (and not the same for two
+    // eigenvalues of a cluster), then three solves; each solve multiplies
+    // the wanted component by ~1 / (eps |T|) relative to the others.
+    auto x = x_.col(k);
+    for (int i = 0; i < n; ++i)
+      x[i] = 1.0 + 0.5 * std::sin(1.0 + 0.37 * i + 1.7 * k);
+    for (int iteration = 0; iteration < 3; ++iteration) {
+      x.normalize();
+      // Solve L U y = P x: forward with the row swaps, then back.
+      for (int i = 0; i + 1 < n; ++i) {
+        if (swapped_[i]) {
+          const double temp = x[i];
+          x[i] = x[i + 1];
+          x[i + 1] = temp - lu_dl_[i] * x[i];
+        } else {
+          x[i + 1] -= lu_dl_[i] * x[i];
+        }
+      }
+      x[n - 1] /= lu_d_[n - 1];
+      x[n - 2] = (x[n - 2] - lu_du_[n - 2] * x[n - 1]) / lu_d_[n - 2];
+      for (int i = n - 3; i >= 0; --i) {
+        x[i] = (x[i] - lu_du_[i] * x[i + 1] - lu_du2_[i] * x[i + 2]) / lu_d_[i];
+      }
+      // Eigenvectors of (nearly) equal eigenvalues are not determined by
+      // inverse iteration alone: keep x orthogonal to those found before
+      // (twice: Gram-Schmidt loses orthogonality once).
+      for (int pass = 0; pass < 2; ++pass) {
+        for (int j = 0; j < k; ++j) x -= x_.col(j).dot(x) * x_.col(j);
+      }
+    }
+    x.normalize();
+  }
+  // Eigenvectors of A = Q (eigenvectors of T).
+  vectors->leftCols(wanted) = tri_.matrixQ() * x_;
+}
+
 template class LowRankPrecision<float>;
 template class LowRankPrecision<double>;
 template class RandomizedEigSolver<float>;

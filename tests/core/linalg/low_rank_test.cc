@@ -1,6 +1,7 @@
 // fast_inverse, fast_sample and fast_eig against dense Eigen references.
 #include "bnn/linalg/low_rank.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <thread>
@@ -256,6 +257,70 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(std::make_tuple(30, 3, 1), std::make_tuple(30, 3, 3),
                       std::make_tuple(50, 5, 3), std::make_tuple(50, 12, 10),
                       std::make_tuple(8, 8, 8), std::make_tuple(40, 2, 5)));
+
+// Checks TopEigenSolver's `count` pairs of `a` against the full dense
+// solver: the eigenvalues, A v = lambda v and orthonormal vectors, to
+// rounding of |A|.
+void ExpectTopEigenpairs(const Eigen::MatrixXd& a, int count) {
+  TopEigenSolver solver;
+  Eigen::VectorXd values;
+  Eigen::MatrixXd vectors;
+  solver.Compute(a, count, &values, &vectors);
+  const int n = static_cast<int>(a.rows());
+  const int wanted = std::min(count, n);
+  ASSERT_EQ(values.size(), count);
+  ASSERT_EQ(vectors.rows(), n);
+  ASSERT_EQ(vectors.cols(), count);
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> dense(a);
+  const Eigen::VectorXd expected = dense.eigenvalues().reverse();
+  const double scale = std::max(1.0, expected.cwiseAbs().maxCoeff());
+  for (int k = 0; k < wanted; ++k) {
+    EXPECT_NEAR(values[k], expected[k], 1e-12 * scale) << "pair " << k;
+    EXPECT_LT((a * vectors.col(k) - values[k] * vectors.col(k)).norm(),
+              1e-10 * scale)
+        << "pair " << k;
+  }
+  const Eigen::MatrixXd v = vectors.leftCols(wanted);
+  EXPECT_LT((v.transpose() * v - Eigen::MatrixXd::Identity(wanted, wanted))
+                .cwiseAbs()
+                .maxCoeff(),
+            1e-12);
+  for (int k = wanted; k < count; ++k) {
+    EXPECT_EQ(values[k], 0.0);
+    EXPECT_EQ(vectors.col(k).norm(), 0.0);
+  }
+}
+
+TEST(TopEigenSolverTest, MatchesTheDenseSolver) {
+  Rng rng(3);
+  auto gaussian = [&](int rows, int cols) {
+    Eigen::MatrixXd m(rows, cols);
+    for (int j = 0; j < cols; ++j)
+      for (int i = 0; i < rows; ++i) m(i, j) = rng.Normal();
+    return m;
+  };
+  // A Gram matrix of full rank, as of SLANG's exact solver.
+  const Eigen::MatrixXd f = gaussian(60, 41);
+  ExpectTopEigenpairs(f.transpose() * f, 1);
+  ExpectTopEigenpairs(f.transpose() * f, 8);
+  ExpectTopEigenpairs(f.transpose() * f, 41);  // all of them
+  // Rank 3 (dead units, duplicated rows): the zero eigenvalues are wanted.
+  const Eigen::MatrixXd low = gaussian(30, 3);
+  ExpectTopEigenpairs(low * low.transpose(), 6);
+  // A repeated top eigenvalue: any orthonormal basis of its space is right.
+  Eigen::HouseholderQR<Eigen::MatrixXd> qr(gaussian(20, 20));
+  const Eigen::MatrixXd q = qr.householderQ();
+  Eigen::VectorXd spectrum = Eigen::VectorXd::LinSpaced(20, 0.0, 1.0);
+  spectrum.head(3).setConstant(5.0);
+  ExpectTopEigenpairs(q * spectrum.asDiagonal() * q.transpose(), 5);
+  // Indefinite, and more pairs asked for than the matrix has.
+  const Eigen::MatrixXd g = gaussian(7, 7);
+  ExpectTopEigenpairs(g + g.transpose(), 10);
+  ExpectTopEigenpairs(Eigen::MatrixXd::Constant(1, 1, 2.5), 3);
+  // A diagonal matrix (T splits into 1 x 1 blocks).
+  ExpectTopEigenpairs(
+      Eigen::VectorXd::LinSpaced(9, 1, 9).asDiagonal().toDenseMatrix(), 4);
+}
 
 TEST(FastEigTest, FloatPrecisionOnLowRankInput) {
   Rng rng(21);

@@ -205,7 +205,7 @@ TEST(OptionsSchemaTest, EnumAndEmbeddedFieldsParseOnceAndPrintBack) {
       SlangOptionsSchema().Apply({{"eig_solver", "lanczos"}}, &o);
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Msg(bad), AllOf(HasSubstr("eig_solver = 'lanczos'"),
-                              HasSubstr("randomized, exact")));
+                              HasSubstr("auto, randomized, exact")));
 }
 
 TEST(MethodRegistryTest, RegisterRejectsDuplicatesAndEmptyEntries) {

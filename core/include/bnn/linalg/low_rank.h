@@ -4,10 +4,12 @@
 #define BNN_LINALG_LOW_RANK_H_
 
 #include <functional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
+#include <Eigen/Eigenvalues>
 #include <Eigen/QR>
 
 #include "bnn/linalg/types.h"
@@ -119,6 +121,35 @@ class RandomizedEigSolver {
   MatrixX<T> q_, y_;
   Eigen::MatrixXd basis_, basis_tmp_;
   Eigen::HouseholderQR<Eigen::MatrixXd> qr_;
+};
+
+// The `count` largest eigenpairs of a symmetric n x n matrix, exactly (to
+// rounding), without the other n - count eigenvectors: Householder
+// tridiagonalisation (4/3 n^3 flops), the eigenvalues of the tridiagonal
+// matrix by implicit QL (O(n^2)), an eigenvector of the tridiagonal matrix
+// per wanted eigenvalue by inverse iteration (two LU solves of O(n) each,
+// re-orthogonalised against the ones before; LAPACK's dstein), then the
+// Householder reflectors applied to those vectors (2 n^2 count flops).
+// SelfAdjointEigenSolver with eigenvectors costs ~9 n^3, most of it in the
+// vectors this does not form. Workspaces are kept across calls: no
+// allocation once the shapes settle.
+class TopEigenSolver {
+ public:
+  // Eigenvalues in decreasing order into values (count entries; those past
+  // n are 0) and matching orthonormal eigenvectors into vectors (n x count;
+  // columns past n are 0).
+  void Compute(const Eigen::MatrixXd& a, int count, Eigen::VectorXd* values,
+               Eigen::MatrixXd* vectors);
+
+ private:
+  Eigen::Tridiagonalization<Eigen::MatrixXd> tri_;
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig_;
+  Eigen::VectorXd diag_, sub_;
+  // The LU factors of T - sigma I with partial pivoting (dgttrf's d, du,
+  // du2, dl, and the row swaps).
+  Eigen::VectorXd lu_d_, lu_du_, lu_du2_, lu_dl_;
+  std::vector<char> swapped_;
+  Eigen::MatrixXd x_;  // eigenvectors of the tridiagonal matrix
 };
 
 extern template class LowRankPrecision<float>;

@@ -19,6 +19,7 @@
 #include <Eigen/Eigenvalues>
 
 #include "bnn/check.h"
+#include "bnn/compute_threads.h"
 #include "bnn/methods/registry.h"
 #include "bnn/posterior/low_rank_gaussian.h"
 #include "bnn/status.h"
@@ -29,6 +30,19 @@
 
 namespace bnn {
 namespace internal {
+
+namespace {
+
+// W = sum over layers of (in + 1 + out): the Gram matrix J^T J costs
+// 2 (M S)^2 W flops through Goodfellow's factors.
+int64_t LayerWidth(const ModelSpec& spec) {
+  int64_t width = 0;
+  for (const LayerShape& shape : spec.Layers())
+    width += shape.in + 1 + shape.out;
+  return width;
+}
+
+}  // namespace
 
 template <typename T>
 ParamMap Slang<T>::Params() const {
@@ -99,6 +113,11 @@ absl::Status Slang<T>::WarmStart(const Posterior& posterior, bool as_prior) {
 template <typename T>
 absl::StatusOr<StepStats> Slang<T>::Step(const std::vector<int64_t>& batch,
                                          Rng& rng) {
+  // Small steps run on one thread whatever the caller's limit (the same
+  // policy as the trainer's, bnn/compute_threads.h).
+  const ScopedComputeThreads threads(ComputeThreadsFor(LargestGemmFlops(
+      network_->spec(),
+      static_cast<int64_t>(batch.size()) * options_.mc_samples)));
   // theta_s ~ q for s = 1..S in one batched draw.
   const int64_t dim = mu_.size();
   eps_.resize(dim, options_.mc_samples);
@@ -110,6 +129,8 @@ absl::StatusOr<StepStats> Slang<T>::Step(const std::vector<int64_t>& batch,
 template <typename T>
 absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
     const std::vector<int64_t>& batch, const MatrixX<T>& theta, Rng& rng) {
+  const ScopedComputeThreads threads(ComputeThreadsFor(LargestGemmFlops(
+      network_->spec(), static_cast<int64_t>(batch.size()) * theta.cols())));
   ++t_;
   const double decay =
       options_.decay > 0
@@ -151,9 +172,15 @@ absl::StatusOr<StepStats> Slang<T>::StepWithSamples(
   };
   const int rank = static_cast<int>(std::min<int64_t>(options_.rank, dim));
   auto& eig = eig_;
-  if (options_.eig_solver == EigSolver::kExact) {
-    const int64_t own = w_u > 0 ? u_.cols() : 0;
-    const int64_t prior = w_p > 0 ? prior_u_.cols() : 0;
+  const int64_t own = w_u > 0 ? u_.cols() : 0;
+  const int64_t prior = w_p > 0 ? prior_u_.cols() : 0;
+  EigSolver route = options_.eig_solver;
+  if (route == EigSolver::kAuto) {
+    route = ResolveEigSolver(EstimateEigFlops(dim, own + prior, grads_.count(),
+                                              rank, options_.power_iterations,
+                                              LayerWidth(network_->spec())));
+  }
+  if (route == EigSolver::kExact) {
     dense_.resize(dim, own + prior);
     dense_.leftCols(own) = std::sqrt(w_u) * u_.leftCols(own);
     dense_.rightCols(prior) = std::sqrt(w_p) * prior_u_.rightCols(prior);
@@ -211,9 +238,10 @@ void Slang<T>::ExactEig(const MatrixX<T>& dense, double w_g, int rank,
   Eigen::MatrixXd vecs;  // eigenvectors of the small matrix, descending
   Eigen::VectorXd vals;
   auto take_top = [&](const Eigen::MatrixXd& m) {
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(m);
-    vals = es.eigenvalues().reverse().head(rank).cwiseMax(0.0);
-    vecs = es.eigenvectors().rowwise().reverse().leftCols(rank);
+    // Only the top `rank` eigenvectors (TopEigenSolver); eigenpairs past
+    // the matrix's size (L + M S < rank at the first step) are zero.
+    top_eig_.Compute(m, rank, &vals, &vecs);
+    vals = vals.cwiseMax(0.0);
   };
   if (dim <= p + ms) {
     // Small D: eigendecompose the D x D matrix itself.
@@ -345,7 +373,14 @@ MemoryEstimate Slang<T>::EstimateMemory(const ModelSpec& spec, int64_t num_rows,
         VectorBytes(3, MulBytes({dim, rank}), b));
   e.Add("precision factorisation (V = d^-1/2 U and d, D x (L + 2))",
         VectorBytes(rank + 2, dim, b));
-  if (options_.eig_solver == EigSolver::kExact) {
+  EigSolver route = options_.eig_solver;
+  if (route == EigSolver::kAuto) {
+    // Once U has its L columns (without a snapshot prior).
+    route = ResolveEigSolver(
+        EstimateEigFlops(dim, rank, ms, static_cast<int>(rank),
+                         options_.power_iterations, LayerWidth(spec)));
+  }
+  if (route == EigSolver::kExact) {
     const int64_t gram = rank + ms;  // without a snapshot prior
     e.Add("exact eigensolver: U block and Gram matrix",
           AddBytes(VectorBytes(1, MulBytes({dim, rank}), b),
@@ -381,7 +416,125 @@ absl::Status Slang<T>::Diverged(absl::string_view why) const {
 template class Slang<float>;
 template class Slang<double>;
 
+Arithmetic ResolvePrecision(const SlangOptions& options,
+                            const ModelSpec& spec) {
+  if (options.precision != Arithmetic::kAuto) return options.precision;
+  return LargestGemmFlops(spec, static_cast<int64_t>(options.batch_size) *
+                                    options.mc_samples) >= kMinParallelGemmFlops
+             ? Arithmetic::kFloat32
+             : Arithmetic::kFloat64;
+}
+
+namespace {
+
+// precision=auto: the arithmetic depends on the model, so the Slang<T> is
+// made by Initialize() (ResolvePrecision) and every call is forwarded to it.
+class AutoPrecisionSlang final : public VariationalMethod {
+ public:
+  AutoPrecisionSlang(const SlangOptions& options, bool online_eig)
+      : options_(options), online_eig_(online_eig) {}
+
+  absl::string_view name() const override {
+    return online_eig_ ? "slang_online_eig" : "slang";
+  }
+  absl::Status Initialize(const ModelSpec& spec, const Dataset& train,
+                          Rng& rng) override {
+    BNN_RETURN_IF_ERROR(spec.Validate());
+    if (ResolvePrecision(options_, spec) == Arithmetic::kFloat32) {
+      method_ = std::make_unique<Slang<float>>(options_, online_eig_);
+    } else {
+      method_ = std::make_unique<Slang<double>>(options_, online_eig_);
+    }
+    return method_->Initialize(spec, train, rng);
+  }
+  absl::Status WarmStart(const Posterior& posterior, bool as_prior) override {
+    return Initialized().WarmStart(posterior, as_prior);
+  }
+  void SetSchedule(int64_t steps_per_epoch, int64_t total_steps) override {
+    Initialized().SetSchedule(steps_per_epoch, total_steps);
+  }
+  int batch_size() const override { return options_.batch_size; }
+  int samples_per_step() const override { return options_.mc_samples; }
+  absl::StatusOr<StepStats> Step(const std::vector<int64_t>& batch,
+                                 Rng& rng) override {
+    return Initialized().Step(batch, rng);
+  }
+  std::unique_ptr<Posterior> ExportPosterior() const override {
+    return Initialized().ExportPosterior();
+  }
+  double noise_precision() const override {
+    return options_.prior.noise_precision;
+  }
+  ParamMap Params() const override {
+    return SlangOptionsSchema().ToParams(options_);
+  }
+  absl::Status SaveState(checkpoint::MethodState* state) const override {
+    return Initialized().SaveState(state);
+  }
+  absl::Status LoadState(const checkpoint::MethodState& state) override {
+    return Initialized().LoadState(state);
+  }
+  MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
+                                int64_t total_steps) const override {
+    if (ResolvePrecision(options_, spec) == Arithmetic::kFloat32) {
+      return Slang<float>(options_, online_eig_)
+          .EstimateMemory(spec, num_rows, total_steps);
+    }
+    return Slang<double>(options_, online_eig_)
+        .EstimateMemory(spec, num_rows, total_steps);
+  }
+
+ private:
+  // Every call but EstimateMemory() follows Initialize() (method.h).
+  VariationalMethod& Initialized() const {
+    BNN_CHECK(method_ != nullptr);
+    return *method_;
+  }
+
+  SlangOptions options_;
+  bool online_eig_;
+  std::unique_ptr<VariationalMethod> method_;
+};
+
+}  // namespace
+
+std::unique_ptr<VariationalMethod> CreateSlang(const SlangOptions& options,
+                                               bool online_eig) {
+  switch (options.precision) {
+    case Arithmetic::kFloat32:
+      return std::make_unique<Slang<float>>(options, online_eig);
+    case Arithmetic::kFloat64:
+      return std::make_unique<Slang<double>>(options, online_eig);
+    case Arithmetic::kAuto:
+      break;
+  }
+  return std::make_unique<AutoPrecisionSlang>(options, online_eig);
+}
+
 }  // namespace internal
+
+EigFlops EstimateEigFlops(int64_t dim, int64_t p, int64_t n, int rank,
+                          int power_iterations, int64_t layer_width) {
+  const double d = static_cast<double>(dim), pd = static_cast<double>(p),
+               nd = static_cast<double>(n), l = rank, k = rank + 2.0,
+               w = static_cast<double>(layer_width);
+  EigFlops flops;
+  flops.randomized = (power_iterations + 1.0) *
+                     (4 * d * nd * k + 4 * d * pd * k + 6 * d * k * k);
+  const double m = pd + nd;  // columns of the factor [B, sqrt(w_g) J]
+  if (d <= m) {
+    flops.exact = d * nd + 2 * d * d * m + 9 * d * d * d;
+  } else {
+    flops.exact = 2 * d * nd * pd + 2 * d * pd * pd + 2 * nd * nd * w +
+                  9 * m * m * m + 2 * d * m * l;
+  }
+  return flops;
+}
+
+EigSolver ResolveEigSolver(const EigFlops& flops) {
+  return flops.exact <= flops.randomized ? EigSolver::kExact
+                                         : EigSolver::kRandomized;
+}
 
 absl::Status SlangOptions::Validate() const {
   BNN_RETURN_IF_ERROR(CheckIntRange("rank", rank, 1, 4096));
@@ -422,13 +575,17 @@ const OptionsSchema<SlangOptions>& SlangOptionsSchema() {
         .Field("eig_threshold", &SlangOptions::eig_threshold,
                "drop eigenvalues <= this")
         .Enum("precision", &SlangOptions::precision,
-              {{"float64", Arithmetic::kFloat64},
+              {{"auto", Arithmetic::kAuto},
+               {"float64", Arithmetic::kFloat64},
                {"float32", Arithmetic::kFloat32}},
-              "float64 or float32 arithmetic for the big arrays")
+              "auto (float32 for large steps), float64 or float32 "
+              "arithmetic for the big arrays")
         .Enum("eig_solver", &SlangOptions::eig_solver,
-              {{"randomized", EigSolver::kRandomized},
+              {{"auto", EigSolver::kAuto},
+               {"randomized", EigSolver::kRandomized},
                {"exact", EigSolver::kExact}},
-              "randomized (fast_eig, §5.3) or exact (Gram of the factors)");
+              "auto (the cheaper of the two by flops), randomized (fast_eig, "
+              "§5.3) or exact (Gram of the factors)");
     return s;
   }();
   return *schema;
@@ -447,12 +604,7 @@ void RegisterSlang(MethodRegistry& registry) {
         SlangOptionsSchema(),
         [online_eig](const SlangOptions& options)
             -> absl::StatusOr<std::unique_ptr<VariationalMethod>> {
-          if (options.precision == Arithmetic::kFloat32) {
-            return std::unique_ptr<VariationalMethod>(
-                new internal::Slang<float>(options, online_eig));
-          }
-          return std::unique_ptr<VariationalMethod>(
-              new internal::Slang<double>(options, online_eig));
+          return internal::CreateSlang(options, online_eig);
         }));
   }
 }

@@ -40,7 +40,10 @@ class Slang final : public VariationalMethod {
   // N(mu_0, (U_0 U_0^T + D_0)^-1), whose low-rank part joins the eigen-update
   // and whose diagonal replaces lambda.
   absl::Status WarmStart(const Posterior& posterior, bool as_prior) override;
-  // Draws S samples theta_s ~ q, then StepWithSamples().
+  // Draws S samples theta_s ~ q, then StepWithSamples(). Both run on one
+  // thread when the step's largest layer product (M S rows) is below
+  // kMinParallelGemmFlops, on the caller's OpenMP limit otherwise
+  // (bnn/compute_threads.h): a small step is never slower on two threads.
   absl::StatusOr<StepStats> Step(const std::vector<int64_t>& batch,
                                  Rng& rng) override;
   // One update with the given weight samples (D x S); `rng` drives the
@@ -87,6 +90,7 @@ class Slang final : public VariationalMethod {
   int64_t t_ = 0;
   LowRankPrecision<T> factor_;  // kept in sync with (u_, d_)
   RandomizedEigSolver<T> eig_solver_;
+  TopEigenSolver top_eig_;  // eig_solver=exact's small eigenproblem
   typename RandomizedEigSolver<T>::Result eig_;
 
   // Per-step workspaces, reused (no allocation once shapes settle).
@@ -98,6 +102,16 @@ class Slang final : public VariationalMethod {
 
 extern template class Slang<float>;
 extern template class Slang<double>;
+
+// The arithmetic of a SLANG step for `spec`: options.precision, with auto
+// resolved (float32 when the step's largest layer product over M S rows is
+// at least kMinParallelGemmFlops, float64 below).
+Arithmetic ResolvePrecision(const SlangOptions& options, const ModelSpec& spec);
+
+// Slang<float> or Slang<double> for options.precision; for auto, a method
+// that makes the one ResolvePrecision() picks in Initialize().
+std::unique_ptr<VariationalMethod> CreateSlang(const SlangOptions& options,
+                                               bool online_eig);
 
 }  // namespace bnn::internal
 
