@@ -95,7 +95,10 @@ ABSL_FLAG(std::string, work_dir, "",
           "temporary directory, removed unless the test fails.");
 
 // The server's configuration (its flags of the same names).
-ABSL_FLAG(int, compute_workers, 1, "bnn-server --compute-workers.");
+ABSL_FLAG(int, compute_workers, 2,
+          "bnn-server --compute-workers (2, the server's default: with "
+          "training at --training-nice, a second worker serves well-behaved "
+          "calls while an abusive one computes on the first).");
 ABSL_FLAG(int, server_threads, 1, "bnn-server --threads.");
 ABSL_FLAG(double, max_request_seconds, 10, "bnn-server --max-request-seconds.");
 ABSL_FLAG(int64_t, max_predict_rows, 10000, "bnn-server --max-predict-rows.");
