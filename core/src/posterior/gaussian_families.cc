@@ -152,11 +152,8 @@ absl::Status FullGaussianPosterior::Sample(const CounterRng& rng,
   // theta = mu + L^-T eps has covariance L^-T L^-1 = P^-1.
   const int64_t d = dim();
   out->resize(d, num_samples);
-  return internal::ForEachSampleTile(
-      (num_samples + kColumnsPerTile - 1) / kColumnsPerTile,
-      kColumnsPerTile * d, interrupt, [&](int64_t t) {
-        const int64_t c0 = t * kColumnsPerTile;
-        const int64_t n = std::min<int64_t>(kColumnsPerTile, num_samples - c0);
+  return internal::ForEachColumnTile(
+      num_samples, d, kColumnsPerTile, interrupt, [&](int64_t c0, int64_t n) {
         for (int64_t s = c0; s < c0 + n; ++s) {
           rng.FillNormal(static_cast<uint64_t>(s), 0, out->col(s).data(),
                          static_cast<size_t>(d));
@@ -255,11 +252,8 @@ absl::Status KroneckerPosterior::Sample(const CounterRng& rng, int num_samples,
   // the sample's normals.
   const int64_t d = dim();
   out->resize(d, num_samples);
-  return internal::ForEachSampleTile(
-      (num_samples + kColumnsPerTile - 1) / kColumnsPerTile,
-      kColumnsPerTile * d, interrupt, [&](int64_t t) {
-        const int64_t c0 = t * kColumnsPerTile;
-        const int64_t n = std::min<int64_t>(kColumnsPerTile, num_samples - c0);
+  return internal::ForEachColumnTile(
+      num_samples, d, kColumnsPerTile, interrupt, [&](int64_t c0, int64_t n) {
         Eigen::MatrixXd e, product;
         for (int64_t s = c0; s < c0 + n; ++s) {
           for (size_t l = 0; l < layers_.size(); ++l) {

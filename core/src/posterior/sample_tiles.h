@@ -4,6 +4,7 @@
 #ifndef BNN_POSTERIOR_SAMPLE_TILES_H_
 #define BNN_POSTERIOR_SAMPLE_TILES_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -34,6 +35,21 @@ absl::Status ForEachSampleTile(
     int64_t num_tiles, int64_t values_per_tile, const Interrupt& interrupt,
     const std::function<void(int64_t)>& tile,
     const std::function<void(int64_t, int64_t)>& after_group = nullptr);
+
+// ForEachSampleTile over tiles of `columns_per_tile` whole sample columns
+// of a `dim` x `num_samples` draw: column_tile(c0, n) draws columns
+// [c0, c0 + n) (n < columns_per_tile only for the last tile).
+inline absl::Status ForEachColumnTile(
+    int num_samples, int64_t dim, int64_t columns_per_tile,
+    const Interrupt& interrupt,
+    const std::function<void(int64_t, int64_t)>& column_tile) {
+  return ForEachSampleTile(
+      (num_samples + columns_per_tile - 1) / columns_per_tile,
+      columns_per_tile * dim, interrupt, [&](int64_t t) {
+        const int64_t c0 = t * columns_per_tile;
+        column_tile(c0, std::min<int64_t>(columns_per_tile, num_samples - c0));
+      });
+}
 
 // Tiles per group of ForEachSampleTile for tiles of `values_per_tile`.
 int64_t SampleTilesPerGroup(int64_t values_per_tile);
