@@ -40,6 +40,7 @@ using ::bnn::server::testutil::ReadFileOrEmpty;
 using ::bnn::server::testutil::TempDir;
 using ::bnn::server::testutil::UploadCubic;
 using ::bnn::testing::ServerProcess;
+using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
@@ -267,7 +268,10 @@ TEST_F(JobLifecycleTest, WatchStreamsProgressInOrderAndReconnectsWithoutGaps) {
   // A job holds the only worker, so both watchers see the next one from
   // its start.
   const std::string blocker = StartTraining(Training("slang", 1000000));
-  const std::string id = StartTraining(Training("slang", 4000));
+  // Long enough (~2 s unloaded) that the reconnect below happens while it
+  // runs: 3 steps an epoch.
+  constexpr int64_t kSteps = 48000;
+  const std::string id = StartTraining(Training("slang", kSteps / 3));
   Watched full;
   std::thread full_watch([&] { full = Watch(id, std::nullopt); });
   // The second watcher stops after 3 progress events, then reconnects.
@@ -299,11 +303,11 @@ TEST_F(JobLifecycleTest, WatchStreamsProgressInOrderAndReconnectsWithoutGaps) {
   const std::vector<int64_t> steps = full.ProgressSteps();
   ASSERT_GE(steps.size(), 4u);
   for (size_t i = 1; i < steps.size(); ++i) EXPECT_LT(steps[i - 1], steps[i]);
-  EXPECT_EQ(steps.back(), 12000);
+  EXPECT_EQ(steps.back(), kSteps);
   bool rated = false;
   for (const v1::JobEvent& event : full.events) {
     if (event.kind() != v1::JobEvent::KIND_PROGRESS) continue;
-    EXPECT_EQ(event.total_steps(), 12000);
+    EXPECT_EQ(event.total_steps(), kSteps);
     EXPECT_EQ(event.state(), v1::JOB_STATE_RUNNING);
     rated |= event.steps_per_second() > 0 && event.eta_seconds() >= 0;
   }
@@ -328,12 +332,34 @@ TEST_F(JobLifecycleTest, WatchStreamsProgressInOrderAndReconnectsWithoutGaps) {
   ASSERT_TRUE(done.status.ok());
   ASSERT_EQ(done.events.size(), 1u);
   EXPECT_EQ(done.events[0].state(), v1::JOB_STATE_SUCCEEDED);
-  EXPECT_EQ(done.events[0].step(), 12000);
+  EXPECT_EQ(done.events[0].step(), kSteps);
   // GetJob's loss curve: bounded, ending at the last step.
   const v1::Job job = *GetJob(*stub_, id);
   EXPECT_LE(job.loss_curve_size(), 1000);
   EXPECT_GE(job.loss_curve_size(), 500);
-  EXPECT_EQ(job.loss_curve(job.loss_curve_size() - 1).step(), 12000);
+  EXPECT_EQ(job.loss_curve(job.loss_curve_size() - 1).step(), kSteps);
+
+  // A watcher reconnecting after the job ended (whose events are no longer
+  // kept) gets the last step it missed, then the final state.
+  const int64_t seen = steps[steps.size() - 3];
+  const Watched late = Watch(id, seen);
+  ASSERT_TRUE(late.status.ok()) << late.status.error_message();
+  EXPECT_THAT(late.ProgressSteps(), ElementsAre(kSteps));
+  ASSERT_EQ(late.events.size(), 2u);
+  EXPECT_EQ(late.events.back().kind(), v1::JobEvent::KIND_CURRENT);
+  EXPECT_EQ(late.events.back().state(), v1::JOB_STATE_SUCCEEDED);
+  // Nor does a watcher that saw the last step get it twice.
+  const Watched again = Watch(id, kSteps);
+  ASSERT_TRUE(again.status.ok());
+  EXPECT_THAT(again.ProgressSteps(), ElementsAre());
+  // After a restart no events are kept, but the last step still arrives.
+  EXPECT_EQ(server_->Stop(SIGTERM).value_or(-1), 0);
+  Start();
+  const Watched restarted = Watch(id, seen);
+  ASSERT_TRUE(restarted.status.ok()) << restarted.status.error_message();
+  EXPECT_THAT(restarted.ProgressSteps(), ElementsAre(kSteps));
+  ASSERT_EQ(restarted.events.size(), 2u);
+  EXPECT_EQ(restarted.events.back().state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_EQ(server_->Stop(SIGTERM).value_or(-1), 0);
 }
 

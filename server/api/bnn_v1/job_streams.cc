@@ -1,6 +1,7 @@
 // WatchJob: a job's events (server/jobs/job_events.h) streamed to a client.
 // The reactor holds no thread: the event hub wakes it when the job publishes
 // an event, and it writes one event at a time.
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -28,7 +29,9 @@ namespace bnn::server {
 // after that step, then every event the job publishes (with after_step,
 // progress after that step only), and finishes OK after
 // a final state; UNAVAILABLE when the server shuts down while the job is not
-// running (a running job's watchers first get its INTERRUPTED event).
+// running (a running job's watchers first get its INTERRUPTED event). A job
+// that had ended already gets its last step (when after after_step) and
+// then its final state.
 class BnnServiceImpl::WatchReactor final
     : public grpc::ServerWriteReactor<v1::JobEvent> {
  public:
@@ -129,8 +132,30 @@ class BnnServiceImpl::WatchReactor final
     current.error = HideDataDir(current.error, service_->options_.data_dir,
                                 service_->options_.blob_dir);
     current.unix_ms = absl::ToUnixMillis(absl::Now());
-    Queue(current);
-    for (JobEvent& event : start.backlog) Queue(std::move(event));
+    if (!IsFinalJobState(job.state())) {
+      Queue(current);
+      for (JobEvent& event : start.backlog) Queue(std::move(event));
+      return absl::OkStatus();
+    }
+    // A job that ended before the watcher (re)connected: the progress it
+    // missed comes first, then the final state, which ends the stream. The
+    // hub drops a job's events when it ends (and a restart drops all), so
+    // the last step comes from the record: a reconnect never misses it.
+    int64_t last_progress = after_step.value_or(job.step());
+    for (JobEvent& event : start.backlog) {
+      if (event.kind != JobEvent::Kind::kProgress) continue;
+      last_progress = std::max(last_progress, event.step);
+      Queue(std::move(event));
+    }
+    if (last_progress < job.step()) {
+      JobEvent progress = EventOfRecord(job, JobEvent::Kind::kProgress);
+      progress.state = store::JobRecord::RUNNING;
+      progress.error.clear();
+      progress.snapshot_id.clear();
+      progress.unix_ms = current.unix_ms;
+      Queue(std::move(progress));
+    }
+    Queue(std::move(current));
     return absl::OkStatus();
   }
 
