@@ -21,35 +21,13 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
 
 import numpy as np
 
 import bnn_serve
-
-
-def start(server, data_dir, log_path, extra):
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [server, "--listen", "127.0.0.1:0", "--data-dir", data_dir,
-         "--metrics-listen", "", "--threads", "2"] + extra,
-        stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        with open(log_path) as f:
-            m = re.findall(r"listening on (\S+)", f.read())
-        if m:
-            return proc, m[-1]
-        time.sleep(0.05)
-    raise RuntimeError("server did not start")
-
-
-def timed(fn):
-    t = time.perf_counter()
-    fn()
-    return (time.perf_counter() - t) * 1000.0
+from server_proc import start, timed
 
 
 def main():
