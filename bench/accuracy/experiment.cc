@@ -26,6 +26,8 @@
 #include "bnn/status.h"
 #include "bnn/train/trainer.h"
 
+#include "bench/common/provenance.h"
+
 namespace bnn::experiment {
 namespace {
 
@@ -86,6 +88,9 @@ Json ParamsJson(const ParamMap& params) {
 
 RunInfo CollectRunInfo(int argc, char** argv) {
   RunInfo info;
+  info.build = bench::ProvenanceJson();
+  info.build_commit = info.build.value("commit", "unknown");
+  info.build_tree_clean = info.build.value("tree_clean", false);
   const std::string git = absl::StrCat("git -C ", ShellQuote(BNN_SOURCE_DIR));
   if (auto head = CommandOutput(git + " rev-parse HEAD 2>/dev/null")) {
     info.git_commit = std::string(absl::StripAsciiWhitespace(*head));
@@ -347,9 +352,10 @@ absl::Status Report(const RunInfo& info, const CommonOptions& common,
 
   // Markdown on stdout.
   std::string md = absl::StrFormat(
-      "## %s\n\n%d splits, %.1f s wall time, commit %s\n\n"
+      "## %s\n\n%d splits, %.1f s wall time, built from %s%s\n\n"
       "| metric | mean ± s.e. |\n|---|---|\n",
-      title, outcomes.size(), wall_seconds, info.git_commit.substr(0, 12));
+      title, outcomes.size(), wall_seconds, info.build_commit,
+      info.build_tree_clean ? "" : " (with uncommitted changes)");
   for (const std::string& name : names) {
     const MetricSummary& s = summaries[name];
     absl::StrAppend(&md, "| ", name, " | ", Format(s.mean), " ± ", Format(s.se),
@@ -389,6 +395,7 @@ absl::Status Report(const RunInfo& info, const CommonOptions& common,
   json["tool"] = "bnn-experiment";
   json["mode"] = mode;
   json["title"] = title;
+  json["build"] = info.build;
   json["git_commit"] = info.git_commit;
   json["modified_sources"] = info.modified_sources;
   json["command_line"] = info.command_line;

@@ -30,6 +30,11 @@ using Json = nlohmann::ordered_json;
 
 // Where a run came from: enough to rerun it.
 struct RunInfo {
+  // The commit this binary was built from, whether its tree was clean, and
+  // the binary's SHA-256 (bench/common/provenance.h), read at start.
+  nlohmann::json build;
+  std::string build_commit;
+  bool build_tree_clean = false;
   std::string git_commit;  // HEAD of the source tree, "unknown" without git
   // Files under core/ and bench/accuracy/ that differed from HEAD when the
   // run started (the binary may not match the commit if non-empty).

@@ -43,6 +43,7 @@
 
 #include "bnn/data/dataset_hash.h"
 
+#include "bench/common/provenance.h"
 #include "bench/faults/model_tracker.h"
 #include "bench/faults/store_model.h"
 #include "bench/faults/workload.h"
@@ -1082,6 +1083,7 @@ int Main(int argc, char** argv) {
   record["program"] = "bnn_crash_test";
   record["command_line"] = command;
   record["git_commit"] = commit.empty() ? "unknown" : commit;
+  record["build"] = bench::ProvenanceJson(absl::GetFlag(FLAGS_server));
   record["started_at"] = started_at;
   record["wall_seconds"] = wall;
   record["server"] = absl::GetFlag(FLAGS_server);

@@ -61,6 +61,7 @@
 
 #include "bnn/build_info.h"
 
+#include "bench/common/provenance.h"
 #include "bench/load/abusers.h"
 #include "bench/load/load_util.h"
 #include "client/bnn_client.h"
@@ -809,6 +810,7 @@ int Run(int argc, char** argv) {
     std::vector<std::string> command(argv, argv + argc);
     nlohmann::json out = {
         {"commit", bnn::BuildCommit()},
+        {"build", bnn::bench::ProvenanceJson(binary)},
         {"command", absl::StrJoin(command, " ")},
         {"machine", MachineDescription()},
         {"load_average", {{"before", load_before}, {"after", LoadAverage()}}},

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 import bnn_serve
-from server_proc import start, timed
+from server_proc import provenance, start, timed
 
 
 def append_latencies(client, rng, rows, features, append_rows, appends):
@@ -75,6 +75,7 @@ def main():
     result["large_over_small_median"] = (result["large"]["append_ms_median"] /
                                          result["small"]["append_ms_median"])
     result["load_average"] = os.getloadavg()
+    result["build"] = provenance(args.server)
     print(json.dumps(result, indent=2))
     if args.json_out:
         with open(args.json_out, "w") as f:

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 import bnn_serve
-from server_proc import start, timed
+from server_proc import provenance, start, timed
 
 
 def main():
@@ -85,6 +85,7 @@ def main():
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
     result["load_average"] = os.getloadavg()
+    result["build"] = provenance(args.server)
     print(json.dumps(result, indent=2))
     if args.json_out:
         with open(args.json_out, "w") as f:

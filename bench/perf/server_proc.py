@@ -1,7 +1,19 @@
 """Starts bnn-server on a free loopback port for the Python perf scripts."""
+import hashlib
 import re
 import subprocess
 import time
+
+
+def provenance(server):
+    """The server binary's --version line (its build commit, "-dirty" when
+    its tree had uncommitted changes) and SHA-256, for result JSONs."""
+    version = subprocess.run([server, "--version"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    with open(server, "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    return {"server_binary": server, "server_version": version,
+            "server_sha256": sha}
 
 
 def start(server, data_dir, log_path, extra, threads=2):
