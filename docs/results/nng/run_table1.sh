@@ -7,7 +7,10 @@
 #   - Gaussian likelihood with a Gamma(6, 6) prior on the noise precision and
 #     a Gamma q(tau) (§4.1); predictions use E_q[tau];
 #   - alpha~ = 0.01, beta~ = 0.001, learning rate x0.1 in the second half;
-#   - minibatch 10 for the five small sets, 100 for kin8nm;
+#   - minibatch 10 for the small sets (< 2000 rows), 500 for Year-size sets
+#     (>= 500,000 rows), 100 for the others (kin8nm): §6.1's rule, applied
+#     by docs/results/uci_protocol.py nng-table1 to any folder in the UCI
+#     split layout, which prints what each set got;
 #   - 1000 epochs (not stated in the paper; chosen on boston splits 0-3 from
 #     {200, 1000, 3000}: 200 underfits, 3000 changes test LL by < 0.02);
 #   - noisy K-FAC: factors every step, eigendecompositions every 10 steps;
@@ -22,10 +25,11 @@ shift $(( $# < 3 ? $# : 3 ))
 DATASETS=("$@")
 [ ${#DATASETS[@]} -gt 0 ] || DATASETS=(boston concrete energy wine-red yacht kin8nm)
 THREADS=${THREADS:-2}
-SPLITS=${SPLITS:-20}
+SPLITS=${SPLITS:-0}  # 0: every split of the dataset (20 for the shared sets)
+HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
 for dataset in "${DATASETS[@]}"; do
-  if [ "$dataset" = kin8nm ]; then BATCH=100; else BATCH=10; fi
+  eval "$(python3 "$HERE/../uci_protocol.py" nng-table1 "$UCI/$dataset")"
   for method in noisy_adam noisy_kfac; do
     json="$OUT/${dataset}_${method}.json"
     [ -s "$json" ] && continue

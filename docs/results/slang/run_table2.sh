@@ -3,8 +3,11 @@
 # of reference/slang.md §9.4 with a grid instead of Bayesian optimisation.
 # Usage:
 #   docs/results/slang/run_table2.sh BNN_EXPERIMENT UCI_DIR [OUT_DIR] [DATASET...]
-# SPLITS (default 20) and FOLDS (default 5) override the protocol's split
-# and fold counts, for runs that must fit a time budget.
+# SPLITS (default 0: every split of the dataset, 20 for the shared sets) and
+# FOLDS (default 5) override the protocol's split and fold counts, for runs
+# that must fit a time budget. Any folder of UCI_DIR in the split layout
+# works: minibatch and MC samples come from the paper's rule
+# (docs/results/uci_protocol.py slang-table2, which prints what each set got).
 # Per dataset and method:
 #   1. pilot: on the training part of split 0 only, 5-fold CV over a coarse
 #      noise-precision grid tau in {1, 2, 4, ..., 1024} (standardised target
@@ -23,15 +26,16 @@ shift $(( $# < 3 ? $# : 3 ))
 DATASETS=("$@")
 [ ${#DATASETS[@]} -gt 0 ] || DATASETS=(boston concrete energy wine-red yacht kin8nm)
 THREADS=${THREADS:-2}
-SPLITS=${SPLITS:-20}
+SPLITS=${SPLITS:-0}
 FOLDS=${FOLDS:-5}
+HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT/pilot"
 
 for dataset in "${DATASETS[@]}"; do
-  # 120 epochs; minibatch 10 and 4 MC samples for the five small sets,
-  # 100 and 2 for kin8nm (the paper's "larger" datasets).
-  if [ "$dataset" = kin8nm ]; then SIZE="--param batch_size=100 --param mc_samples=2"
-  else SIZE="--param batch_size=10 --param mc_samples=4"; fi
+  # 120 epochs; minibatch 10 and 4 MC samples for the small sets (< 2000
+  # rows), 100 and 2 for the larger ones (kin8nm).
+  eval "$(python3 "$HERE/../uci_protocol.py" slang-table2 "$UCI/$dataset")"
+  SIZE="--param batch_size=$BATCH --param mc_samples=$MC_SAMPLES"
   for method in slang bbb; do
     if [ $method = slang ]; then
       # Reference-code UCI settings: alpha = beta = 0.01, no decay,
