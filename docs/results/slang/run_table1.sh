@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SLANG Table 1 / Tables 6-7: Bayesian logistic regression on australian and
+# SLANG Table 1 / Tables 4, 6-7: Bayesian logistic regression on australian and
 # breast-cancer, protocol of reference/slang.md §9.1. Usage:
 #   docs/results/slang/run_table1.sh BNN_EXPERIMENT DATA_DIR [OUT_DIR]
 # e.g. run_table1.sh build-exp/bench/accuracy/bnn-experiment \
@@ -39,6 +39,13 @@ for dataset in australian breast-cancer; do
     # fast_eig, pinned (the default eig_solver=auto may pick the exact one).
     run slang_L$L --method slang --param rank=$L --param momentum=0.9 \
       --param eig_solver=randomized --param precision=float64 $ITER
+  done
+  # SLANG-OnlineEig (Table 4): SLANG's settings with the online
+  # eigenvector update of U (slang_online_eig), L = 1, 2, 5.
+  for L in 1 2 5; do
+    run online_eig_L$L --method slang_online_eig --param rank=$L \
+      --param momentum=0.9 --param eig_solver=randomized \
+      --param precision=float64 $ITER
   done
   run full_ef --method vogn_full $ITER
   run full_hessian --method von_full $ITER
