@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# SLANG Table 2: SLANG (L = 1) and BBB on six UCI regression sets, protocol
-# of reference/slang.md §9.4 with a grid instead of Bayesian optimisation.
+# SLANG Tables 2 and 5: SLANG (L = 1), BBB and SLANG-OnlineEig (Table 5) on
+# six UCI regression sets, protocol of reference/slang.md §9.4 with a grid
+# instead of Bayesian optimisation.
 # Usage:
 #   docs/results/slang/run_table2.sh BNN_EXPERIMENT UCI_DIR [OUT_DIR] [DATASET...]
 # SPLITS (default 0: every split of the dataset, 20 for the shared sets) and
@@ -36,8 +37,14 @@ for dataset in "${DATASETS[@]}"; do
   # rows), 100 and 2 for the larger ones (kin8nm).
   eval "$(python3 "$HERE/../uci_protocol.py" slang-table2 "$UCI/$dataset")"
   SIZE="--param batch_size=$BATCH --param mc_samples=$MC_SAMPLES"
-  for method in slang bbb; do
-    if [ $method = slang ]; then
+  for method in slang bbb slang_online_eig; do
+    if [ $method = slang_online_eig ]; then
+      # Table 5 (App. B.3): SLANG-OnlineEig with the learning rates fixed
+      # for every dataset, alpha = 0.01 and "beta = (0.9, 0.999)", read as
+      # the reference code's momentum 0.9 and 1 - beta = 0.999; L = 1; the
+      # paper's fast_eig in double, pinned.
+      METHOD="--method slang_online_eig --param rank=1 --param learning_rate=0.01 --param beta=0.001 --param momentum=0.9 --param eig_solver=randomized --param precision=float64"
+    elif [ $method = slang ]; then
       # Reference-code UCI settings: alpha = beta = 0.01, no decay,
       # momentum 0.9, d_0 = 1 (the SlangOptions defaults); L = 1; the
       # paper's fast_eig in double, pinned (the default eig_solver=auto may
