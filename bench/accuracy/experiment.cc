@@ -213,14 +213,35 @@ absl::StatusOr<Snapshot> TrainModel(const std::string& method,
                                     const ParamMap& params,
                                     const std::vector<int>& hidden_sizes,
                                     Activation activation, const Dataset& data,
-                                    uint64_t seed) {
+                                    uint64_t seed,
+                                    const ProgressCallback& progress) {
   TrainRequest request;
   request.method = method;
   request.params = params;
   request.params["seed"] = absl::StrCat(seed);
   request.hidden_sizes = hidden_sizes;
   request.activations = {activation};
-  return Train(request, data, MethodRegistry::Builtin());
+  return Train(request, data, MethodRegistry::Builtin(), progress);
+}
+
+ProgressCallback LossCurve::Callback() {
+  return [this](const TrainProgress& p) {
+    const int64_t stride = std::max<int64_t>(1, p.total_steps / points_);
+    if (p.step % stride != 0 && p.step != p.total_steps) return;
+    // Called after the step and again after the pass that ends with it:
+    // the later call's loss (the pass's mean) replaces the earlier.
+    if (!curve_.empty() && curve_.back().first == p.step) {
+      curve_.back().second = p.loss;
+    } else {
+      curve_.emplace_back(p.step, p.loss);
+    }
+  };
+}
+
+Json LossCurve::ToJson() const {
+  Json out = Json::array();
+  for (const auto& [step, loss] : curve_) out.push_back({step, loss});
+  return out;
 }
 
 absl::StatusOr<ParamMap> SelectParams(const CommonOptions& common,

@@ -20,6 +20,7 @@
 #include "bnn/io/snapshot.h"
 #include "bnn/methods/options.h"
 #include "bnn/model/model_spec.h"
+#include "bnn/train/trainer.h"
 
 #include "bench/accuracy/flags.h"
 #include "bench/accuracy/tuning.h"
@@ -90,12 +91,28 @@ enum class Stream : uint64_t {
 };
 uint64_t StreamSeed(uint64_t run_seed, int split, Stream stream);
 
-// Trains `method` with `params` (method and trainer keys) on `data`.
+// Trains `method` with `params` (method and trainer keys) on `data`;
+// `progress`, if set, is called after every step (bnn/train/trainer.h).
 absl::StatusOr<Snapshot> TrainModel(const std::string& method,
                                     const ParamMap& params,
                                     const std::vector<int>& hidden_sizes,
                                     Activation activation, const Dataset& data,
-                                    uint64_t seed);
+                                    uint64_t seed,
+                                    const ProgressCallback& progress = nullptr);
+
+// A training run's loss at about `points` evenly spaced steps (and the
+// last), for the JSON record: [[step, loss], ...].
+class LossCurve {
+ public:
+  explicit LossCurve(int points = 100) : points_(points) {}
+  // The callback for TrainModel; the curve must outlive the training.
+  ProgressCallback Callback();
+  Json ToJson() const;
+
+ private:
+  int points_;
+  std::vector<std::pair<int64_t, double>> curve_;
+};
 
 // The result of one split: metrics in report order, the settings tuning
 // chose and mode-specific details (tuning scores, estimator names, ...).

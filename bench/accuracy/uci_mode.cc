@@ -5,6 +5,7 @@
 // whole training split with the chosen setting (the trainer standardises
 // features and targets on it); report RMSE and test log-likelihood on the
 // test split in original target units.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -43,14 +44,29 @@ absl::Status RunUci(const FlagSet& flags, const RunInfo& info) {
                                       ? common.hidden_sizes
                                       : std::vector<int>{source.n_hidden()};
 
+  // With `details` (the final fit of a split, not a CV fold): the fitted
+  // noise standard deviation (original units), the training-split RMSE and
+  // the loss curve, to tell an unstable fit from a hard split.
   auto train_and_score =
       [&](const ParamMap& params, const Dataset& train, const Dataset& test,
           uint64_t train_seed, uint64_t predict_seed,
-          double* train_seconds) -> absl::StatusOr<RegressionScores> {
-    BNN_ASSIGN_OR_RETURN(const Snapshot snapshot,
-                         TrainModel(common.method, params, hidden,
-                                    common.activation, train, train_seed));
-    if (train_seconds != nullptr) *train_seconds = snapshot.training.seconds;
+          Json* details) -> absl::StatusOr<RegressionScores> {
+    LossCurve curve;
+    BNN_ASSIGN_OR_RETURN(
+        const Snapshot snapshot,
+        TrainModel(common.method, params, hidden, common.activation, train,
+                   train_seed,
+                   details != nullptr ? curve.Callback() : nullptr));
+    if (details != nullptr) {
+      (*details)["train_seconds"] = snapshot.training.seconds;
+      (*details)["noise_std"] = snapshot.standardization.target_std /
+                                std::sqrt(snapshot.noise_precision);
+      BNN_ASSIGN_OR_RETURN(
+          const RegressionScores fit,
+          ScoreRegression(snapshot, train, common.test_samples, predict_seed));
+      (*details)["train_rmse"] = fit.rmse;
+      (*details)["loss_curve"] = curve.ToJson();
+    }
     return ScoreRegression(snapshot, test, common.test_samples, predict_seed);
   };
 
@@ -71,14 +87,12 @@ absl::Status RunUci(const FlagSet& flags, const RunInfo& info) {
     BNN_ASSIGN_OR_RETURN(
         const ParamMap params,
         SelectParams(common, train, k, "cv_test_ll", cv_test_ll, &outcome));
-    double train_seconds = 0;
     BNN_ASSIGN_OR_RETURN(
         const RegressionScores scores,
         train_and_score(
             params, train, test, StreamSeed(common.seed, k, Stream::kTraining),
-            StreamSeed(common.seed, k, Stream::kPrediction), &train_seconds));
+            StreamSeed(common.seed, k, Stream::kPrediction), &outcome.details));
     outcome.metrics = {{"rmse", scores.rmse}, {"test_ll", scores.test_ll}};
-    outcome.details["train_seconds"] = train_seconds;
     outcome.details["num_train"] = train.num_rows();
     outcome.details["num_test"] = test.num_rows();
     return outcome;

@@ -89,6 +89,12 @@ void ExpectMetrics(const nlohmann::json& json,
 void ExpectProvenance(const nlohmann::json& json, const std::string& mode) {
   EXPECT_EQ(json["mode"], mode);
   EXPECT_FALSE(json["git_commit"].get<std::string>().empty());
+  // The binary's own build: its commit and hash (bench/common/provenance.h).
+  EXPECT_FALSE(json["build"]["commit"].get<std::string>().empty());
+  EXPECT_TRUE(json["build"]["tree_clean"].is_boolean());
+  EXPECT_THAT(json["build"]["binary"].get<std::string>(),
+              HasSubstr("bnn-experiment"));
+  EXPECT_EQ(json["build"]["binary_sha256"].get<std::string>().size(), 64u);
   EXPECT_THAT(json["command_line"].get<std::string>(),
               HasSubstr("bnn-experiment " + mode));
   EXPECT_TRUE(json["seed"].is_number());
@@ -127,6 +133,17 @@ TEST_F(ExperimentToolTest, UciRunsEndToEndReproducibly) {
     ASSERT_TRUE(split.contains("chosen"));
     EXPECT_TRUE(split["chosen"].contains("noise_precision"));
     EXPECT_EQ(split["tuning"]["points"].size(), 2u);
+    // The final fit's diagnostics: noise level, training error and the
+    // loss at about 100 evenly spaced steps up to the last (4 epochs of 5
+    // steps: every step).
+    EXPECT_GT(split["noise_std"].get<double>(), 0.0);
+    EXPECT_GT(split["train_rmse"].get<double>(), 0.0);
+    const auto& curve = split["loss_curve"];
+    ASSERT_EQ(curve.size(), 20u) << curve;
+    for (size_t i = 0; i < curve.size(); ++i) {
+      EXPECT_EQ(curve[i][0].get<int64_t>(), static_cast<int64_t>(i + 1));
+      EXPECT_TRUE(std::isfinite(curve[i][1].get<double>()));
+    }
   }
   // Original units: the target's std is ~45, so an RMSE in standardised
   // units (< 2) would mean the conversion is missing.
