@@ -261,6 +261,10 @@ def selector_matches(selector, labels):
 
 class ApiHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY, as the API server's Go net/http sets it: headers and body
+    # are two writes, and Nagle's algorithm would hold the body back until
+    # the client's delayed ACK (40 ms a response).
+    disable_nagle_algorithm = True
     state = None  # set by main
 
     def log_message(self, fmt, *args):  # quiet: the test's log is stderr
@@ -492,6 +496,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
 
 class ControlHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
     state = None
 
     def log_message(self, fmt, *args):
