@@ -23,7 +23,10 @@ fields used, from the prometheus-operator API reference
 (https://prometheus-operator.dev/docs/api-reference/api/#monitoring.coreos.com/v1.ServiceMonitor).
 
 Then the objects are checked against each other (selectors match the pod
-labels, referenced ConfigMaps, Secrets, claims and named ports exist),
+labels, referenced ConfigMaps, Secrets, claims and named ports exist, the
+RoleBindings name existing Roles and ServiceAccounts, and the Deployment's
+ServiceAccount may create/get/list/watch/delete batch/v1 Jobs, as the
+Kubernetes job launcher does),
 kustomization.yaml lists exactly the manifest files, and every bnn-server
 flag the Deployment and the ConfigMap pass is one `bnn-server --helpfull`
 lists.
@@ -161,6 +164,7 @@ def cross_check(objects):
                     check(port["port"] in ports or port["port"] in
                           ports.values(),
                           f"NetworkPolicy port {port['port']} exists")
+    check_rbac(by_kind)
     for monitor in by_kind.get("ServiceMonitor", {}).values():
         service_ports = {p["name"] for s in by_kind.get("Service", {}).values()
                          for p in s["spec"]["ports"]}
@@ -168,6 +172,53 @@ def cross_check(objects):
             check(endpoint.get("port") in service_ports,
                   f"ServiceMonitor port {endpoint.get('port')} is a Service "
                   "port name")
+
+
+# What the Kubernetes job launcher does with batch/v1 Jobs
+# (server/jobs/kubernetes/job_launcher.h): create (and get, on a relaunch),
+# list (its monitor), delete (CancelJob), and watch for followers.
+JOB_RUNNER_VERBS = {"create", "get", "list", "watch", "delete"}
+
+
+def rule_grants(rule, group, resource, verbs):
+    def has(key, value):
+        return value in rule.get(key, []) or "*" in rule.get(key, [])
+    return (has("apiGroups", group) and has("resources", resource) and
+            all(has("verbs", verb) for verb in verbs))
+
+
+def check_rbac(by_kind):
+    """Bindings name existing Roles and ServiceAccounts, and the account the
+    Deployment runs as may do what the job launcher does with Jobs."""
+    accounts = by_kind.get("ServiceAccount", {})
+    roles = by_kind.get("Role", {})
+    granted = {}  # service account -> rules bound to it
+    for name, binding in by_kind.get("RoleBinding", {}).items():
+        ref = binding["roleRef"]
+        if not check(ref["kind"] == "Role" and ref["name"] in roles and
+                     ref["apiGroup"] == "rbac.authorization.k8s.io",
+                     f"RoleBinding {name}: roleRef names Role "
+                     f"{ref['name']} of deploy/k8s"):
+            continue
+        for subject in binding.get("subjects", []):
+            if subject["kind"] != "ServiceAccount":
+                continue
+            check(subject["name"] in accounts,
+                  f"RoleBinding {name}: ServiceAccount {subject['name']} "
+                  "is in deploy/k8s")
+            granted.setdefault(subject["name"], []).extend(
+                roles[ref["name"]].get("rules", []))
+    for dep in by_kind.get("Deployment", {}).values():
+        account = dep["spec"]["template"]["spec"].get("serviceAccountName")
+        if not check(account in accounts,
+                     f"Deployment {dep['metadata']['name']}: runs as a "
+                     f"ServiceAccount of deploy/k8s ({account})"):
+            continue
+        check(any(rule_grants(rule, "batch", "jobs", JOB_RUNNER_VERBS)
+                  for rule in granted.get(account, [])),
+              f"ServiceAccount {account} may "
+              f"{'/'.join(sorted(JOB_RUNNER_VERBS))} batch/v1 jobs "
+              "(--job-runner=kubernetes)")
 
 
 def check_server_flags(objects, server):

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string>
 
+#include <absl/strings/match.h>
+#include <absl/strings/str_split.h>
+#include <absl/strings/strip.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -255,6 +258,46 @@ TEST(LauncherOptionsTest, ResolvesTheInClusterServerAndNamespace) {
   EXPECT_THAT(ResolveInCluster(options).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "namespace_file " + dir.File("absent")));
+}
+
+// docs/deploy.md, "Training as Kubernetes Jobs": its example parses, and
+// its table documents exactly the keys there are.
+TEST(LauncherOptionsTest, TheDocumentedConfigurationIsTrue) {
+  const std::string docs =
+      testutil::ReadFileOrEmpty(BNN_SOURCE_DIR "/docs/deploy.md");
+  const size_t section = docs.find("### Training as Kubernetes Jobs");
+  ASSERT_NE(section, std::string::npos);
+  const size_t start = docs.find("```json\n", section);
+  const size_t end = docs.find("```\n", start + 8);
+  ASSERT_NE(start, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  absl::StatusOr<LauncherOptions> example =
+      ParseLauncherOptionsJson(docs.substr(start + 8, end - start - 8));
+  ASSERT_TRUE(example.ok()) << example.status();
+  EXPECT_EQ(example->service_account, "bnn-train");
+
+  // The known keys, as the unknown-key error lists them.
+  const absl::Status unknown = ParseLauncherOptionsJson("{\"?\": 0}").status();
+  const std::string known_text(absl::StripPrefix(
+      unknown.message().substr(unknown.message().find("the known keys are ")),
+      "the known keys are "));
+  std::set<std::string> known = absl::StrSplit(known_text, ", ");
+  ASSERT_GT(known.size(), 20u);
+  // The table's first column: `key`, `key` | ...
+  std::set<std::string> documented;
+  const size_t table = docs.find("| Key | Default | Meaning |", section);
+  ASSERT_NE(table, std::string::npos);
+  for (absl::string_view line : absl::StrSplit(
+           docs.substr(table, docs.find("\n\n", table) - table), '\n')) {
+    const std::vector<absl::string_view> cells = absl::StrSplit(line, '|');
+    if (cells.size() < 3 || !absl::StrContains(cells[1], "`")) continue;
+    for (absl::string_view key : absl::StrSplit(cells[1], ',')) {
+      documented.insert(
+          std::string(absl::StripAsciiWhitespace(absl::StripSuffix(
+              absl::StripPrefix(absl::StripAsciiWhitespace(key), "`"), "`"))));
+    }
+  }
+  EXPECT_EQ(documented, known);
 }
 
 TEST(LauncherOptionsTest, ParsesQuantities) {
