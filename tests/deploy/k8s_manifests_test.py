@@ -176,7 +176,7 @@ def cross_check(objects):
 
 # What the Kubernetes job launcher does with batch/v1 Jobs
 # (server/jobs/kubernetes/job_launcher.h): create (and get, on a relaunch),
-# list (its monitor), delete (CancelJob), and watch for followers.
+# list (its monitor), delete (CancelJob), and watch (rbac.yaml says why).
 JOB_RUNNER_VERBS = {"create", "get", "list", "watch", "delete"}
 
 
