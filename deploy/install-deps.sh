@@ -37,6 +37,9 @@ BUILD_ONLY_PACKAGES=(
   # Weight samples for prediction: the Philox counter-based generator
   # (bnn::CounterRng). Header-only.
   librandom123-dev
+  # --job-runner=kubernetes: the Kubernetes API over HTTPS
+  # (server/jobs/kubernetes/api_client.h).
+  libcurl4-openssl-dev
 )
 BUILD_PACKAGES=(
   "${BUILD_ONLY_PACKAGES[@]}"
@@ -80,6 +83,8 @@ RUNTIME_PACKAGES=(
   libprometheus-cpp-core1.0 libcivetweb1
   libssl3
   libsqlite3-0 libpq5
+  # The Kubernetes job launcher's HTTPS client.
+  libcurl4
 )
 
 packages=("${BUILD_PACKAGES[@]}")

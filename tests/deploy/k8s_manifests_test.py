@@ -14,21 +14,24 @@ setter refuses None) must be present, and each value's type must fit the
 model's openapi_types (str, int, bool, list[...], dict(str, ...), nested
 models; `object` is IntOrString or free-form).
 
-Fields newer than the client's Kubernetes 1.22 models that the manifests use
-are added by hand in NEWER_FIELDS, each with the Kubernetes version and API
-reference that define it. The ServiceMonitor (monitoring.coreos.com/v1) is
+The schema checks are tests/test_util/k8s_schema.py's (shared with the fake
+API server of the Kubernetes launcher's tests); fields newer than the
+client's Kubernetes 1.22 models are added by hand there in NEWER_FIELDS, each
+with the Kubernetes version and API reference that define it. The ServiceMonitor (monitoring.coreos.com/v1) is
 not in python3-kubernetes: SERVICE_MONITOR is a hand-written schema of the
 fields used, from the prometheus-operator API reference
 (https://prometheus-operator.dev/docs/api-reference/api/#monitoring.coreos.com/v1.ServiceMonitor).
 
 Then the objects are checked against each other (selectors match the pod
-labels, referenced ConfigMaps, Secrets, claims and named ports exist),
+labels, referenced ConfigMaps, Secrets, claims and named ports exist, the
+RoleBindings name existing Roles and ServiceAccounts, and the Deployment's
+ServiceAccount may create/get/list/watch/delete batch/v1 Jobs, as the
+Kubernetes job launcher does),
 kustomization.yaml lists exactly the manifest files, and every bnn-server
 flag the Deployment and the ConfigMap pass is one `bnn-server --helpfull`
 lists.
 """
 
-import inspect
 import pathlib
 import re
 import subprocess
@@ -47,28 +50,13 @@ def check(condition, what):
     return condition
 
 
-# A schema: {"fields": {json_name: type}, "required": {json_name}}, where a
-# type is "str", "int", "bool", "float", "object", "datetime", "list[T]",
-# "dict(str, T)", a kubernetes client model name, or a schema name below.
-SCHEMAS = {}
+# The schema checks, shared with the fake API server of the launcher tests
+# (tests/test_util/fake_k8s_api.py).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] /
+                       "test_util"))
+import k8s_schema  # noqa: E402
+from k8s_schema import SCHEMAS  # noqa: E402
 
-# Kubernetes fields newer than python3-kubernetes 22.6 (Kubernetes 1.22).
-NEWER_FIELDS = {
-    # Probe.grpc: gRPC health checking probes, alpha 1.23, beta (on by
-    # default) 1.24, GA 1.27.
-    # https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#Probe
-    "V1Probe": {"grpc": "GRPCAction"},
-}
-SCHEMAS["GRPCAction"] = {
-    # https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#Probe
-    # grpc.port (int32, required), grpc.service (string).
-    "fields": {"port": "int", "service": "str"},
-    "required": {"port"},
-}
-
-# prometheus-operator monitoring.coreos.com/v1 ServiceMonitor: the fields
-# these manifests use (and a few neighbours), with the types and required
-# fields of the API reference.
 SCHEMAS["ServiceMonitor"] = {
     "fields": {"apiVersion": "str", "kind": "str",
                "metadata": "V1ObjectMeta", "spec": "ServiceMonitorSpec"},
@@ -97,72 +85,17 @@ CUSTOM_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor"):
                 "ServiceMonitor"}
 
 
-def model_schema(name):
-    """The schema of a kubernetes client model class (cached)."""
-    if name in SCHEMAS:
-        return SCHEMAS[name]
-    cls = getattr(k8s, name, None)
-    if cls is None or not hasattr(cls, "openapi_types"):
-        raise KeyError(name)
-    fields = {cls.attribute_map[attr]: kind
-              for attr, kind in cls.openapi_types.items()}
-    source = inspect.getsource(cls)
-    required = {cls.attribute_map[attr] for attr in re.findall(
-        r"Invalid value for `(\w+)`, must not be `None`", source)}
-    for json_name, kind in NEWER_FIELDS.get(name, {}).items():
-        fields[json_name] = kind
-    SCHEMAS[name] = {"fields": fields, "required": required}
-    return SCHEMAS[name]
-
-
-def check_value(value, kind, path):
-    if kind.startswith("list["):
-        if check(isinstance(value, list), f"{path}: a list ({kind})"):
-            for i, item in enumerate(value):
-                check_value(item, kind[5:-1], f"{path}[{i}]")
-        return
-    if kind.startswith("dict("):
-        inner = kind[len("dict(str, "):-1]
-        if check(isinstance(value, dict), f"{path}: a map ({kind})"):
-            for key, item in value.items():
-                check(isinstance(key, str), f"{path}: key {key!r} a string")
-                check_value(item, inner, f"{path}.{key}")
-        return
-    scalars = {"str": (str,), "datetime": (str,), "int": (int,),
-               "float": (int, float), "bool": (bool,),
-               "object": (str, int, dict, list)}
-    if kind in scalars:
-        ok = isinstance(value, scalars[kind])
-        if kind in ("int", "float") and isinstance(value, bool):
-            ok = False
-        check(ok, f"{path}: {value!r} is not of type {kind}")
-        return
-    check_object(value, kind, path)
-
-
 def check_object(body, schema_name, path):
-    try:
-        schema = model_schema(schema_name)
-    except KeyError:
-        check(False, f"{path}: no schema for {schema_name}")
-        return
-    if not check(isinstance(body, dict), f"{path}: an object ({schema_name})"):
-        return
-    for key, value in body.items():
-        kind = schema["fields"].get(key)
-        if not check(kind is not None,
-                     f"{path}.{key}: unknown field of {schema_name}"):
-            continue
-        check_value(value, kind, f"{path}.{key}")
-    for key in sorted(schema["required"] - body.keys()):
-        check(False, f"{path}.{key}: required field of {schema_name} missing")
+    for problem in k8s_schema.problems_of(body, schema_name):
+        check(False, f"{path}.{problem.message}")
 
 
 def api_class(api_version, kind):
     """The client's model class name for apiVersion/kind, or None."""
     group, _, version = api_version.rpartition("/")
-    group_part = "".join(w.capitalize()
-                         for w in group.split(".")[0].split("-")) or "Core"
+    # "apps" -> Apps, "rbac.authorization.k8s.io" -> RbacAuthorization.
+    group_part = "".join(w.capitalize() for w in re.split(
+        r"[.-]", group.removesuffix(".k8s.io"))) or "Core"
     api = getattr(k8s, f"{group_part}{version.capitalize()}Api", None)
     snake = re.sub(r"(?<!^)(?=[A-Z])", "_", kind).lower()
     if api is None or not (hasattr(api, f"create_namespaced_{snake}") or
@@ -231,6 +164,7 @@ def cross_check(objects):
                     check(port["port"] in ports or port["port"] in
                           ports.values(),
                           f"NetworkPolicy port {port['port']} exists")
+    check_rbac(by_kind)
     for monitor in by_kind.get("ServiceMonitor", {}).values():
         service_ports = {p["name"] for s in by_kind.get("Service", {}).values()
                          for p in s["spec"]["ports"]}
@@ -238,6 +172,53 @@ def cross_check(objects):
             check(endpoint.get("port") in service_ports,
                   f"ServiceMonitor port {endpoint.get('port')} is a Service "
                   "port name")
+
+
+# What the Kubernetes job launcher does with batch/v1 Jobs
+# (server/jobs/kubernetes/job_launcher.h): create (and get, on a relaunch),
+# list (its monitor), delete (CancelJob), and watch (rbac.yaml says why).
+JOB_RUNNER_VERBS = {"create", "get", "list", "watch", "delete"}
+
+
+def rule_grants(rule, group, resource, verbs):
+    def has(key, value):
+        return value in rule.get(key, []) or "*" in rule.get(key, [])
+    return (has("apiGroups", group) and has("resources", resource) and
+            all(has("verbs", verb) for verb in verbs))
+
+
+def check_rbac(by_kind):
+    """Bindings name existing Roles and ServiceAccounts, and the account the
+    Deployment runs as may do what the job launcher does with Jobs."""
+    accounts = by_kind.get("ServiceAccount", {})
+    roles = by_kind.get("Role", {})
+    granted = {}  # service account -> rules bound to it
+    for name, binding in by_kind.get("RoleBinding", {}).items():
+        ref = binding["roleRef"]
+        if not check(ref["kind"] == "Role" and ref["name"] in roles and
+                     ref["apiGroup"] == "rbac.authorization.k8s.io",
+                     f"RoleBinding {name}: roleRef names Role "
+                     f"{ref['name']} of deploy/k8s"):
+            continue
+        for subject in binding.get("subjects", []):
+            if subject["kind"] != "ServiceAccount":
+                continue
+            check(subject["name"] in accounts,
+                  f"RoleBinding {name}: ServiceAccount {subject['name']} "
+                  "is in deploy/k8s")
+            granted.setdefault(subject["name"], []).extend(
+                roles[ref["name"]].get("rules", []))
+    for dep in by_kind.get("Deployment", {}).values():
+        account = dep["spec"]["template"]["spec"].get("serviceAccountName")
+        if not check(account in accounts,
+                     f"Deployment {dep['metadata']['name']}: runs as a "
+                     f"ServiceAccount of deploy/k8s ({account})"):
+            continue
+        check(any(rule_grants(rule, "batch", "jobs", JOB_RUNNER_VERBS)
+                  for rule in granted.get(account, [])),
+              f"ServiceAccount {account} may "
+              f"{'/'.join(sorted(JOB_RUNNER_VERBS))} batch/v1 jobs "
+              "(--job-runner=kubernetes)")
 
 
 def check_server_flags(objects, server):
