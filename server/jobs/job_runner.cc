@@ -178,6 +178,7 @@ void JobRunner::Shutdown() {
 void JobRunner::Work() {
   const std::string& claimant = execution_.options().claimant;
   while (true) {
+    bool woken_here = false;
     {
       absl::MutexLock lock(&mu_);
       auto woken = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -185,7 +186,16 @@ void JobRunner::Work() {
       };
       mu_.AwaitWithTimeout(absl::Condition(&woken), options_.poll_interval);
       if (stopping_) return;
-      if (wakeups_ > 0) --wakeups_;
+      if (wakeups_ > 0) {
+        --wakeups_;
+        woken_here = true;
+      }
+    }
+    // A poll reads first: claiming takes a write transaction (with
+    // PostgreSQL, the store's write lock), only worth it for a job.
+    if (!woken_here &&
+        !jobs_->HasClaimable(absl::Now() - options_.takeover_after)) {
+      continue;
     }
     // Claims until none is left.
     while (true) {

@@ -272,6 +272,40 @@ absl::StatusOr<std::optional<store::JobRecord>> JobStore::Claim(
   return claimed;
 }
 
+bool JobStore::HasClaimable(absl::Time stale_before) const {
+  const int64_t stale_ms = absl::ToUnixMillis(stale_before);
+  const absl::StatusOr<bool> found = metadata_->Read([&](MetadataReader& r)
+                                                         -> absl::StatusOr<
+                                                             bool> {
+    JobFilter waiting;
+    waiting.states = {store::JobRecord::QUEUED, store::JobRecord::INTERRUPTED};
+    PageRequest one;
+    one.page_size = 1;
+    BNN_ASSIGN_OR_RETURN(const Page<store::JobRecord> queued,
+                         r.ListJobs(waiting, one));
+    if (!queued.items.empty()) return true;
+    JobFilter active;
+    active.states = {store::JobRecord::RUNNING, store::JobRecord::CANCELLING};
+    PageRequest page;
+    page.page_size = kMaxPageSize;
+    do {
+      BNN_ASSIGN_OR_RETURN(Page<store::JobRecord> running,
+                           r.ListJobs(active, page));
+      for (const store::JobRecord& job : running.items) {
+        if (job.heartbeat_unix_ms() < stale_ms) return true;
+      }
+      page.page_token = std::move(running.next_page_token);
+    } while (!page.page_token.empty());
+    return false;
+  });
+  if (!found.ok()) {
+    spdlog::error("cannot look for claimable jobs: {}",
+                  found.status().ToString());
+    return true;  // Claim reports the error
+  }
+  return *found;
+}
+
 absl::StatusOr<store::JobRecord> JobStore::ClaimJob(absl::string_view job_id,
                                                     absl::string_view claimant,
                                                     absl::Time stale_before) {

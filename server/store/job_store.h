@@ -107,6 +107,11 @@ class JobStore {
   // deleted) and the next is looked for. nullopt when none is claimable.
   absl::StatusOr<std::optional<store::JobRecord>> Claim(
       absl::string_view claimant, absl::Time stale_before);
+  // Whether Claim would find a job, by reads only (no write transaction,
+  // no lock): the index lookup of one QUEUED or INTERRUPTED job, else the
+  // heartbeats of the RUNNING and CANCELLING ones. For idle workers'
+  // polls; a true answer may be stale by the time Claim runs.
+  bool HasClaimable(absl::Time stale_before) const;
   // Claims the job `job_id` as Claim does (bnn-train runs one job):
   // FailedPrecondition naming its state, and its claimant when one runs it,
   // unless it is QUEUED, INTERRUPTED, or RUNNING with a heartbeat before

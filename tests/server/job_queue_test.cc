@@ -364,6 +364,44 @@ TEST_F(JobQueueTest, BnnTrainRunsAStoredJobLikeTheRunner) {
   EXPECT_THAT(no_id.err, HasSubstr("--job-id is required"));
 }
 
+// SIGTERM: bnn-train checkpoints, records the job INTERRUPTED and exits 3;
+// a training replica resumes it to the snapshot of an uninterrupted run.
+TEST_F(JobQueueTest, BnnTrainInterruptedBySigtermIsResumedByAReplica) {
+  Start(0, "serve");
+  Upload(Stub(0));
+  const v1::StartTrainingRequest request = Training(30000);
+  const std::string job = StartTraining(Stub(0), request);
+  const std::string log = dir_.path() + "/train.log";
+  absl::StatusOr<std::unique_ptr<bnn::testing::ChildProcess>> train =
+      bnn::testing::ChildProcess::Start(
+          {BNN_TRAIN_PATH, "--job-id=" + job,
+           "--data-dir=" + dir_.path() + "/t", "--metadata=" + uri_,
+           "--blob-dir=" + BlobDir(), "--threads=1", "--checkpoint-seconds=0.2",
+           "--job-heartbeat-seconds=0.2", "--job-takeover-seconds=1.5"},
+          log);
+  ASSERT_TRUE(train.ok()) << train.status();
+  WaitFor(Stub(0), job, [](const v1::Job& j) { return j.step() > 300; });
+  (*train)->Signal(SIGTERM);
+  EXPECT_EQ((*train)->Wait(absl::Seconds(30)).value_or(-1), 3)
+      << ReadFileOrEmpty(log);
+  EXPECT_THAT(ReadFileOrEmpty(log), HasSubstr("was interrupted"));
+  const v1::Job interrupted = *testutil::GetJob(Stub(0), job);
+  ASSERT_EQ(interrupted.state(), v1::JOB_STATE_INTERRUPTED);
+  EXPECT_TRUE(std::filesystem::exists(
+      absl::StrCat(BlobDir(), "/checkpoints/", job, ".ckpt")));
+
+  Start(1, "train");
+  const v1::Job resumed = WaitForEnd(Stub(1), job);
+  ASSERT_EQ(resumed.state(), v1::JOB_STATE_SUCCEEDED) << resumed.error();
+  EXPECT_THAT(Log(1),
+              HasSubstr("job resumes from its checkpoint job_id=" + job));
+  const v1::Job whole = WaitForEnd(Stub(1), StartTraining(Stub(1), request));
+  ASSERT_EQ(whole.state(), v1::JOB_STATE_SUCCEEDED) << whole.error();
+  const std::string bytes = TimelessSnapshot(Stub(1), resumed.snapshot_id());
+  ASSERT_FALSE(bytes.empty());
+  EXPECT_TRUE(bytes == TimelessSnapshot(Stub(1), whole.snapshot_id()));
+}
+
 TEST_F(JobQueueTest, BnnTrainRunsAStoredJobOfTheSqliteStore) {
   const std::string data_dir = dir_.path() + "/sqlite";
   const std::string log = dir_.path() + "/sqlite.log";
