@@ -52,9 +52,13 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(
   stopped.states = {store::JobRecord::RUNNING, store::JobRecord::CANCELLING};
   const std::vector<store::JobRecord> jobs = store->List(stopped);
   BNN_RETURN_IF_ERROR(metadata->Write([&](MetadataTransaction& tx) {
-    for (store::JobRecord job : jobs) {
+    for (const store::JobRecord& listed : jobs) {
+      // Read again in this transaction: another server may have taken
+      // the job over since it was listed.
+      BNN_ASSIGN_OR_RETURN(store::JobRecord job, tx.GetJob(listed.job_id()));
       // Another server's job runs there.
-      if (!store->Runs(job)) continue;
+      if (!store->Runs(job) || !IsActive(job.state())) continue;
+      job.set_heartbeat_unix_ms(0);
       if (job.state() == store::JobRecord::RUNNING) {
         job.set_state(store::JobRecord::INTERRUPTED);
         spdlog::warn(
