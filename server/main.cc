@@ -26,6 +26,7 @@
 #include "bnn/status.h"
 #include "bnn/version.h"
 
+#include "server/common/flag_names.h"
 #include "server/server.h"
 
 // Defaults come from Server::Options, so the binary and in-process servers
@@ -63,6 +64,22 @@ ABSL_FLAG(int, max_concurrent_jobs, kDefaults.max_concurrent_jobs,
 ABSL_FLAG(int, max_queued_jobs, kDefaults.max_queued_jobs,
           "Training jobs waiting to run at most; StartTraining beyond it is "
           "refused with RESOURCE_EXHAUSTED.");
+ABSL_FLAG(std::string, role, kDefaults.role,
+          "all: serve the API and train jobs; serve: serve the API and train "
+          "none (StartTraining queues the job in the metadata store for the "
+          "train or all replicas, or bnn-train); train: train jobs, and "
+          "still serve the API");
+ABSL_FLAG(double, job_poll_seconds, kDefaults.job_poll_seconds,
+          "How often an idle training worker looks in the metadata store "
+          "for jobs submitted to other servers or whose server stopped "
+          "heartbeating; a StartTraining here wakes one at once. > 0");
+ABSL_FLAG(double, job_heartbeat_seconds, kDefaults.job_heartbeat_seconds,
+          "How often a running job records in the metadata store that its "
+          "server still runs it (with its progress). > 0");
+ABSL_FLAG(double, job_takeover_seconds, kDefaults.job_takeover_seconds,
+          "A RUNNING job whose heartbeat is older than this is claimed by "
+          "another server and resumed from its last checkpoint. > "
+          "--job-heartbeat-seconds");
 ABSL_FLAG(double, checkpoint_seconds, kDefaults.checkpoint_seconds,
           "A running job saves a checkpoint this often (seconds of training) "
           "to resume from after a shutdown or crash; 0 = only at shutdown.");
@@ -155,22 +172,6 @@ ABSL_FLAG(std::string, log_level, kDefaults.log_level,
 namespace bnn::server {
 namespace {
 
-// absl flags are spelled with underscores; accept the documented dashes
-// ("--data-dir") by rewriting flag names before parsing.
-std::vector<std::string> NormalizeFlagNames(int argc, char** argv) {
-  std::vector<std::string> args(argv, argv + argc);
-  for (size_t i = 1; i < args.size(); ++i) {
-    std::string& arg = args[i];
-    if (arg == "--") break;
-    if (arg.rfind("--", 0) != 0) continue;
-    const size_t end = std::min(arg.find('='), arg.size());
-    for (size_t j = 2; j < end; ++j) {
-      if (arg[j] == '-') arg[j] = '_';
-    }
-  }
-  return args;
-}
-
 Server::Options OptionsFromFlags() {
   Server::Options options;
   options.listen = absl::GetFlag(FLAGS_listen);
@@ -182,6 +183,10 @@ Server::Options OptionsFromFlags() {
   options.max_concurrent_jobs = absl::GetFlag(FLAGS_max_concurrent_jobs);
   options.max_queued_jobs = absl::GetFlag(FLAGS_max_queued_jobs);
   options.checkpoint_seconds = absl::GetFlag(FLAGS_checkpoint_seconds);
+  options.role = absl::GetFlag(FLAGS_role);
+  options.job_poll_seconds = absl::GetFlag(FLAGS_job_poll_seconds);
+  options.job_heartbeat_seconds = absl::GetFlag(FLAGS_job_heartbeat_seconds);
+  options.job_takeover_seconds = absl::GetFlag(FLAGS_job_takeover_seconds);
   options.training_nice = absl::GetFlag(FLAGS_training_nice);
   options.preload_models = absl::GetFlag(FLAGS_preload_models);
   options.max_watchers_per_client =

@@ -192,6 +192,19 @@ absl::Status Server::Options::Validate() const {
     BNN_RETURN_IF_ERROR(
         CheckPositive("checkpoint-seconds", checkpoint_seconds));
   }
+  if (role != "all" && role != "serve" && role != "train") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--role = '", role, "' must be one of all, serve, train"));
+  }
+  BNN_RETURN_IF_ERROR(CheckPositive("job-poll-seconds", job_poll_seconds));
+  BNN_RETURN_IF_ERROR(
+      CheckPositive("job-heartbeat-seconds", job_heartbeat_seconds));
+  if (!(job_takeover_seconds > job_heartbeat_seconds)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--job-takeover-seconds = ", job_takeover_seconds,
+        " must be > --job-heartbeat-seconds = ", job_heartbeat_seconds,
+        " (a job whose heartbeat is older is taken over)"));
+  }
   if (training_nice < 0 || training_nice > 19) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--training-nice = ", training_nice, " must be in [0, 19]"));
@@ -357,9 +370,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
       PredictorCache::Create(cache_options, server->snapshots_.get()));
   BNN_ASSIGN_OR_RETURN(
       server->jobs_,
-      JobStore::Open(server->metadata_.get(),
-                     absl::StrCat(o.data_dir, "/", kCheckpointDirName),
-                     runner));
+      JobStore::Open(server->metadata_.get(), dir.checkpoint_dir, runner));
   const MethodRegistry* registry = &MethodRegistry::Builtin();
 
   JobRunner::Options runner_options;
@@ -368,27 +379,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   runner_options.max_queued_jobs = o.max_queued_jobs;
   runner_options.checkpoint_interval = absl::Seconds(o.checkpoint_seconds);
   runner_options.training_nice = o.training_nice;
+  runner_options.run_jobs = o.role != "serve";
+  runner_options.claimant = ReplicaId(runner);
+  runner_options.poll_interval = absl::Seconds(o.job_poll_seconds);
+  runner_options.heartbeat_interval = absl::Seconds(o.job_heartbeat_seconds);
+  runner_options.takeover_after = absl::Seconds(o.job_takeover_seconds);
   // StartTraining(model_name, publish = true): the snapshot becomes the
   // model's next version (and `latest`) in the transaction that makes the
   // job SUCCEEDED; a failure to publish fails the job, naming why.
-  ModelStore* const models = server->models_.get();
-  runner_options.on_succeeded =
-      [models](MetadataTransaction& tx, const store::JobRecord& job,
-               const std::string& snapshot_id) -> absl::Status {
-    if (!job.publish()) return absl::OkStatus();
-    const absl::Status published =
-        models->PublishFromJob(tx, job.model_name(), snapshot_id);
-    if (!published.ok()) {
-      return absl::Status(
-          published.code(),
-          absl::StrCat("the snapshot ", snapshot_id,
-                       " was stored but could not be published as model '",
-                       job.model_name(), "': ", published.message()));
-    }
-    spdlog::info("job {} published snapshot {} as model {}", job.job_id(),
-                 snapshot_id, job.model_name());
-    return absl::OkStatus();
-  };
+  runner_options.on_succeeded = PublishOnSuccess(server->models_.get());
   BNN_ASSIGN_OR_RETURN(
       server->runner_,
       JobRunner::Create(runner_options, server->jobs_.get(),

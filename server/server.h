@@ -50,8 +50,9 @@ class Server {
     // --data-dir: directory of the embedded store (metadata.db, blobs/,
     // checkpoints/; see MetadataDir), created if missing; a directory of the
     // older record-file layout is migrated on first start. Required. With a
-    // PostgreSQL --metadata it holds what stays this server's own: its lock,
-    // its server id and the checkpoints of the jobs it runs.
+    // PostgreSQL --metadata it holds what stays this server's own: its lock
+    // and its server id (job checkpoints go to <blob-dir>/checkpoints/,
+    // where every replica that may take a job over reads them).
     std::string data_dir;
     // --metadata: the metadata store. Empty (the default): SQLite in
     // <data-dir>/metadata.db. A PostgreSQL connection URI
@@ -84,6 +85,22 @@ class Server {
     // --max-queued-jobs: jobs waiting to run at most; StartTraining beyond
     // it is refused with RESOURCE_EXHAUSTED. >= 1.
     int max_queued_jobs = 64;
+    // --role: "all" (the default) serves the API and trains jobs; "serve"
+    // serves the API and trains none (StartTraining queues the job in the
+    // store for the train or all replicas, or a bnn-train process);
+    // "train" trains jobs and still serves the API.
+    std::string role = "all";
+    // --job-poll-seconds: how often an idle training worker looks in the
+    // metadata store for jobs submitted to other servers or whose server
+    // stopped heartbeating (a StartTraining here wakes one at once). > 0.
+    double job_poll_seconds = 1;
+    // --job-heartbeat-seconds: how often a running job records in the store
+    // that its server still runs it (with its progress). > 0.
+    double job_heartbeat_seconds = 5;
+    // --job-takeover-seconds: a RUNNING job whose heartbeat is older than
+    // this is claimed by another server (or this one's next process) and
+    // resumed from its last checkpoint. > --job-heartbeat-seconds.
+    double job_takeover_seconds = 30;
     // --checkpoint-seconds: a running job saves a checkpoint (to resume
     // from after a shutdown or crash) after the first step that ends this
     // many seconds of training after its last one; 0 = only when the server

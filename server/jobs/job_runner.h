@@ -1,22 +1,21 @@
-// Runs training jobs off the RPC threads: a fixed pool of workers takes jobs
-// in FIFO order, trains with bnn::Train and stores the snapshot: its file as
-// a blob, then in ONE metadata transaction the snapshot's record, the job
-// SUCCEEDED and whatever Options::on_succeeded adds (publishing it as a
-// model version and moving `latest`), so a crash leaves either all of it or
-// a job that resumes. A running job checkpoints its state
-// (bnn/train/checkpoint.h) every Options::checkpoint_interval and when the
-// server shuts down, to <data-dir>/checkpoints/<job_id>.ckpt
-// (JobStore::CheckpointPath), committing its progress and loss curve with
-// it (per-step progress is otherwise kept in memory, see JobStore); a
-// shutdown or a crash leaves it INTERRUPTED, and the next process's runner
-// resumes it from that checkpoint, to the snapshot an uninterrupted run
-// would have made.
-// Jobs still queued stay QUEUED and are queued again, oldest first, after
-// the interrupted ones.
+// Runs training jobs off the RPC threads, with the metadata store as the
+// queue: each of a fixed number of workers claims the oldest claimable job
+// (JobStore::Claim: a job to resume first, INTERRUPTED or RUNNING with a
+// stale heartbeat, else the oldest QUEUED one), atomically, so that
+// exactly one process runs a job even when several servers (and
+// bnn-train) share the store, and runs it (JobExecution: trains, heartbeats,
+// checkpoints, commits the end). An idle worker wakes on a Submit to this
+// runner, and otherwise looks at the store every Options::poll_interval
+// (jobs submitted to other servers, jobs whose process stopped
+// heartbeating). A running job checkpoints every
+// Options::checkpoint_interval and when the server shuts down; a shutdown
+// or a crash leaves it INTERRUPTED (a crash: RUNNING until this server's
+// next process starts, or another's takeover), and it resumes from that
+// checkpoint, to the snapshot an uninterrupted run would have made.
 //
 // States: QUEUED -> RUNNING -> SUCCEEDED | FAILED | CANCELLED; RUNNING ->
 // CANCELLING -> CANCELLED (Cancel); RUNNING -> INTERRUPTED -> RUNNING
-// (shutdown or crash, then the next process).
+// (shutdown or crash, then the next claimant).
 #ifndef BNN_SERVER_JOBS_JOB_RUNNER_H_
 #define BNN_SERVER_JOBS_JOB_RUNNER_H_
 
@@ -30,7 +29,6 @@
 #include <vector>
 
 #include <absl/base/thread_annotations.h>
-#include <absl/functional/function_ref.h>
 #include <absl/status/statusor.h>
 #include <absl/strings/string_view.h>
 #include <absl/synchronization/mutex.h>
@@ -43,6 +41,7 @@
 #include "server/admission/memory_budget.h"
 #include "server/common/thread_pool.h"
 #include "server/jobs/job_events.h"
+#include "server/jobs/job_execution.h"
 #include "server/metrics/server_metrics.h"
 #include "server/store/dataset_store.h"
 #include "server/store/job_store.h"
@@ -55,41 +54,53 @@ namespace bnn::server {
 class JobRunner {
  public:
   struct Options {
-    // Jobs trained at once (--max-concurrent-jobs); later ones wait.
+    // Jobs trained at once (--max-concurrent-jobs): the number of workers.
+    // >= 1.
     int max_concurrent_jobs = 1;
+    // Whether this runner trains jobs at all (--role): false for a serving
+    // replica, which has no workers and only queues jobs (Submit) for the
+    // servers (or bnn-train processes) that train.
+    bool run_jobs = true;
     // OpenMP threads per job (--threads); 0 = OpenMP default. A job resumes
     // to the bits of an uninterrupted run only under the same count.
     int compute_threads = 0;
     // Nice value of the threads that train (--training-nice): 0..19, higher
     // yields the cores to serving more (LowerThreadPriority).
     int training_nice = 10;
-    // Jobs waiting in the queue at most (--max-queued-jobs); Submit beyond
-    // it is refused with ResourceExhausted. Jobs resumed after a restart
-    // are queued regardless. >= 1.
+    // Jobs waiting in the queue at most (--max-queued-jobs), counted in the
+    // store (every server's); Submit beyond it is refused with
+    // ResourceExhausted. >= 1.
     int max_queued_jobs = 64;
     // A running job checkpoints after the first step that ends this much
     // training time after its last checkpoint (--checkpoint-seconds);
     // zero: only when the server shuts down. >= 0.
     absl::Duration checkpoint_interval = absl::Seconds(60);
-    // Called inside the transaction that stores a job's snapshot record and
-    // makes the job SUCCEEDED, with the job's record and the snapshot's id
-    // (e.g. to publish it under record.model_name() in the same
-    // transaction); an error rolls that back, and the job is recorded
-    // FAILED with the error, its snapshot still stored. It is also called
-    // for a snapshot a job of an older server adopts after a crash, so it
-    // must accept a snapshot it already handled. Unset: nothing is called.
+    // The id this process claims jobs under (ReplicaId()); empty:
+    // ReplicaId("").
+    std::string claimant;
+    // How often an idle worker looks for jobs in the store
+    // (--job-poll-seconds); a Submit here wakes one at once. > 0.
+    absl::Duration poll_interval = absl::Seconds(1);
+    // How often a running job's heartbeat is recorded
+    // (--job-heartbeat-seconds), with its progress. > 0.
+    absl::Duration heartbeat_interval = absl::Seconds(5);
+    // A RUNNING job whose heartbeat is older than this is taken over
+    // (--job-takeover-seconds): its process is presumed gone. >
+    // heartbeat_interval.
+    absl::Duration takeover_after = absl::Seconds(30);
+    // JobExecution::Options::on_succeeded: called inside the transaction
+    // that makes a job SUCCEEDED (e.g. to publish its snapshot); an error
+    // fails the job. Unset: nothing is called.
     std::function<absl::Status(MetadataTransaction&, const store::JobRecord&,
                                const std::string& snapshot_id)>
         on_succeeded;
   };
 
-  // Every pointer is borrowed and must outlive the runner; a job reserves
-  // its plan's bnn::EstimateTrainingMemory from `memory_budget` before it
-  // loads its dataset, waiting while other work holds the memory it needs.
-  // Queues the jobs a previous process left INTERRUPTED (to resume from
-  // their checkpoints), then the QUEUED ones, oldest first. Jobs a
-  // previous process stopped after writing their snapshot succeed with it
-  // (AdoptSnapshots).
+  // Every pointer is borrowed and must outlive the runner (JobExecution).
+  // Jobs a previous process stopped after writing their snapshot succeed
+  // with it (JobExecution::AdoptSnapshots). The workers start claiming at
+  // once: jobs this server's previous process left INTERRUPTED (JobStore::
+  // Open) resume first, oldest first, then the QUEUED ones.
   static absl::StatusOr<std::unique_ptr<JobRunner>> Create(
       const Options& options, JobStore* jobs, DatasetStore* datasets,
       SnapshotStore* snapshots, PredictorCache* predictors,
@@ -98,9 +109,10 @@ class JobRunner {
   // Shutdown().
   ~JobRunner();
 
-  // Stores `record` (a validated request) as a new QUEUED job, queues it and
-  // returns it with its id. ResourceExhausted naming --max-queued-jobs when
-  // the queue is full, Unavailable while shutting down.
+  // Stores `record` (a validated request) as a new QUEUED job, wakes a
+  // worker and returns it with its id. ResourceExhausted naming
+  // --max-queued-jobs when the queue is full, Unavailable while shutting
+  // down.
   absl::StatusOr<store::JobRecord> Submit(store::JobRecord record);
 
   // NotFound for an unknown id.
@@ -124,16 +136,18 @@ class JobRunner {
   // The jobs' events, for WatchJob.
   JobEvents& events() { return events_; }
 
-  // Rejects new jobs (Unavailable) and interrupts the running ones before
-  // their next step: each writes a checkpoint and becomes INTERRUPTED, to be
-  // resumed by the next process. Queued jobs stay QUEUED. Closes the events
-  // (JobEvents::Close). Returns at once; idempotent.
+  // Rejects new jobs (Unavailable), stops claiming and interrupts the
+  // running ones before their next step: each writes a checkpoint and
+  // becomes INTERRUPTED, to be resumed by the next claimant. Queued jobs
+  // stay QUEUED. Closes the events (JobEvents::Close). Returns at once;
+  // idempotent.
   void BeginShutdown();
   // After BeginShutdown(): waits until no job runs or `deadline` passes.
   // True if none runs; otherwise the jobs still running (in one long step)
   // are recorded INTERRUPTED at once (they resume from their last periodic
   // checkpoint, or from the start), since the process is about to exit
-  // without them, and false is returned.
+  // without them (unless another process claimed them meanwhile), and false
+  // is returned.
   bool AwaitStopped(absl::Time deadline);
   // BeginShutdown(), then waits for the running jobs and joins the workers.
   // Idempotent.
@@ -145,67 +159,27 @@ class JobRunner {
             const MethodRegistry* registry, ServerMetrics* metrics,
             MemoryBudget* memory_budget);
 
-  // A queued or running job's flags.
-  struct Control {
-    // Stops training before the next step (Interrupt::OnFlag).
-    std::atomic<bool> stop{false};
-    // Set with `stop` by Cancel: the job ends CANCELLED, not INTERRUPTED.
-    std::atomic<bool> cancelled{false};
-  };
-
-  // Creates the job's control and schedules it; requires mu_.
-  void Enqueue(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Worker body for one job.
-  void Run(const std::string& job_id);
-  // Servers before the metadata store recorded the id of a job's snapshot
-  // before writing it: a job a previous process left with such an id whose
-  // snapshot exists is SUCCEEDED with it (with Options::on_succeeded);
-  // otherwise the id is dropped.
-  void AdoptSnapshots();
-  // Trains a RUNNING job, from its checkpoint if it has one.
-  absl::StatusOr<Snapshot> Train(const store::JobRecord& job, Control& control);
-  // Stores the snapshot of a job that trained to the end and records the
-  // job SUCCEEDED with it in one transaction (see the file comment); FAILED
-  // if that cannot be done.
-  void Succeed(const std::string& job_id, Snapshot snapshot);
-  // Deletes `job`'s checkpoint, commits its record in a final state (and its
-  // end time) with `also` in the same transaction, then publishes the state
-  // event, logs and counts it. Returns the commit's error, having done
-  // nothing else then.
-  absl::Status Finish(const std::string& job_id,
-                      absl::FunctionRef<void(store::JobRecord*)> mutate,
-                      absl::FunctionRef<absl::Status(MetadataTransaction&,
-                                                     const store::JobRecord&)>
-                          also);
-  absl::Status Finish(const std::string& job_id,
-                      absl::FunctionRef<void(store::JobRecord*)> mutate);
-  // Whether the store has the job CANCELLING (Cancel recorded it, perhaps
-  // before it could set the job's flag).
-  bool Cancelling(absl::string_view job_id) const;
-  // Publishes a kState event of `job` as recorded.
-  void PublishState(const store::JobRecord& job);
+  // A worker: claims and runs jobs until the shutdown.
+  void Work();
+  // Runs one claimed job.
+  void RunClaimed(const store::JobRecord& job, JobControl& control);
   // Sets bnn_training_jobs{state} from the store.
   void PublishJobCounts();
 
   const Options options_;
   JobStore* const jobs_;
-  DatasetStore* const datasets_;
-  SnapshotStore* const snapshots_;
-  // Parent snapshots of warm starts are loaded through it.
-  PredictorCache* const predictors_;
-  const MethodRegistry* const registry_;
   ServerMetrics* const metrics_;
-  MemoryBudget* const memory_budget_;
 
   JobEvents events_;
+  JobExecution execution_;
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Of queued and running jobs.
-  std::map<std::string, std::shared_ptr<Control>, std::less<>> controls_
+  // Submits not yet seen by an idle worker.
+  int wakeups_ ABSL_GUARDED_BY(mu_) = 0;
+  // Of the jobs running here.
+  std::map<std::string, std::shared_ptr<JobControl>, std::less<>> controls_
       ABSL_GUARDED_BY(mu_);
-  // Jobs a worker is training.
-  std::set<std::string> running_ ABSL_GUARDED_BY(mu_);
   // Declared last: destroyed (drained and joined) before the state above.
   std::unique_ptr<ThreadPool> workers_;
 };

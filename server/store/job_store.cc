@@ -52,9 +52,13 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(
   stopped.states = {store::JobRecord::RUNNING, store::JobRecord::CANCELLING};
   const std::vector<store::JobRecord> jobs = store->List(stopped);
   BNN_RETURN_IF_ERROR(metadata->Write([&](MetadataTransaction& tx) {
-    for (store::JobRecord job : jobs) {
+    for (const store::JobRecord& listed : jobs) {
+      // Read again in this transaction: another server may have taken
+      // the job over since it was listed.
+      BNN_ASSIGN_OR_RETURN(store::JobRecord job, tx.GetJob(listed.job_id()));
       // Another server's job runs there.
-      if (!store->Runs(job)) continue;
+      if (!store->Runs(job) || !IsActive(job.state())) continue;
+      job.set_heartbeat_unix_ms(0);
       if (job.state() == store::JobRecord::RUNNING) {
         job.set_state(store::JobRecord::INTERRUPTED);
         spdlog::warn(
@@ -91,7 +95,15 @@ std::string JobStore::CheckpointPath(absl::string_view job_id) const {
 
 absl::StatusOr<store::JobRecord> JobStore::Create(store::JobRecord record) {
   record.set_state(store::JobRecord::QUEUED);
-  record.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
+  {
+    // Strictly increasing in this process, so that jobs submitted within
+    // one millisecond are claimed in the order they were submitted (the
+    // claim orders by creation time, then id).
+    absl::MutexLock lock(&mu_);
+    last_created_unix_ms_ =
+        std::max(absl::ToUnixMillis(absl::Now()), last_created_unix_ms_ + 1);
+    record.set_created_unix_ms(last_created_unix_ms_);
+  }
   record.set_runner(runner_);
   absl::Status created;
   do {  // ids are random: a collision is retried with another
@@ -145,20 +157,25 @@ absl::StatusOr<store::JobRecord> JobStore::UpdateLocked(
                                    const store::JobRecord&)>
         also) {
   const auto live = live_.find(job_id);
-  if (durability == Durability::kPersist && !runner_.empty()) {
-    // Other servers change jobs too (a cancel): read, change and commit in
-    // one transaction, over what they committed.
+  if (durability == Durability::kPersist) {
+    // Other processes change jobs too (a cancel, a takeover): read, change
+    // and commit in one transaction, over what they committed.
     store::JobRecord result;
     bool changed = false;
+    // Whether this process runs the job (its live progress is the job's).
+    bool ours = false;
     const absl::Status written =
         metadata_->Write([&](MetadataTransaction& tx) -> absl::Status {
           absl::StatusOr<store::JobRecord> committed = tx.GetJob(job_id);
           if (absl::IsNotFound(committed.status())) return UnknownJob(job_id);
           BNN_RETURN_IF_ERROR(committed.status());
           store::JobRecord current = *std::move(committed);
-          if (live != live_.end()) {
+          ours = live != live_.end() &&
+                 live->second.claimant() == current.claimant();
+          if (ours) {
             // The progress of this process, the state of the store if
-            // another server cancelled the job.
+            // another server cancelled the job. (If another process took
+            // the job over, what it committed is the record.)
             const store::JobRecord::State state = current.state();
             current = live->second;
             if (state == store::JobRecord::CANCELLING &&
@@ -167,13 +184,19 @@ absl::StatusOr<store::JobRecord> JobStore::UpdateLocked(
             }
           }
           result = current;
-          if (!mutate(&result)) return absl::OkStatus();
+          if (!mutate(&result)) {
+            result = std::move(current);  // declined: as it was
+            return absl::OkStatus();
+          }
           changed = true;
           BNN_RETURN_IF_ERROR(tx.UpdateJob(result));
           return also(tx, result);
         });
     BNN_RETURN_IF_ERROR(written);
-    if (changed) {
+    if (!ours) {
+      // Not running here (or no longer: the claim was lost).
+      if (live != live_.end()) live_.erase(live);
+    } else if (changed) {
       if (IsActive(result.state())) {
         live_[result.job_id()] = result;
       } else {
@@ -192,22 +215,148 @@ absl::StatusOr<store::JobRecord> JobStore::UpdateLocked(
     BNN_RETURN_IF_ERROR(stored.status());
     current = *std::move(stored);
   }
+  // kMemoryOnly: progress of a job running here.
   store::JobRecord updated = current;
   if (!mutate(&updated)) return current;
-  if (durability == Durability::kMemoryOnly) {
-    live_[updated.job_id()] = updated;
-    return updated;
-  }
-  BNN_RETURN_IF_ERROR(metadata_->Write([&](MetadataTransaction& tx) {
-    BNN_RETURN_IF_ERROR(tx.UpdateJob(updated));
-    return also(tx, updated);
-  }));
-  if (IsActive(updated.state())) {
-    live_[updated.job_id()] = updated;
-  } else {
-    live_.erase(updated.job_id());
-  }
+  live_[updated.job_id()] = updated;
   return updated;
+}
+
+void JobStore::DropLive(absl::string_view job_id) {
+  absl::MutexLock lock(&mu_);
+  if (const auto it = live_.find(job_id); it != live_.end()) live_.erase(it);
+}
+
+void JobStore::MarkClaimed(absl::string_view claimant, int64_t now_ms,
+                           store::JobRecord* job) const {
+  job->set_state(store::JobRecord::RUNNING);
+  if (job->started_unix_ms() == 0) job->set_started_unix_ms(now_ms);
+  job->set_claimant(std::string(claimant));
+  job->set_runner(runner_);
+  job->set_heartbeat_unix_ms(now_ms);
+}
+
+absl::StatusOr<std::optional<store::JobRecord>> JobStore::Claim(
+    absl::string_view claimant, absl::Time stale_before) {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  const int64_t stale_ms = absl::ToUnixMillis(stale_before);
+  std::optional<store::JobRecord> claimed;
+  std::vector<store::JobRecord> cancelled;
+  absl::MutexLock lock(&mu_);
+  BNN_RETURN_IF_ERROR(metadata_->Write([&](MetadataTransaction& tx) {
+    claimed.reset();
+    cancelled.clear();
+    while (true) {
+      BNN_ASSIGN_OR_RETURN(std::optional<store::JobRecord> next,
+                           tx.NextClaimableJob(stale_ms));
+      if (!next.has_value()) return absl::OkStatus();
+      if (next->state() == store::JobRecord::CANCELLING) {
+        // Its process stopped while the job was being cancelled.
+        next->set_state(store::JobRecord::CANCELLED);
+        next->set_finished_unix_ms(now_ms);
+        next->set_heartbeat_unix_ms(0);
+        BNN_RETURN_IF_ERROR(tx.UpdateJob(*next));
+        cancelled.push_back(*std::move(next));
+        continue;
+      }
+      MarkClaimed(claimant, now_ms, &*next);
+      BNN_RETURN_IF_ERROR(tx.UpdateJob(*next));
+      claimed = std::move(next);
+      return absl::OkStatus();
+    }
+  }));
+  for (const store::JobRecord& job : cancelled) {
+    spdlog::warn(
+        "job {} was being cancelled by {}, which stopped heartbeating; "
+        "marked CANCELLED",
+        job.job_id(), job.claimant());
+    RemoveFile(CheckpointPath(job.job_id())).IgnoreError();
+  }
+  if (claimed.has_value()) live_[claimed->job_id()] = *claimed;
+  return claimed;
+}
+
+bool JobStore::HasClaimable(absl::Time stale_before) const {
+  const int64_t stale_ms = absl::ToUnixMillis(stale_before);
+  const absl::StatusOr<bool> found = metadata_->Read([&](MetadataReader& r)
+                                                         -> absl::StatusOr<
+                                                             bool> {
+    JobFilter waiting;
+    waiting.states = {store::JobRecord::QUEUED, store::JobRecord::INTERRUPTED};
+    PageRequest one;
+    one.page_size = 1;
+    BNN_ASSIGN_OR_RETURN(const Page<store::JobRecord> queued,
+                         r.ListJobs(waiting, one));
+    if (!queued.items.empty()) return true;
+    JobFilter active;
+    active.states = {store::JobRecord::RUNNING, store::JobRecord::CANCELLING};
+    PageRequest page;
+    page.page_size = kMaxPageSize;
+    do {
+      BNN_ASSIGN_OR_RETURN(Page<store::JobRecord> running,
+                           r.ListJobs(active, page));
+      for (const store::JobRecord& job : running.items) {
+        if (job.heartbeat_unix_ms() < stale_ms) return true;
+      }
+      page.page_token = std::move(running.next_page_token);
+    } while (!page.page_token.empty());
+    return false;
+  });
+  if (!found.ok()) {
+    spdlog::error("cannot look for claimable jobs: {}",
+                  found.status().ToString());
+    return true;  // Claim reports the error
+  }
+  return *found;
+}
+
+absl::StatusOr<store::JobRecord> JobStore::ClaimJob(absl::string_view job_id,
+                                                    absl::string_view claimant,
+                                                    absl::Time stale_before) {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  const int64_t stale_ms = absl::ToUnixMillis(stale_before);
+  store::JobRecord job;
+  absl::MutexLock lock(&mu_);
+  BNN_RETURN_IF_ERROR(
+      metadata_->Write([&](MetadataTransaction& tx) -> absl::Status {
+        absl::StatusOr<store::JobRecord> found = tx.GetJob(job_id);
+        if (absl::IsNotFound(found.status())) return UnknownJob(job_id);
+        BNN_RETURN_IF_ERROR(found.status());
+        job = *std::move(found);
+        const store::JobRecord::State state = job.state();
+        const bool claimable = state == store::JobRecord::QUEUED ||
+                               state == store::JobRecord::INTERRUPTED ||
+                               (state == store::JobRecord::RUNNING &&
+                                job.heartbeat_unix_ms() < stale_ms);
+        if (!claimable) {
+          std::string message = absl::StrCat(
+              "job ", job_id, " is ", store::JobRecord::State_Name(state));
+          if (IsActive(state)) {
+            absl::StrAppend(
+                &message, " on ", job.claimant(), " (last heartbeat ",
+                (now_ms - job.heartbeat_unix_ms()) / 1000, " s ago)");
+          }
+          absl::StrAppend(&message,
+                          "; only a QUEUED or INTERRUPTED job, or a RUNNING "
+                          "one whose process stopped heartbeating, can be "
+                          "claimed");
+          return absl::FailedPreconditionError(message);
+        }
+        MarkClaimed(claimant, now_ms, &job);
+        return tx.UpdateJob(job);
+      }));
+  live_[job.job_id()] = job;
+  return job;
+}
+
+absl::StatusOr<store::JobRecord> JobStore::Heartbeat(
+    absl::string_view job_id, absl::string_view claimant) {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  return Update(job_id, [&](store::JobRecord* r) {
+    if (r->claimant() != claimant || !IsActive(r->state())) return false;
+    r->set_heartbeat_unix_ms(now_ms);
+    return true;
+  });
 }
 
 std::vector<store::JobRecord> JobStore::List(const JobFilter& filter) const {

@@ -493,6 +493,14 @@ absl::StatusOr<MetadataDir> MetadataDir::Open(const std::string& data_dir,
                          }));
     BNN_ASSIGN_OR_RETURN(dir.blobs_swept, dir.blobs->Sweep(referenced));
   }
+  // Checkpoints go where every process that may claim the job reads
+  // them: beside the shared blobs with PostgreSQL; in the data directory
+  // with SQLite, whose store only the process holding that directory's
+  // lock uses (a server, or bnn-train in its place).
+  dir.checkpoint_dir =
+      options.postgres_uri.empty()
+          ? absl::StrCat(data_dir, "/", kCheckpointDirName)
+          : absl::StrCat(options.blob_dir, "/", kCheckpointDirName);
   return dir;
 }
 

@@ -8,7 +8,9 @@
 //                             (blob_store.h), content-addressed (or a
 //                             directory of its own, shared by replicas)
 //   <data-dir>/checkpoints/   <job_id>.ckpt, the last training checkpoint
-//                             of each job that may still resume (JobStore)
+//                             of each job that may still resume (JobStore;
+//                             <blob-dir>/checkpoints/ with PostgreSQL, so
+//                             that any replica can resume the job)
 // and the one-time migration of a data directory of the record-file layout
 // of older servers (datasets/, jobs/, snapshots/, models/, one record file
 // per dataset version, job, snapshot and model, and jobs/<id>.ckpt) into it.
@@ -138,6 +140,10 @@ struct MetadataDir {
   // SqliteMetadataStore or PostgresMetadataStore.
   std::unique_ptr<MetadataStore> metadata;
   std::unique_ptr<BlobStore> blobs;
+  // The directory of job checkpoints (JobStore::Open): <data-dir>/
+  // checkpoints with SQLite, <blob-dir>/checkpoints with PostgreSQL, where
+  // every replica that may take a job over reads it.
+  std::string checkpoint_dir;
   MigrationReport migration;
   // Temporaries deleted, blobs found and quarantined (for the start-up log
   // line and metric).

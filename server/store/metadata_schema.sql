@@ -96,3 +96,10 @@ CREATE TABLE model_aliases (
   FOREIGN KEY (model_name, version) REFERENCES model_versions (model_name, version)
 ) WITHOUT ROWID;
 CREATE INDEX model_aliases_by_version ON model_aliases (model_name, version);
+
+-- migration 2: job claims. The heartbeat of the process running a job
+-- (store.JobRecord.heartbeat_unix_ms; 0 when none runs it): a worker claims
+-- the oldest job to resume (INTERRUPTED, or RUNNING or CANCELLING with a
+-- heartbeat older than the takeover time) or else the oldest QUEUED one,
+-- through jobs_by_state.
+ALTER TABLE jobs ADD COLUMN heartbeat_unix_ms INTEGER NOT NULL DEFAULT 0;

@@ -180,6 +180,13 @@ class MetadataTransaction : public MetadataReader {
   // Replaces an existing job's record (NotFound otherwise).
   virtual absl::Status UpdateJob(const store::JobRecord& job) = 0;
   virtual absl::Status DeleteJob(absl::string_view job_id) = 0;
+  // The job a worker claims next (JobStore::Claim), locked for this
+  // transaction: the oldest (by creation time, then id) job to resume,
+  // INTERRUPTED or RUNNING or CANCELLING with heartbeat_unix_ms before
+  // `stale_before_unix_ms` (its process stopped heartbeating), else the
+  // oldest QUEUED job; nullopt when there is none. Two indexed lookups.
+  virtual absl::StatusOr<std::optional<store::JobRecord>> NextClaimableJob(
+      int64_t stale_before_unix_ms) = 0;
 
   // Publishes `snapshot_id` (NotFound unless it exists) as the next version
   // of the model `model_name`, created if new, and returns the version.

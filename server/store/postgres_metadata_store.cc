@@ -210,6 +210,10 @@ class PostgresMetadataStore::Connection final : public SqlConnection {
   absl::StatusOr<std::unique_ptr<SqlStatement>> Prepare(
       const std::string& sql) override;
 
+  absl::string_view RowLockClause() const override {
+    return " FOR UPDATE SKIP LOCKED";
+  }
+
   // Runs constant SQL (the schema, BEGIN/COMMIT, advisory locks), one or
   // several statements; never user values. Returns the last statement's
   // command tag (e.g. "COMMIT", or "ROLLBACK" for a COMMIT of a failed

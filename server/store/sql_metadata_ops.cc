@@ -430,15 +430,16 @@ class SqlMetadataOps final : public MetadataTransaction {
     BNN_ASSIGN_OR_RETURN(
         Statement s,
         c_->Prepare("INSERT INTO jobs (job_id, state, dataset_id, method, "
-                    "model_name, created_unix_ms, payload) VALUES (?, ?, ?, "
-                    "?, ?, ?, ?)"));
+                    "model_name, created_unix_ms, heartbeat_unix_ms, "
+                    "payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
     s->Bind(1, job.job_id())
         .Bind(2, int64_t{job.state()})
         .Bind(3, job.dataset_id())
         .Bind(4, job.method())
         .BindTextOrNull(5, job.model_name())
         .Bind(6, job.created_unix_ms())
-        .BindBlob(7, payload);
+        .Bind(7, job.heartbeat_unix_ms())
+        .BindBlob(8, payload);
     return s->Run();
   }
 
@@ -448,21 +449,56 @@ class SqlMetadataOps final : public MetadataTransaction {
     BNN_ASSIGN_OR_RETURN(
         Statement s,
         c_->Prepare("UPDATE jobs SET state = ?, dataset_id = ?, method = ?, "
-                    "model_name = ?, created_unix_ms = ?, payload = ? WHERE "
-                    "job_id = ?"));
+                    "model_name = ?, created_unix_ms = ?, heartbeat_unix_ms = "
+                    "?, payload = ? WHERE job_id = ?"));
     s->Bind(1, int64_t{job.state()})
         .Bind(2, job.dataset_id())
         .Bind(3, job.method())
         .BindTextOrNull(4, job.model_name())
         .Bind(5, job.created_unix_ms())
-        .BindBlob(6, payload)
-        .Bind(7, job.job_id());
+        .Bind(6, job.heartbeat_unix_ms())
+        .BindBlob(7, payload)
+        .Bind(8, job.job_id());
     BNN_RETURN_IF_ERROR(s->Run());
     if (s->Changes() == 0) {
       return absl::NotFoundError(
           absl::StrCat("job ", job.job_id(), " not found"));
     }
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::optional<store::JobRecord>> NextClaimableJob(
+      int64_t stale_before_unix_ms) override {
+    // Two indexed lookups (jobs_by_state), each the oldest of its kind:
+    // jobs to resume come before queued ones. PostgreSQL locks the row it
+    // returns and skips rows other transactions hold (FOR UPDATE SKIP
+    // LOCKED), SQLite's one writer needs no row lock.
+    const std::string lock(c_->RowLockClause());
+    const std::string resume = absl::StrCat(
+        "SELECT job_id, payload FROM jobs WHERE state = ",
+        int{store::JobRecord::INTERRUPTED}, " OR (state IN (",
+        int{store::JobRecord::RUNNING}, ", ", int{store::JobRecord::CANCELLING},
+        ") AND heartbeat_unix_ms < ?) ORDER BY created_unix_ms, job_id LIMIT "
+        "1",
+        lock);
+    const std::string queued =
+        absl::StrCat("SELECT job_id, payload FROM jobs WHERE state = ",
+                     int{store::JobRecord::QUEUED},
+                     " ORDER BY created_unix_ms, job_id LIMIT 1", lock);
+    {
+      BNN_ASSIGN_OR_RETURN(Statement s, c_->Prepare(resume));
+      s->Bind(1, stale_before_unix_ms);
+      BNN_ASSIGN_OR_RETURN(const bool row, s->Step());
+      if (row) {
+        BNN_ASSIGN_OR_RETURN(store::JobRecord job, JobRow(s->Text(0), *s, 1));
+        return std::optional<store::JobRecord>(std::move(job));
+      }
+    }
+    BNN_ASSIGN_OR_RETURN(Statement s, c_->Prepare(queued));
+    BNN_ASSIGN_OR_RETURN(const bool row, s->Step());
+    if (!row) return std::optional<store::JobRecord>();
+    BNN_ASSIGN_OR_RETURN(store::JobRecord job, JobRow(s->Text(0), *s, 1));
+    return std::optional<store::JobRecord>(std::move(job));
   }
 
   absl::Status DeleteJob(absl::string_view job_id) override {

@@ -108,6 +108,12 @@ class SqlConnection {
   virtual absl::StatusOr<std::unique_ptr<SqlStatement>> Prepare(
       const std::string& sql) = 0;
 
+  // What a SELECT of the claim (MetadataTransaction::NextClaimableJob) ends
+  // with to lock the row it returns against other writers and skip rows
+  // they hold: " FOR UPDATE SKIP LOCKED" on PostgreSQL; empty where one
+  // writer at a time is all the engine allows (SQLite).
+  virtual absl::string_view RowLockClause() const { return ""; }
+
   // The integer in the first column of the first row of `sql`.
   absl::StatusOr<int64_t> QueryInt(const std::string& sql);
 };

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <sqlite3.h>
 #include <string>
@@ -23,6 +25,7 @@
 
 #include "bnn/status.h"
 
+#include "server/store/job_store.h"
 #include "server/store/metadata_store.h"
 #include "server/store/postgres_metadata_store.h"
 #include "server/store/sqlite_metadata_store.h"
@@ -1034,6 +1037,149 @@ TEST_P(MetadataStoreConformanceTest, ConcurrentWritersAndReaders) {
     all.page_token = page->next_page_token;
   }
   EXPECT_EQ(total, written[0] + written[1]);
+}
+
+// The queue (NextClaimableJob): jobs to resume, oldest first, before the
+// oldest queued one; a RUNNING or CANCELLING job only once its heartbeat is
+// older than the bound; never a finished one.
+TEST_P(MetadataStoreConformanceTest, NextClaimableJobResumesFirstThenQueues) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  const auto next = [&](int64_t stale_before) -> std::string {
+    absl::StatusOr<std::optional<store::JobRecord>> job =
+        store->Write([&](MetadataTransaction& t) {
+          return t.NextClaimableJob(stale_before);
+        });
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() && job->has_value() ? (*job)->job_id() : "";
+  };
+  EXPECT_EQ(next(1000000), "");
+  const auto running = [](int i, State state, int64_t heartbeat) {
+    store::JobRecord job = Job(i, state);
+    job.set_claimant("p@h:1:1");
+    job.set_heartbeat_unix_ms(heartbeat);
+    return job;
+  };
+  ASSERT_TRUE(store
+                  ->Write([&](MetadataTransaction& t) {
+                    BNN_RETURN_IF_ERROR(t.CreateJob(Job(1)));
+                    BNN_RETURN_IF_ERROR(t.CreateJob(Job(2)));
+                    BNN_RETURN_IF_ERROR(t.CreateJob(
+                        running(3, store::JobRecord::RUNNING, 5000)));
+                    BNN_RETURN_IF_ERROR(t.CreateJob(
+                        running(4, store::JobRecord::CANCELLING, 6000)));
+                    BNN_RETURN_IF_ERROR(
+                        t.CreateJob(Job(5, store::JobRecord::INTERRUPTED)));
+                    return t.CreateJob(Job(6, store::JobRecord::SUCCEEDED));
+                  })
+                  .ok());
+  // Heartbeats fresh: the interrupted job, then the oldest queued one.
+  EXPECT_EQ(next(1000), Id("job", 5));
+  ASSERT_TRUE(store
+                  ->Write([&](MetadataTransaction& t) {
+                    return t.UpdateJob(
+                        running(5, store::JobRecord::RUNNING, 9000));
+                  })
+                  .ok());
+  EXPECT_EQ(next(1000), Id("job", 1));
+  // Job 3's heartbeat is stale at 5001, job 4's too at 6001 (oldest first).
+  EXPECT_EQ(next(5001), Id("job", 3));
+  ASSERT_TRUE(store
+                  ->Write([&](MetadataTransaction& t) {
+                    return t.UpdateJob(
+                        running(3, store::JobRecord::RUNNING, 8000));
+                  })
+                  .ok());
+  EXPECT_EQ(next(6001), Id("job", 4));
+  // The heartbeat column follows the record.
+  EXPECT_EQ(next(9001), Id("job", 3));
+  ASSERT_TRUE(store
+                  ->Write([&](MetadataTransaction& t) -> absl::Status {
+                    for (int i : {1, 2, 3, 4, 5}) {
+                      BNN_RETURN_IF_ERROR(
+                          t.UpdateJob(Job(i, store::JobRecord::CANCELLED)));
+                    }
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  EXPECT_EQ(next(1000000), "");
+}
+
+// Claims through JobStore from two stores on one database (two processes)
+// and several threads each: every job is claimed exactly once, and only
+// its claimant's heartbeat is recorded.
+TEST_P(MetadataStoreConformanceTest, ConcurrentClaimsTakeEachJobOnce) {
+  auto first = Open();
+  auto second = Open();
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  testutil::TempDir checkpoints;
+  absl::StatusOr<std::unique_ptr<JobStore>> a =
+      JobStore::Open(first.get(), checkpoints.path(), "srv-a");
+  absl::StatusOr<std::unique_ptr<JobStore>> b =
+      JobStore::Open(second.get(), checkpoints.path(), "srv-b");
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  constexpr int kJobs = 40;
+  std::vector<std::string> ids;
+  for (int i = 0; i < kJobs; ++i) {
+    absl::StatusOr<store::JobRecord> job = (*a)->Create(Job(i));
+    ASSERT_TRUE(job.ok()) << job.status();
+    ids.push_back(job->job_id());
+  }
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> claims;  // job, claimant
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      JobStore& jobs = t % 2 == 0 ? **a : **b;
+      const std::string claimant = absl::StrCat("claimant-", t);
+      while (true) {
+        absl::StatusOr<std::optional<store::JobRecord>> job =
+            jobs.Claim(claimant, absl::Now() - absl::Seconds(30));
+        if (!job.ok()) {
+          ADD_FAILURE() << job.status();
+          return;
+        }
+        if (!job->has_value()) return;
+        EXPECT_EQ((*job)->state(), store::JobRecord::RUNNING);
+        EXPECT_EQ((*job)->claimant(), claimant);
+        std::lock_guard<std::mutex> lock(mu);
+        claims.emplace_back((*job)->job_id(), claimant);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  std::set<std::string> claimed;
+  for (const auto& [job, claimant] : claims) {
+    EXPECT_TRUE(claimed.insert(job).second) << job << " claimed twice";
+  }
+  EXPECT_EQ(claimed, std::set<std::string>(ids.begin(), ids.end()));
+  // The heartbeat of another claimant changes nothing; the claimant's does.
+  const auto& [job, claimant] = claims.front();
+  absl::StatusOr<store::JobRecord> other = (*b)->Heartbeat(job, "intruder");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->claimant(), claimant);
+  const int64_t before = other->heartbeat_unix_ms();
+  absl::SleepFor(absl::Milliseconds(5));
+  absl::StatusOr<store::JobRecord> own = (*a)->Heartbeat(job, claimant);
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_GT(own->heartbeat_unix_ms(), before);
+  // A claim of a RUNNING job with a fresh heartbeat is refused, naming it.
+  EXPECT_THAT((*b)->ClaimJob(job, "other", absl::Now() - absl::Seconds(30))
+                  .status()
+                  .message(),
+              HasSubstr("is RUNNING on " + claimant));
+  // Stale: taken over.
+  absl::StatusOr<store::JobRecord> taken =
+      (*b)->ClaimJob(job, "other", absl::Now() + absl::Seconds(1));
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  EXPECT_EQ(taken->claimant(), "other");
+  EXPECT_EQ(taken->runner(), "srv-b");
+  // The old claimant's heartbeat now finds the new one.
+  absl::StatusOr<store::JobRecord> lost = (*a)->Heartbeat(job, claimant);
+  ASSERT_TRUE(lost.ok()) << lost.status();
+  EXPECT_EQ(lost->claimant(), "other");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MetadataStoreConformanceTest,
