@@ -37,7 +37,8 @@ class EvaluateTest : public ServiceTest {
     grpc::ClientContext context;
     return stub_->Evaluate(&context, request, response);
   }
-  // The snapshot as the core sees it, from its exported bytes.
+  // The snapshot as the core sees it, from its exported bytes, computed in
+  // the server's arithmetic (--predict-precision).
   std::unique_ptr<Predictor> CorePredictor(const std::string& snapshot_id) {
     std::string bytes;
     EXPECT_TRUE(Export(snapshot_id, &bytes).ok());
@@ -45,6 +46,7 @@ class EvaluateTest : public ServiceTest {
     EXPECT_TRUE(snapshot.ok()) << snapshot.status();
     PredictorOptions options;
     options.cache_bytes = 0;
+    options.precision = options_.predict_precision;
     return *Predictor::Create(
         std::make_shared<const Snapshot>(*std::move(snapshot)), options);
   }
