@@ -440,23 +440,31 @@ class NoisyKfac : public NngBase {
   }
   void AddFamilyMemory(const ModelSpec& spec, int64_t,
                        MemoryEstimate* e) const override {
-    int64_t factors = 0, widest = 0, exported = spec.NumParameters();
+    AddFactorMemory(spec, e);
+    int64_t exported = spec.NumParameters();
+    for (const LayerShape& shape : spec.Layers()) {
+      // Mean, out and in factors.
+      exported += shape.size() + int64_t{shape.in + 1} * (shape.in + 1) +
+                  int64_t{shape.out} * shape.out;
+    }
+    internal::AddExported(
+        "exported posterior (layer means and Cholesky factors)",
+        MulBytes({exported, sizeof(double)}), e);
+  }
+  // A, S and their eigenvectors per layer; an eigendecomposition, the
+  // damped roots and the exported layer's covariances transiently.
+  static void AddFactorMemory(const ModelSpec& spec, MemoryEstimate* e) {
+    int64_t factors = 0, widest = 0;
     for (const LayerShape& shape : spec.Layers()) {
       const int64_t a = int64_t{shape.in + 1} * (shape.in + 1);
       const int64_t s = int64_t{shape.out} * shape.out;
       factors += a + s;
       widest = std::max(widest, a + s);
-      exported += shape.size() + a + s;  // mean, out and in factors
     }
-    // A, S and their eigenvectors per layer; an eigendecomposition, the
-    // damped roots and the exported layer's covariances transiently.
     e->Add("Kronecker factors and eigenvectors (2 x sum (in+1)^2 + out^2)",
            internal::VectorBytes(2, factors, sizeof(double)));
     e->Add("factorisation temporaries (largest layer)",
            internal::VectorBytes(6, widest, sizeof(double)));
-    internal::AddExported(
-        "exported posterior (layer means and Cholesky factors)",
-        MulBytes({exported, sizeof(double)}), e);
   }
 
   std::vector<internal::KfacFactors> factors_;
@@ -571,19 +579,29 @@ class NngBlkTri final : public NoisyKfac {
     return AddBytes(NoisyKfac::FamilyStateBytes(spec),
                     MulBytes({ExtraValues(spec), sizeof(double)}));
   }
-  // Cross moments and two chains: per layer two roots and two couplings,
-  // per link two cross moments and two Psi factors per chain.
-  static int64_t ExtraValues(const ModelSpec& spec) {
+  // One chain: per layer two roots and two couplings, per link two Psi
+  // factors.
+  static int64_t ChainValues(const ModelSpec& spec) {
     const std::vector<LayerShape> shapes = spec.Layers();
     int64_t values = 0;
     for (size_t l = 0; l < shapes.size(); ++l) {
       const int64_t a = shapes[l].in + 1, s = shapes[l].out;
-      values += 2 * (a * a + s * s + a + s);
+      values += a * a + s * s + a + s;
       if (l + 1 < shapes.size()) {
-        values += 3 * (a * (shapes[l + 1].in + 1) + s * shapes[l + 1].out);
+        values += a * (shapes[l + 1].in + 1) + s * shapes[l + 1].out;
       }
     }
     return values;
+  }
+  // The cross moments (shaped as one chain's Psi factors) and two chains.
+  static int64_t ExtraValues(const ModelSpec& spec) {
+    const std::vector<LayerShape> shapes = spec.Layers();
+    int64_t cross = 0;
+    for (size_t l = 0; l + 1 < shapes.size(); ++l) {
+      cross += int64_t{shapes[l].in + 1} * (shapes[l + 1].in + 1) +
+               int64_t{shapes[l].out} * shapes[l + 1].out;
+    }
+    return cross + 2 * ChainValues(spec);
   }
   void SampleWeights(int s, Rng& rng, Eigen::MatrixXd* out) override {
     // The normals noisy K-FAC would draw, mapped through Xi^T R.
@@ -601,14 +619,15 @@ class NngBlkTri final : public NoisyKfac {
   void Precondition(const Eigen::VectorXd& v, Eigen::VectorXd* out) override {
     update_chain_.ApplyCovariance(network_->layers(), v, out);
   }
-  void AddFamilyMemory(const ModelSpec& spec, int64_t rows,
+  void AddFamilyMemory(const ModelSpec& spec, int64_t,
                        MemoryEstimate* e) const override {
-    NoisyKfac::AddFamilyMemory(spec, rows, e);
-    const int64_t extra = MulBytes({ExtraValues(spec), sizeof(double)});
-    e->Add("cross-layer moments and the two chains", extra);
-    // The exported posterior holds one chain besides noisy K-FAC's layers.
-    internal::AddExported("exported chain (roots, couplings, Psi factors)",
-                          extra, e);
+    AddFactorMemory(spec, e);
+    e->Add("cross-layer moments and the two chains",
+           MulBytes({ExtraValues(spec), sizeof(double)}));
+    internal::AddExported(
+        "exported posterior (mean and chain: roots, couplings, Psi factors)",
+        MulBytes({spec.NumParameters() + ChainValues(spec), sizeof(double)}),
+        e);
   }
 
   std::vector<internal::KfacCrossFactors> cross_;
