@@ -32,7 +32,13 @@
 //     The reference targets the same posterior as the method: the method's
 //     prior precisions and its fitted noise precision (E_q[tau] of the
 //     snapshot, standardised units; HMC keeps tau fixed) unless
-//     --reference-params overrides them.
+//     --reference-params overrides them. With --reference-dir the reference
+//     is shared instead: its settings come from its defaults and
+//     --reference-params alone (noise_precision must be given), and each
+//     split's and stage's reference snapshot is read from the folder if an
+//     earlier run (of any method) trained it on the same rows with the same
+//     settings and seed, or trained and written there: one reference run per
+//     dataset, split and stage serves every method.
 //
 // Metrics: rmse and test_ll of the final fit (Table 3 reports the test RMSE
 // after the last acquisition), rmse_initial (round 0), rmse_mean_rounds (the
@@ -52,6 +58,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -59,9 +66,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 
 #include "bnn/format.h"
+#include "bnn/io/snapshot.h"
 #include "bnn/methods/registry.h"
 #include "bnn/predict/acquisition.h"
 #include "bnn/predict/predictor.h"
@@ -91,7 +100,13 @@ constexpr uint64_t kVarianceTag = 2 << 20;
 
 bool IsNngMethod(const std::string& method) {
   return method == "noisy_adam" || method == "noisy_kfac" ||
-         method == "nng_full";
+         method == "nng_blktri" || method == "nng_full";
+}
+
+// noisy_kfac and nng_blktri put one spherical prior on every weight, biases
+// included (NngOptions), whatever their bias_prior_precision says.
+bool HasOneSphericalPrior(const std::string& method) {
+  return method == "noisy_kfac" || method == "nng_blktri";
 }
 
 // The protocol's defaults for `method`, applied where --param is silent
@@ -116,25 +131,36 @@ ParamMap ReferenceDefaults(const std::string& reference) {
 
 // The reference's parameters for a method snapshot: its defaults, the
 // method's priors and fitted noise precision (if the reference has such
-// options), then the user's overrides.
+// options; not for a shared reference, `shared`), then the user's
+// overrides.
 ParamMap ReferenceParams(const std::string& reference, const Snapshot& method,
-                         const ParamMap& overrides) {
+                         const ParamMap& overrides, bool shared) {
   ParamMap params = ReferenceDefaults(reference);
   const ParamMap& m = method.params;  // canonical: every option is present
-  if (auto it = m.find("prior_precision"); it != m.end()) {
+  if (auto it = m.find("prior_precision"); it != m.end() && !shared) {
     params["prior_precision"] = it->second;
-    // noisy_kfac has one spherical prior per layer, biases included
-    // (NngOptions), whatever its bias_prior_precision says.
     params["bias_prior_precision"] = it->second;
   }
   if (auto it = m.find("bias_prior_precision");
-      it != m.end() && method.method != "noisy_kfac") {
+      it != m.end() && !shared && !HasOneSphericalPrior(method.method)) {
     params["bias_prior_precision"] = it->second;
   }
   // Round-trip precision, so the reference uses exactly this tau.
-  params["noise_precision"] = ShortestDouble(method.noise_precision);
+  if (!shared)
+    params["noise_precision"] = ShortestDouble(method.noise_precision);
   for (const auto& [key, value] : overrides) params[key] = value;
   return params;
+}
+
+// 64-bit FNV-1a of `text`: names a shared reference's file after what it
+// was trained on (stable across runs and builds, unlike std::hash).
+uint64_t Fnv1a(absl::string_view text) {
+  uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
 }
 
 // Pearson's correlation; NaN when a vector is constant or sizes differ.
@@ -212,7 +238,16 @@ void DeclareActiveLearningFlags(FlagSet* flags) {
       .RepeatableFlag("reference-params",
                       "k=v[,k=v...] for the reference (default: 4 chains, "
                       "1000 warm-up + 4000 iterations for hmc; the method's "
-                      "priors and fitted noise precision)");
+                      "priors and fitted noise precision)")
+      .Flag("reference-dir",
+            "folder of shared reference snapshots: each split's reference is "
+            "read from it when an earlier run trained it on the same rows with "
+            "the same settings and seed, else trained and written there, so "
+            "one reference run serves every method; its settings are then the "
+            "reference's defaults and --reference-params alone, which must "
+            "give noise_precision; empty: a reference per run with the "
+            "method's priors and fitted tau",
+            "");
 }
 
 absl::Status RunActiveLearning(const FlagSet& flags, const RunInfo& info) {
@@ -271,6 +306,19 @@ absl::Status RunActiveLearning(const FlagSet& flags, const RunInfo& info) {
     for (const auto& [key, value] : reference_overrides) check[key] = value;
     BNN_RETURN_IF_ERROR(
         registry.Validate(reference, check, TrainerParamNames()));
+  }
+
+  const std::string reference_dir = flags.Get("reference-dir");
+  if (!reference_dir.empty()) {
+    if (reference.empty()) {
+      return absl::InvalidArgumentError(
+          "--reference-dir needs --reference (e.g. hmc)");
+    }
+    if (reference_overrides.count("noise_precision") == 0) {
+      return absl::InvalidArgumentError(
+          "--reference-dir: give noise_precision in --reference-params; a "
+          "shared reference cannot use each method's fitted tau");
+    }
   }
 
   const std::string dir = absl::StrCat(data_dir, "/", dataset);
@@ -334,17 +382,52 @@ absl::Status RunActiveLearning(const FlagSet& flags, const RunInfo& info) {
 
   // Pearson correlation of the variances of `snapshot` and of the reference
   // trained on the same rows; `stage` 0 = initial rows, 1 = final rows.
+  // The reference trained on `train` (rows `rows` of the trial's labelled
+  // base), or with --reference-dir the shared one: read if present, else
+  // trained and written. Its file name hashes everything it depends on.
+  auto train_reference = [&](const ParamMap& params, const Dataset& train,
+                             const std::vector<int64_t>& rows, int k, int stage,
+                             Json* record) -> absl::StatusOr<Snapshot> {
+    const uint64_t seed =
+        Rng(StreamSeed(common.seed, k, Stream::kReference)).Fork(stage).seed();
+    if (reference_dir.empty()) {
+      return TrainModel(reference, params, hidden, common.activation, train,
+                        seed);
+    }
+    std::string key = absl::StrCat(reference, "|", dataset, "|", partition, "|",
+                                   k, "|", stage, "|", seed, "|",
+                                   static_cast<int>(common.activation), "|");
+    for (int h : hidden) absl::StrAppend(&key, h, ",");
+    for (const auto& [name, value] : params) {
+      absl::StrAppend(&key, "|", name, "=", value);
+    }
+    absl::StrAppend(&key, "|rows");
+    for (int64_t row : rows) absl::StrAppend(&key, ",", row);
+    const std::string path =
+        absl::StrFormat("%s/%s_split%d_stage%d_%016x.bnnsnap", reference_dir,
+                        dataset, k, stage, Fnv1a(key));
+    (*record)["reference_file"] = path;
+    if (std::ifstream(path).good()) {
+      (*record)["reference_reused"] = true;
+      return ReadSnapshotFile(path);
+    }
+    (*record)["reference_reused"] = false;
+    BNN_ASSIGN_OR_RETURN(
+        Snapshot ref,
+        TrainModel(reference, params, hidden, common.activation, train, seed));
+    BNN_RETURN_IF_ERROR(WriteSnapshotFile(path, ref));
+    return ref;
+  };
+
   auto reference_pearson = [&](const Snapshot& snapshot, const Dataset& train,
+                               const std::vector<int64_t>& rows,
                                const Dataset& test, int k, int stage,
                                Json* record) -> absl::StatusOr<double> {
-    const ParamMap params =
-        ReferenceParams(reference, snapshot, reference_overrides);
+    const ParamMap params = ReferenceParams(
+        reference, snapshot, reference_overrides, !reference_dir.empty());
     BNN_ASSIGN_OR_RETURN(
         const Snapshot ref,
-        TrainModel(reference, params, hidden, common.activation, train,
-                   Rng(StreamSeed(common.seed, k, Stream::kReference))
-                       .Fork(stage)
-                       .seed()));
+        train_reference(params, train, rows, k, stage, record));
     const uint64_t seed = Rng(StreamSeed(common.seed, k, Stream::kPrediction))
                               .Fork(kVarianceTag + stage)
                               .seed();
@@ -404,19 +487,24 @@ absl::Status RunActiveLearning(const FlagSet& flags, const RunInfo& info) {
       record["noise_precision"] = snapshot.noise_precision;
       record["train_seconds"] = snapshot.training.seconds;
       if (!reference.empty() && (r == 0 || r == rounds)) {
-        // Round 0 is also the final round when --rounds 0.
+        // Round 0 is also the final round when --rounds 0: one reference
+        // (the same rows) gives both correlations.
         if (r == 0) {
           Json ref;
-          BNN_ASSIGN_OR_RETURN(
-              pearson_initial,
-              reference_pearson(snapshot, train, trial.test, k, 0, &ref));
+          BNN_ASSIGN_OR_RETURN(pearson_initial,
+                               reference_pearson(snapshot, train, labelled,
+                                                 trial.test, k, 0, &ref));
+          if (rounds == 0) {
+            pearson_final = pearson_initial;
+            reference_records["final"] = ref;
+          }
           reference_records["initial"] = std::move(ref);
         }
-        if (r == rounds) {
+        if (r == rounds && rounds > 0) {
           Json ref;
-          BNN_ASSIGN_OR_RETURN(
-              pearson_final,
-              reference_pearson(snapshot, train, trial.test, k, 1, &ref));
+          BNN_ASSIGN_OR_RETURN(pearson_final,
+                               reference_pearson(snapshot, train, labelled,
+                                                 trial.test, k, 1, &ref));
           reference_records["final"] = std::move(ref);
         }
       }
@@ -508,9 +596,13 @@ absl::Status RunActiveLearning(const FlagSet& flags, const RunInfo& info) {
     }
     for (const auto& [key, value] : reference_overrides) ref[key] = value;
     config["reference_params"] = std::move(ref);
+    config["reference_dir"] = reference_dir;
     config["reference_priors"] =
-        "the method's prior precisions and fitted noise precision unless "
-        "overridden";
+        reference_dir.empty()
+            ? "the method's prior precisions and fitted noise precision "
+              "unless overridden"
+            : "shared: the reference's defaults and --reference-params "
+              "alone, the same for every method";
   }
   config["conventions"] =
       "rmse/test_ll: final fit, original target units; rmse_mean_rounds: "

@@ -155,7 +155,7 @@ std::vector<TrainCase> TrainCases() {
   std::vector<TrainCase> cases;
   for (const char* method :
        {"slang", "slang_online_eig", "bbb", "noisy_adam", "noisy_kfac",
-        "mc_dropout", "map", "bali_w", "bali_l", "vogn_diag"}) {
+        "nng_blktri", "mc_dropout", "map", "bali_w", "bali_l", "vogn_diag"}) {
     cases.push_back({method, reg, 2000, 8, {256, 256}, with({})});
     cases.push_back({method, reg, 40000, 16, {32}, with({})});
   }

@@ -10,29 +10,12 @@
 #include "bnn/memory.h"
 #include "bnn/status.h"
 
+#include "posterior/gaussian_kl.h"
 #include "posterior/sample_tiles.h"
 
 namespace bnn {
-namespace {
-
-// KL(N(mu, S) || N(0, diag(1/lambda))) from diag(S) and log det S^-1.
-double GaussianKl(const Eigen::VectorXd& mean, const Eigen::VectorXd& variance,
-                  double log_det_precision, const Eigen::VectorXd& lambda) {
-  return 0.5 * (lambda.dot(variance) + lambda.dot(mean.cwiseAbs2()) -
-                static_cast<double>(mean.size()) - lambda.array().log().sum() +
-                log_det_precision);
-}
-
-absl::Status CheckPriorSize(const Eigen::VectorXd& lambda, int64_t dim) {
-  if (lambda.size() != dim) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("prior precision has ", lambda.size(),
-                     " entries; the posterior has ", dim));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
+using internal::CheckPriorSize;
+using internal::GaussianKl;
 
 // ----------------------------------------------------------------- diagonal
 
@@ -141,9 +124,7 @@ FullGaussianPosterior::Create(Eigen::VectorXd mean, Eigen::MatrixXd precision) {
   return p;
 }
 
-// Samples per tile of the full and Kronecker families, which draw whole
-// columns: the triangular solves of a tile are independent of the others.
-constexpr int64_t kColumnsPerTile = 4;
+using internal::kColumnsPerTile;
 
 absl::Status FullGaussianPosterior::Sample(const CounterRng& rng,
                                            int num_samples,

@@ -9,6 +9,7 @@
 #include "bnn/compute_threads.h"
 #include "bnn/core/snapshot.pb.h"
 #include "bnn/posterior/gaussian_families.h"
+#include "bnn/posterior/kronecker_chain.h"
 #include "bnn/posterior/low_rank_gaussian.h"
 #include "bnn/posterior/sample_families.h"
 #include "bnn/status.h"
@@ -116,6 +117,63 @@ absl::StatusOr<std::unique_ptr<Posterior>> KroneckerFromProto(
   return Upcast(KroneckerPosterior::Create(model, std::move(layers)));
 }
 
+absl::StatusOr<std::unique_ptr<Posterior>> KroneckerChainFromProto(
+    const snapshot::KroneckerChain& p, const ModelSpec& model) {
+  if (p.version() < 1 || p.version() > KroneckerChainPosterior::kVersion) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kronecker_chain posterior has layout version ", p.version(),
+        "; this build reads versions 1 to ", KroneckerChainPosterior::kVersion,
+        " (written by a newer bnn-serve?)"));
+  }
+  const std::vector<LayerShape> shapes = model.Layers();
+  if (p.layers_size() != static_cast<int>(shapes.size()) ||
+      p.links_size() + 1 != p.layers_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kronecker_chain posterior has ", p.layers_size(), " layers and ",
+        p.links_size(), " links; the model has ", shapes.size(), " layers"));
+  }
+  Eigen::VectorXd mean(model.NumParameters());
+  KroneckerChain chain;
+  for (int l = 0; l < p.layers_size(); ++l) {
+    const auto& pl = p.layers(l);
+    const int64_t rows = shapes[l].out, cols = shapes[l].in + 1;
+    if (pl.rows() != rows || pl.cols() != cols) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kronecker_chain layer ", l, " is ", pl.rows(), "x",
+                       pl.cols(), "; the model layer is ", rows, "x", cols));
+    }
+    const std::string name = absl::StrCat("kronecker_chain layer ", l);
+    BNN_RETURN_IF_ERROR(CheckSize(name + " mean", pl.mean_size(), rows * cols));
+    BNN_RETURN_IF_ERROR(
+        CheckSize(name + " out_root", pl.out_root_size(), rows * rows));
+    BNN_RETURN_IF_ERROR(
+        CheckSize(name + " in_root", pl.in_root_size(), cols * cols));
+    BNN_RETURN_IF_ERROR(
+        CheckSize(name + " out_coupling", pl.out_coupling_size(), rows));
+    BNN_RETURN_IF_ERROR(
+        CheckSize(name + " in_coupling", pl.in_coupling_size(), cols));
+    mean.segment(shapes[l].offset, rows * cols) = AsVector(pl.mean());
+    chain.layers.push_back({AsMatrix(pl.out_root(), rows, rows),
+                            AsMatrix(pl.in_root(), cols, cols),
+                            AsVector(pl.out_coupling()),
+                            AsVector(pl.in_coupling())});
+  }
+  for (int l = 0; l < p.links_size(); ++l) {
+    const auto& pk = p.links(l);
+    const std::string name = absl::StrCat("kronecker_chain link ", l);
+    const int64_t rows = shapes[l].out, next_rows = shapes[l + 1].out;
+    const int64_t cols = shapes[l].in + 1, next_cols = shapes[l + 1].in + 1;
+    BNN_RETURN_IF_ERROR(
+        CheckSize(name + " psi_out", pk.psi_out_size(), rows * next_rows));
+    BNN_RETURN_IF_ERROR(
+        CheckSize(name + " psi_in", pk.psi_in_size(), cols * next_cols));
+    chain.links.push_back({AsMatrix(pk.psi_out(), rows, next_rows),
+                           AsMatrix(pk.psi_in(), cols, next_cols)});
+  }
+  return Upcast(KroneckerChainPosterior::Create(model, std::move(mean),
+                                                std::move(chain)));
+}
+
 absl::StatusOr<std::unique_ptr<Posterior>> SampleSetFromProto(
     const snapshot::SampleSet& p, int64_t dim) {
   if (p.num_samples() < 1) {
@@ -216,6 +274,8 @@ absl::StatusOr<std::unique_ptr<Posterior>> PosteriorFromProto(
       return FullFromProto(proto.full(), dim);
     case snapshot::Posterior::kKronecker:
       return KroneckerFromProto(proto.kronecker(), model);
+    case snapshot::Posterior::kKroneckerChain:
+      return KroneckerChainFromProto(proto.kronecker_chain(), model);
     case snapshot::Posterior::kSamples:
       return SampleSetFromProto(proto.samples(), dim);
     case snapshot::Posterior::kDropout:

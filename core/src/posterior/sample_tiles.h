@@ -21,6 +21,11 @@ namespace internal {
 // samples are 512 KiB of doubles, within one core's L2 cache.
 inline constexpr int64_t kSampleTileRows = 1024;
 
+// Samples per tile of the families that draw whole columns (full,
+// Kronecker, Kronecker chain): the solves and products of a tile are
+// independent of the others.
+inline constexpr int64_t kColumnsPerTile = 4;
+
 // Runs tile(t) for every t in [0, num_tiles), each tile covering about
 // `values_per_tile` weight values, in groups of at most
 // Posterior::kSampleGroupValues values. `interrupt` is checked before each

@@ -187,6 +187,59 @@ TEST_F(ActiveLearningModeTest, MaxVarianceSeeksTheSparseRegion) {
   EXPECT_GE(far_mv, kSplits * kRounds / 2);
 }
 
+// --reference-dir: one HMC run per split and stage serves every method.
+// The first method's run trains and writes the references; the second's
+// reads the same files (same rows, settings and seed), so both methods are
+// compared with the same reference variances.
+TEST_F(ActiveLearningModeTest, SharedReferenceIsTrainedOnceForAllMethods) {
+  const std::string dir = tmp_.File("refs");
+  std::filesystem::create_directories(dir);
+  const std::string ref =
+      " --reference hmc --reference-dir " + dir +
+      " --reference-params chains=2,warmup=100,epochs=300,thin=2,"
+      "leapfrog_steps=10,noise_precision=2";
+  auto args = [&](const std::string& method, const std::string& json) {
+    std::string a = Args("max_variance", json) + ref;
+    const std::string from = "--method noisy_adam";
+    a.replace(a.find(from), from.size(), "--method " + method);
+    const std::string rounds = absl::StrCat("--rounds ", kRounds);
+    a.replace(a.find(rounds), rounds.size(), "--rounds 0");
+    return a;
+  };
+  nlohmann::json runs[2];
+  const char* const methods[2] = {"noisy_adam", "nng_blktri"};
+  for (int m = 0; m < 2; ++m) {
+    const std::string json = tmp_.File(absl::StrCat("shared", m, ".json"));
+    const RunResult r = RunTool(args(methods[m], json), tmp_.File("s.log"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    runs[m] = ReadJson(json);
+    ASSERT_FALSE(runs[m].is_discarded());
+  }
+  for (int k = 0; k < kSplits; ++k) {
+    SCOPED_TRACE(k);
+    const auto& a = runs[0]["splits"][k]["reference"]["initial"];
+    const auto& b = runs[1]["splits"][k]["reference"]["initial"];
+    EXPECT_EQ(a["reference_reused"], false);
+    EXPECT_EQ(b["reference_reused"], true);
+    EXPECT_EQ(a["reference_file"], b["reference_file"]);
+    EXPECT_EQ(a["reference_mean_variance"], b["reference_mean_variance"]);
+    EXPECT_EQ(a["reference_noise_precision"], 2.0);
+    EXPECT_NE(a["method_mean_variance"], b["method_mean_variance"]);
+    EXPECT_TRUE(a["pearson"].is_number());
+    EXPECT_TRUE(b["pearson"].is_number());
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir),
+                          std::filesystem::directory_iterator()),
+            kSplits);
+
+  // Without noise_precision a shared reference would take each method's tau.
+  const RunResult bad = RunTool(Args("max_variance", tmp_.File("bad.json")) +
+                                    " --reference hmc --reference-dir " + dir,
+                                tmp_.File("bad.log"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.output, HasSubstr("give noise_precision"));
+}
+
 TEST_F(ActiveLearningModeTest, BadArgumentsFail) {
   const std::string log = tmp_.File("bad.log");
   RunResult r = RunTool(Args("entropy", tmp_.File("x.json")), log);

@@ -1,5 +1,7 @@
 // Snapshot compatibility: golden files written by format version 1 must load
 // in every later version, and damage anywhere in a file must be detected.
+// (kronecker_chain's file was added with the family, layout version 1 of its
+// message.)
 //
 // The golden files were written by this test with
 //   BNN_UPDATE_GOLDEN=1 build/tests/core/core_io_golden_test
@@ -18,6 +20,7 @@
 #include "bnn/io/snapshot.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/gaussian_families.h"
+#include "bnn/posterior/kronecker_chain.h"
 #include "bnn/posterior/low_rank_gaussian.h"
 #include "bnn/posterior/sample_families.h"
 
@@ -75,6 +78,25 @@ Snapshot MakeSnapshot(const std::string& family) {
       layers.push_back({Gaussian(l.out, l.in + 1, rng), lo, li});
     }
     s.posterior = *KroneckerPosterior::Create(s.model, std::move(layers));
+  } else if (family == "kronecker_chain") {
+    KroneckerChain chain;
+    const std::vector<LayerShape> shapes = s.model.Layers();
+    for (size_t l = 0; l < shapes.size(); ++l) {
+      const LayerShape& shape = shapes[l];
+      Eigen::MatrixXd zo = Gaussian(shape.out, shape.out, rng);
+      Eigen::MatrixXd zi = Gaussian(shape.in + 1, shape.in + 1, rng);
+      zo.diagonal().array() += 3.0;
+      zi.diagonal().array() += 3.0;
+      chain.layers.push_back(
+          {zo, zi, 0.5 * Gaussian(shape.out, 1, rng).cwiseAbs().cwiseMin(1.0),
+           0.5 * Gaussian(shape.in + 1, 1, rng).cwiseAbs().cwiseMin(1.0)});
+      if (l > 0) {
+        chain.links.push_back(
+            {Gaussian(shapes[l - 1].out, shape.out, rng),
+             Gaussian(shapes[l - 1].in + 1, shape.in + 1, rng)});
+      }
+    }
+    s.posterior = *KroneckerChainPosterior::Create(s.model, mean, chain);
   } else if (family == "samples") {
     s.posterior = *SampleSetPosterior::Create(Gaussian(d, 5, rng));
   } else {
@@ -83,8 +105,9 @@ Snapshot MakeSnapshot(const std::string& family) {
   return s;
 }
 
-const char* const kFamilies[] = {"low_rank",  "diagonal", "full",
-                                 "kronecker", "samples",  "dropout"};
+const char* const kFamilies[] = {"low_rank",  "diagonal",        "full",
+                                 "kronecker", "kronecker_chain", "samples",
+                                 "dropout"};
 
 // Outputs at the posterior mean for fixed inputs (no randomness involved),
 // and the sum of the marginal variances: a fingerprint of the contents.

@@ -12,6 +12,7 @@
 #include "bnn/core/snapshot.pb.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/gaussian_families.h"
+#include "bnn/posterior/kronecker_chain.h"
 #include "bnn/posterior/low_rank_gaussian.h"
 #include "bnn/posterior/sample_families.h"
 
@@ -89,6 +90,54 @@ Family MakeKronecker(const ModelSpec& m, Rng& rng) {
     layers.push_back(std::move(layer));
   }
   return {*KroneckerPosterior::Create(m, std::move(layers)), cov};
+}
+
+Eigen::MatrixXd Kron(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  Eigen::MatrixXd k(a.rows() * b.rows(), a.cols() * b.cols());
+  for (int i = 0; i < a.rows(); ++i)
+    for (int j = 0; j < a.cols(); ++j)
+      k.block(i * b.rows(), j * b.cols(), b.rows(), b.cols()) = a(i, j) * b;
+  return k;
+}
+
+// A random chain; the dense reference is Xi^T R R^T Xi from explicit
+// Kronecker products: R_l = (Z_in (x) Z_out) diag(vec C), C(o, i) =
+// (1 - t_o b_i)^-1/2, and Xi^T's block (l + 1, l) = -(Psi_in (x) Psi_out)^T.
+Family MakeKroneckerChain(const ModelSpec& m, Rng& rng) {
+  const int d = static_cast<int>(m.NumParameters());
+  const std::vector<LayerShape> shapes = m.Layers();
+  KroneckerChain chain;
+  Eigen::MatrixXd root = Eigen::MatrixXd::Zero(d, d);
+  Eigen::MatrixXd xi_t = Eigen::MatrixXd::Identity(d, d);
+  for (size_t l = 0; l < shapes.size(); ++l) {
+    const LayerShape& s = shapes[l];
+    KroneckerChain::Layer layer{
+        RandomLowerFactor(s.out, rng) + 0.3 * Gaussian(s.out, s.out, rng),
+        RandomLowerFactor(s.in + 1, rng) +
+            0.3 * Gaussian(s.in + 1, s.in + 1, rng),
+        0.8 * Gaussian(s.out, 1, rng).cwiseAbs().cwiseMin(1.0),
+        0.9 * Gaussian(s.in + 1, 1, rng).cwiseAbs().cwiseMin(1.0)};
+    Eigen::VectorXd c(s.size());
+    for (int i = 0; i <= s.in; ++i)
+      for (int o = 0; o < s.out; ++o)
+        c[i * s.out + o] =
+            1 / std::sqrt(1 - layer.out_coupling[o] * layer.in_coupling[i]);
+    root.block(s.offset, s.offset, s.size(), s.size()) =
+        Kron(layer.in_root, layer.out_root) * c.asDiagonal();
+    chain.layers.push_back(std::move(layer));
+    if (l > 0) {
+      const LayerShape& p = shapes[l - 1];
+      KroneckerChain::Link link{0.5 * Gaussian(p.out, s.out, rng),
+                                0.5 * Gaussian(p.in + 1, s.in + 1, rng)};
+      xi_t.block(s.offset, p.offset, s.size(), p.size()) =
+          -Kron(link.psi_in, link.psi_out).transpose();
+      chain.links.push_back(std::move(link));
+    }
+  }
+  const Eigen::MatrixXd x = xi_t * root;
+  return {*KroneckerChainPosterior::Create(m, Gaussian(d, 1, rng),
+                                           std::move(chain)),
+          x * x.transpose()};
 }
 
 using Maker = Family (*)(const ModelSpec&, Rng&);
@@ -224,7 +273,44 @@ TEST_P(GaussianFamilyTest, LargeDrawsAreTheSameForAnyThreadCountAndStop) {
 
 INSTANTIATE_TEST_SUITE_P(Families, GaussianFamilyTest,
                          ::testing::Values(&MakeLowRank, &MakeDiagonal,
-                                           &MakeFull, &MakeKronecker));
+                                           &MakeFull, &MakeKronecker,
+                                           &MakeKroneckerChain));
+
+TEST(KroneckerChainPosteriorTest, RejectsBadCouplingsShapesAndNewerVersions) {
+  Rng rng(8);
+  const ModelSpec model = TinyModel();
+  Family good = MakeKroneckerChain(model, rng);
+  const auto& chain =
+      static_cast<const KroneckerChainPosterior&>(*good.posterior).chain();
+  KroneckerChain bad = chain;
+  bad.layers[0].out_coupling.setConstant(1.0);
+  bad.layers[0].in_coupling.setConstant(1.0);
+  auto s = KroneckerChainPosterior::Create(model, good.posterior->mean(), bad);
+  EXPECT_THAT(s.status().message(), HasSubstr("t(o) b(i) < 1"));
+  bad = chain;
+  bad.links[0].psi_in.resize(2, 2);
+  s = KroneckerChainPosterior::Create(model, good.posterior->mean(), bad);
+  EXPECT_THAT(s.status().message(), HasSubstr("link 0 has psi_out"));
+  bad = chain;
+  bad.layers[1].in_root.setZero();
+  s = KroneckerChainPosterior::Create(model, good.posterior->mean(), bad);
+  EXPECT_THAT(s.status().message(), HasSubstr("invertible"));
+
+  snapshot::Posterior proto;
+  good.posterior->ToProto(&proto);
+  EXPECT_EQ(proto.kronecker_chain().version(),
+            KroneckerChainPosterior::kVersion);
+  proto.mutable_kronecker_chain()->set_version(
+      KroneckerChainPosterior::kVersion + 1);
+  auto back = PosteriorFromProto(proto, model);
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(back.status().message(), HasSubstr("newer bnn-serve"));
+  proto.mutable_kronecker_chain()->set_version(
+      KroneckerChainPosterior::kVersion);
+  proto.mutable_kronecker_chain()->mutable_links()->Clear();
+  back = PosteriorFromProto(proto, model);
+  EXPECT_THAT(back.status().message(), HasSubstr("0 links"));
+}
 
 TEST(KroneckerPosteriorTest, SampleCovarianceOfA3x2LayerIsTheKroneckerProduct) {
   // Logistic regression with 1 input and... a single 3 x 2 layer: 1 input +

@@ -231,7 +231,7 @@ TEST_F(JobRunnerTest, AFinishedJobsPredictorIsCachedAndEqualsTheStoredOne) {
       {"slang", "low-rank"},       {"bbb", "diagonal"},
       {"noisy_kfac", "kronecker"}, {"bali", "matrix-normal"},
       {"mc_dropout", "dropout"},   {"vogn_full", "full"},
-      {"hmc", "samples"}};
+      {"hmc", "samples"},          {"nng_blktri", "kronecker-chain"}};
   for (const auto& [method, family] : methods) {
     SCOPED_TRACE(method + " (" + family + ")");
     store::JobRecord request = Job(2);

@@ -26,6 +26,7 @@
 #include "bnn/model/likelihood.h"
 #include "bnn/model/network.h"
 #include "bnn/posterior/gaussian_families.h"
+#include "bnn/posterior/kronecker_chain.h"
 #include "bnn/status.h"
 
 #include "methods/method_memory.h"
@@ -348,7 +349,7 @@ class NoisyAdam final : public NngBase {
 // and S = E[g g^T] (pre-activation gradients at sampled targets);
 // Cov(vec W~) = (lambda/N) [A^g_in]^-1 (x) [S^g_in]^-1 with the pi-split
 // damping (kfac.h).
-class NoisyKfac final : public NngBase {
+class NoisyKfac : public NngBase {
  public:
   using NngBase::NngBase;
   absl::string_view name() const override { return "noisy_kfac"; }
@@ -374,7 +375,7 @@ class NoisyKfac final : public NngBase {
     return std::move(p).value();
   }
 
- private:
+ protected:
   bool PerParameterPrior() const override { return false; }
 
   absl::Status InitializeFisher() override {
@@ -439,26 +440,198 @@ class NoisyKfac final : public NngBase {
   }
   void AddFamilyMemory(const ModelSpec& spec, int64_t,
                        MemoryEstimate* e) const override {
-    int64_t factors = 0, widest = 0, exported = spec.NumParameters();
+    AddFactorMemory(spec, e);
+    int64_t exported = spec.NumParameters();
+    for (const LayerShape& shape : spec.Layers()) {
+      // Mean, out and in factors.
+      exported += shape.size() + int64_t{shape.in + 1} * (shape.in + 1) +
+                  int64_t{shape.out} * shape.out;
+    }
+    internal::AddExported(
+        "exported posterior (layer means and Cholesky factors)",
+        MulBytes({exported, sizeof(double)}), e);
+  }
+  // A, S and their eigenvectors per layer; an eigendecomposition, the
+  // damped roots and the exported layer's covariances transiently.
+  static void AddFactorMemory(const ModelSpec& spec, MemoryEstimate* e) {
+    int64_t factors = 0, widest = 0;
     for (const LayerShape& shape : spec.Layers()) {
       const int64_t a = int64_t{shape.in + 1} * (shape.in + 1);
       const int64_t s = int64_t{shape.out} * shape.out;
       factors += a + s;
       widest = std::max(widest, a + s);
-      exported += shape.size() + a + s;  // mean, out and in factors
     }
-    // A, S and their eigenvectors per layer; an eigendecomposition, the
-    // damped roots and the exported layer's covariances transiently.
     e->Add("Kronecker factors and eigenvectors (2 x sum (in+1)^2 + out^2)",
            internal::VectorBytes(2, factors, sizeof(double)));
     e->Add("factorisation temporaries (largest layer)",
            internal::VectorBytes(6, widest, sizeof(double)));
-    internal::AddExported(
-        "exported posterior (layer means and Cholesky factors)",
-        MulBytes({exported, sizeof(double)}), e);
   }
 
   std::vector<internal::KfacFactors> factors_;
+};
+
+// NNG-BlkTri (§3.5): noisy K-FAC with Martens & Grosse's (2015, §4.3)
+// block-tridiagonal approximation of the Fisher. Besides noisy K-FAC's
+// per-layer A_l, S_l it keeps the adjacent layers' cross moments
+// A_{l,l+1} = E[a_l a_{l+1}^T] and S_{l,l+1} = E[g_l g_{l+1}^T] (the same
+// EMA, eq. 12), damps the diagonal blocks as eq. 13 does, and uses the
+// approximation F whose inverse is block-tridiagonal (a chain over the
+// layers): q = N(mu, (lambda/N) F_{g_in}^-1), sampled through
+// F^-1 = Xi^T Lambda Xi, and mean steps F_g^-1 v~ with g = g_in + g_ex
+// (kfac.h, BuildKfacChain; kronecker_chain.h). With zero cross moments it
+// is noisy K-FAC.
+class NngBlkTri final : public NoisyKfac {
+ public:
+  using NoisyKfac::NoisyKfac;
+  absl::string_view name() const override { return "nng_blktri"; }
+
+  std::unique_ptr<Posterior> ExportPosterior() const override {
+    auto p =
+        KroneckerChainPosterior::Create(network_->spec(), mu_, sample_chain_);
+    BNN_CHECK_OK(p.status());
+    return std::move(p).value();
+  }
+
+ private:
+  absl::Status InitializeFisher() override {
+    cross_ = internal::InitialKfacCrossFactors(network_->layers());
+    BNN_RETURN_IF_ERROR(NoisyKfac::InitializeFisher());
+    return RefreshChains();
+  }
+  absl::Status RefreshFactors() override {
+    BNN_RETURN_IF_ERROR(NoisyKfac::RefreshFactors());
+    return RefreshChains();
+  }
+  // The sampling chain (damping g_in, covariance scale lambda/N) and the
+  // mean step's (damping g_in + g_ex, scale 1).
+  absl::Status RefreshChains() {
+    BNN_ASSIGN_OR_RETURN(
+        sample_chain_,
+        internal::BuildKfacChain(factors_, cross_, gamma_in_[0], scale_));
+    BNN_ASSIGN_OR_RETURN(
+        update_chain_,
+        internal::BuildKfacChain(
+            factors_, cross_, gamma_in_[0] + options_.extrinsic_damping, 1.0));
+    return absl::OkStatus();
+  }
+  // Noisy K-FAC's state, the cross moments, and both chains as of the last
+  // refresh (built from the factors of that step, not the current ones).
+  void SaveFamily(internal::StateWriter* w) const override {
+    NoisyKfac::SaveFamily(w);
+    for (size_t l = 0; l < cross_.size(); ++l) {
+      const std::string p = absl::StrCat("link", l, ".");
+      w->Array(p + "a", cross_[l].a);
+      w->Array(p + "s", cross_[l].s);
+    }
+    SaveChain("sample_chain.", sample_chain_, w);
+    SaveChain("update_chain.", update_chain_, w);
+  }
+  absl::Status LoadFamily(const internal::StateReader& r) override {
+    BNN_RETURN_IF_ERROR(NoisyKfac::LoadFamily(r));
+    for (size_t l = 0; l < cross_.size(); ++l) {
+      const std::string p = absl::StrCat("link", l, ".");
+      BNN_RETURN_IF_ERROR(r.Array(p + "a", &cross_[l].a));
+      BNN_RETURN_IF_ERROR(r.Array(p + "s", &cross_[l].s));
+    }
+    BNN_RETURN_IF_ERROR(LoadChain("sample_chain.", r, &sample_chain_));
+    return LoadChain("update_chain.", r, &update_chain_);
+  }
+  static void SaveChain(const std::string& prefix, const KroneckerChain& c,
+                        internal::StateWriter* w) {
+    for (size_t l = 0; l < c.layers.size(); ++l) {
+      const std::string p = absl::StrCat(prefix, "layer", l, ".");
+      w->Array(p + "out_root", c.layers[l].out_root);
+      w->Array(p + "in_root", c.layers[l].in_root);
+      w->Array(p + "out_coupling", c.layers[l].out_coupling);
+      w->Array(p + "in_coupling", c.layers[l].in_coupling);
+    }
+    for (size_t l = 0; l < c.links.size(); ++l) {
+      const std::string p = absl::StrCat(prefix, "link", l, ".");
+      w->Array(p + "psi_out", c.links[l].psi_out);
+      w->Array(p + "psi_in", c.links[l].psi_in);
+    }
+  }
+  // Into `c`, which Initialize() gave the model's shapes; checked as a
+  // posterior's chain is.
+  absl::Status LoadChain(const std::string& prefix,
+                         const internal::StateReader& r,
+                         KroneckerChain* c) const {
+    for (size_t l = 0; l < c->layers.size(); ++l) {
+      const std::string p = absl::StrCat(prefix, "layer", l, ".");
+      BNN_RETURN_IF_ERROR(r.Array(p + "out_root", &c->layers[l].out_root));
+      BNN_RETURN_IF_ERROR(r.Array(p + "in_root", &c->layers[l].in_root));
+      BNN_RETURN_IF_ERROR(
+          r.Array(p + "out_coupling", &c->layers[l].out_coupling));
+      BNN_RETURN_IF_ERROR(
+          r.Array(p + "in_coupling", &c->layers[l].in_coupling));
+    }
+    for (size_t l = 0; l < c->links.size(); ++l) {
+      const std::string p = absl::StrCat(prefix, "link", l, ".");
+      BNN_RETURN_IF_ERROR(r.Array(p + "psi_out", &c->links[l].psi_out));
+      BNN_RETURN_IF_ERROR(r.Array(p + "psi_in", &c->links[l].psi_in));
+    }
+    if (absl::Status s = c->Check(network_->layers()); !s.ok()) {
+      return r.Error(s.message());
+    }
+    return absl::OkStatus();
+  }
+  int64_t FamilyStateBytes(const ModelSpec& spec) const override {
+    return AddBytes(NoisyKfac::FamilyStateBytes(spec),
+                    MulBytes({ExtraValues(spec), sizeof(double)}));
+  }
+  // One chain: per layer two roots and two couplings, per link two Psi
+  // factors.
+  static int64_t ChainValues(const ModelSpec& spec) {
+    const std::vector<LayerShape> shapes = spec.Layers();
+    int64_t values = 0;
+    for (size_t l = 0; l < shapes.size(); ++l) {
+      const int64_t a = shapes[l].in + 1, s = shapes[l].out;
+      values += a * a + s * s + a + s;
+      if (l + 1 < shapes.size()) {
+        values += a * (shapes[l + 1].in + 1) + s * shapes[l + 1].out;
+      }
+    }
+    return values;
+  }
+  // The cross moments (shaped as one chain's Psi factors) and two chains.
+  static int64_t ExtraValues(const ModelSpec& spec) {
+    const std::vector<LayerShape> shapes = spec.Layers();
+    int64_t cross = 0;
+    for (size_t l = 0; l + 1 < shapes.size(); ++l) {
+      cross += int64_t{shapes[l].in + 1} * (shapes[l + 1].in + 1) +
+               int64_t{shapes[l].out} * shapes[l + 1].out;
+    }
+    return cross + 2 * ChainValues(spec);
+  }
+  void SampleWeights(int s, Rng& rng, Eigen::MatrixXd* out) override {
+    // The normals noisy K-FAC would draw, mapped through Xi^T R.
+    const std::vector<LayerShape>& layers = network_->layers();
+    internal::FillKfacNormals(layers, s, rng, out);
+    for (int c = 0; c < s; ++c) {
+      sample_chain_.Transform(layers, out->col(c).data(), out->col(c).data());
+      out->col(c) += mu_;
+    }
+  }
+  void UpdateFisher(const PerExampleGrads<double>& g) override {
+    NoisyKfac::UpdateFisher(g);
+    internal::UpdateKfacCrossStatistics(g, options_.beta, &cross_);
+  }
+  void Precondition(const Eigen::VectorXd& v, Eigen::VectorXd* out) override {
+    update_chain_.ApplyCovariance(network_->layers(), v, out);
+  }
+  void AddFamilyMemory(const ModelSpec& spec, int64_t,
+                       MemoryEstimate* e) const override {
+    AddFactorMemory(spec, e);
+    e->Add("cross-layer moments and the two chains",
+           MulBytes({ExtraValues(spec), sizeof(double)}));
+    internal::AddExported(
+        "exported posterior (mean and chain: roots, couplings, Psi factors)",
+        MulBytes({spec.NumParameters() + ChainValues(spec), sizeof(double)}),
+        e);
+  }
+
+  std::vector<internal::KfacCrossFactors> cross_;
+  KroneckerChain sample_chain_, update_chain_;
 };
 
 // NNG-full (eqs. 9-10): a dense Fisher EMA, Sigma = (lambda/N)(F + g_in)^-1.
@@ -633,6 +806,13 @@ void RegisterNng(MethodRegistry& registry) {
       "natural gradient (Zhang et al. 2018, Alg. 2)",
       NngOptionsSchema(), [](const NngOptions& options) {
         return std::make_unique<NoisyKfac>(options);
+      }));
+  BNN_CHECK_OK(registry.Add(
+      "nng_blktri",
+      "NNG-BlkTri: noisy K-FAC with the block-tridiagonal Fisher of Martens "
+      "& Grosse 2015, a chain over the layers (Zhang et al. 2018, §3.5)",
+      NngOptionsSchema(), [](const NngOptions& options) {
+        return std::make_unique<NngBlkTri>(options);
       }));
   BNN_CHECK_OK(registry.Add(
       "nng_full",
