@@ -416,9 +416,10 @@ TEST_F(LifecycleTest, WatchdogReportsWedgedComputeWorkers) {
   // builds shared it) without reaching an interrupt check: the worker is
   // busy well past the threshold, and the check after the chunk ends the
   // call. (Fewer samples would draw less but also shrink the chunk, which
-  // is at most 1024 rows.)
+  // is at most 1024 rows.) float64 arithmetic, which the chunk's duration
+  // above assumes (the float32 default halves it).
   Start({"--threads=1", "--compute-workers=1", "--max-request-seconds=3",
-         "--metrics-listen=127.0.0.1:0"});
+         "--predict-precision=float64", "--metrics-listen=127.0.0.1:0"});
   const std::string metrics_url = server_->metrics_url();
   EXPECT_EQ(Probe(metrics_url, "/readyz").first, 200);
   TimedPredict(stub_.get(), PredictRows(*deep_snapshot_id_, 1, 1));
