@@ -14,7 +14,7 @@
 #              train, publish, predict, /metrics); the HEALTHCHECK runs
 #              healthy; the process runs as uid 10001.
 #   5. restart the container restarts and the volume kept the data.
-#   6. compose podman-compose brings up bnn-server and Prometheus of
+#   6. compose podman-compose brings up bnn-server, PostgreSQL and Prometheus of
 #              deploy/compose/compose.yaml (locally built images) and a PromQL
 #              query on the scraped server answers. Grafana (not packaged by
 #              Debian, no registry here) is left out; its dashboard is checked
@@ -98,7 +98,7 @@ cleanup() {
       (cd deploy/compose && CONTAINERS_CONF="${work}/containers.conf" \
         podman-compose -p "${COMPOSE_PROJECT}" down -v >/dev/null 2>&1) || true
       "${PODMAN}" network rm -f "${COMPOSE_PROJECT}_bnn" >/dev/null 2>&1 || true
-      rm -f deploy/compose/tokens
+      rm -f deploy/compose/tokens deploy/compose/postgres.env
     fi
   fi
   echo "work directory (logs, summary): ${work}"
@@ -277,12 +277,13 @@ step_restart() {
 }
 
 step_compose() {
-  step "podman-compose: bnn-server and Prometheus of deploy/compose"
+  step "podman-compose: bnn-server, PostgreSQL and Prometheus of deploy/compose"
   command -v podman-compose >/dev/null || fail "podman-compose is not installed"
   "${BNNCTL}" --json token create --scopes admin --name compose \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["line"])' \
     >deploy/compose/tokens
   chmod 0644 deploy/compose/tokens
+  echo "PGPASSWORD=$(openssl rand -hex 16)" >deploy/compose/postgres.env
   touch "${work}/compose-up"
   local start
   start=$(date +%s)
@@ -291,7 +292,7 @@ step_compose() {
   (cd deploy/compose && CONTAINERS_CONF="${work}/containers.conf" \
     podman-compose -p "${COMPOSE_PROJECT}" \
       --podman-build-args "${PODMAN_FLAGS[*]} --format ${BUILD_FORMAT}" \
-      up -d bnn-server prometheus) >"${work}/compose.log" 2>&1 \
+      up -d postgres bnn-server prometheus) >"${work}/compose.log" 2>&1 \
     || { tail -n 40 "${work}/compose.log" >&2; fail "podman-compose up"; }
   # Prometheus reaches the server by its service name (compose DNS).
   "${PODMAN}" exec "${COMPOSE_PROJECT}_prometheus_1" \
@@ -316,7 +317,7 @@ firing = [r["name"] for r in rules if r["state"] == "firing"]
 print(len(rules), "alert rules loaded, firing:", firing or "none")
 sys.exit(1 if len(rules) < 5 or firing else 0)' "${rules}" >"${work}/rules.txt" \
     || fail "alert rules: $(cat "${work}/rules.txt")"
-  record "compose: podman-compose up (bnn-server, Prometheus from Debian's package) in $(seconds_since "${start}") s; PromQL 'bnn_build_info * on(instance) group_left up{job=\"bnn-server\"}' answered: ${answer}; $(cat "${work}/rules.txt")"
+  record "compose: podman-compose up (bnn-server on PostgreSQL, PostgreSQL and Prometheus from Debian's packages) in $(seconds_since "${start}") s; PromQL 'bnn_build_info * on(instance) group_left up{job=\"bnn-server\"}' answered: ${answer}; $(cat "${work}/rules.txt")"
 }
 
 steps=("$@")
