@@ -197,12 +197,13 @@ bool JobRunner::AwaitStopped(absl::Time deadline) {
 
 void JobRunner::Shutdown() {
   BeginShutdown();
-  // Kubernetes mode: the Jobs run on; only the monitor stops. Not under
-  // mu_: its callbacks may be running.
-  monitor_.reset();
   AwaitStopped(absl::InfiniteFuture());
   // Joins the workers, which see stopping_ and return.
   workers_.reset();
+  // Kubernetes mode: the Jobs run on; only the monitor stops (after the
+  // launch retries, which poke it). Not under mu_: its callbacks may be
+  // running.
+  monitor_.reset();
 }
 
 void JobRunner::Work() {
@@ -364,6 +365,7 @@ void JobRunner::LaunchJob(const std::string& job_id) {
   const absl::StatusOr<kubernetes::LaunchedJob> launched =
       launcher_->Launch(job_id);
   if (launched.ok()) {
+    metrics_->kubernetes_job_launches("launched").Increment();
     Log(spdlog::level::info, "kubernetes job launched",
         {{"job_id", job_id}, {"kubernetes_job", launched->name}});
     if (monitor_ != nullptr) monitor_->PollNow();
@@ -371,6 +373,7 @@ void JobRunner::LaunchJob(const std::string& job_id) {
   }
   const absl::Status& status = launched.status();
   if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) {
+    metrics_->kubernetes_job_launches("retry").Increment();
     Log(spdlog::level::warn,
         "cannot launch the kubernetes job yet; the job stays queued and the "
         "launch is retried",
@@ -379,6 +382,7 @@ void JobRunner::LaunchJob(const std::string& job_id) {
     launch_retries_.insert(job_id);
     return;
   }
+  metrics_->kubernetes_job_launches("failed").Increment();
   EndJob(job_id,
          absl::StrCat("cannot launch the Kubernetes Job: ", status.message()));
 }
@@ -444,6 +448,9 @@ void JobRunner::DeleteJob(const std::string& job_id) {
 void JobRunner::KubernetesJobChanged(
     const std::string& job_id,
     const std::optional<kubernetes::LaunchedJob>& job) {
+  // bnn-train moves jobs in the store itself; a Job's change is a good
+  // moment to count again.
+  PublishJobCounts();
   if (!job.has_value()) {
     Log(spdlog::level::info, "kubernetes job gone", {{"job_id", job_id}});
     EndJob(job_id, "the Kubernetes Job was deleted");

@@ -27,6 +27,7 @@
 #include "tests/server/server_binary.h"
 #include "tests/server/server_test_util.h"
 #include "tests/test_util/fake_k8s_api.h"
+#include "tests/test_util/http_client.h"
 #include "tests/test_util/postgres_server.h"
 
 namespace bnn::server {
@@ -95,9 +96,9 @@ class KubernetesRunnerTest : public ::testing::Test {
       ASSERT_EQ(server_->Stop(SIGTERM).value_or(-1), 0);
       server_.reset();
     }
-    std::vector<std::string> flags = {"--threads=1", "--job-poll-seconds=0.1",
-                                      "--metadata=" + uri_,
-                                      "--blob-dir=" + BlobDir()};
+    std::vector<std::string> flags = {
+        "--threads=1", "--job-poll-seconds=0.1", "--metrics-listen=127.0.0.1:0",
+        "--metadata=" + uri_, "--blob-dir=" + BlobDir()};
     if (kubernetes) {
       for (const std::string& flag : std::vector<std::string>{
                "--job-runner=kubernetes",
@@ -176,6 +177,21 @@ class KubernetesRunnerTest : public ::testing::Test {
       if (job["metadata"]["namespace"] == namespace_) found.push_back(job);
     }
     return found;
+  }
+  // The value of bnn_kubernetes_job_launches_total{result="RESULT"} on
+  // /metrics (0 when absent).
+  double Launches(const std::string& result) {
+    const std::string& url = server_->metrics_url();
+    const std::string host_port = url.substr(7, url.find("/metrics") - 7);
+    absl::StatusOr<bnn::testing::HttpResponse> response =
+        bnn::testing::HttpGet(host_port, "/metrics");
+    EXPECT_TRUE(response.ok()) << response.status();
+    if (!response.ok()) return -1;
+    const std::string line = absl::StrCat(
+        "bnn_kubernetes_job_launches_total{result=\"", result, "\"} ");
+    const size_t at = response->body.find(line);
+    if (at == std::string::npos) return 0;
+    return std::stod(response->body.substr(at + line.size()));
   }
   static std::string JobName(const std::string& job_id) {
     return "bnn-train-" + job_id;
@@ -348,6 +364,43 @@ TEST_F(KubernetesRunnerTest, ARestartLaunchesAQueuedJobWithoutAJob) {
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0]["metadata"]["uid"], uid);
   EXPECT_EQ(Get(job).state(), v1::JOB_STATE_QUEUED);
+}
+
+TEST_F(KubernetesRunnerTest,
+       ARefusedLaunchFailsTheJobAnUnavailableOneIsRetried) {
+  Start();
+  const std::string dataset = Upload();
+  ASSERT_TRUE(
+      fake_
+          ->Inject(R"({"code": 403, "reason": "Forbidden", )"
+                   R"("message": "jobs.batch is forbidden", "count": 1, )"
+                   R"("method": "POST"})")
+          .ok());
+  const std::string refused = StartTraining(dataset, 20);
+  const v1::Job failed = Get(refused);
+  EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(failed.error(), HasSubstr("cannot launch the Kubernetes Job: "));
+  EXPECT_THAT(failed.error(), HasSubstr("jobs.batch is forbidden"));
+
+  ASSERT_TRUE(
+      fake_
+          ->Inject(R"({"code": 503, "reason": "ServiceUnavailable", )"
+                   R"("message": "try later", "count": 1, "method": "POST"})")
+          .ok());
+  const std::string retried = StartTraining(dataset, 20);
+  EXPECT_EQ(Get(retried).state(), v1::JOB_STATE_QUEUED);
+  // Retried every --job-poll-seconds.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (Jobs().empty() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  const std::vector<Json> jobs = Jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["metadata"]["name"], JobName(retried));
+  EXPECT_EQ(Get(retried).state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(Launches("failed"), 1);
+  EXPECT_EQ(Launches("retry"), 1);
+  EXPECT_EQ(Launches("launched"), 1);
 }
 
 const ::testing::Environment* const kPostgres =
