@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 #
-# bnn-serve image: bnn-server and bnnctl on Debian 12, running as an
-# unprivileged user. Build and run:
+# bnn-serve image: bnn-server, bnn-train and bnnctl on Debian 12, running as
+# an unprivileged user. The same image serves (bnn-server, the entrypoint)
+# and trains one job in a Kubernetes Job's pod (--job-runner=kubernetes: the
+# launcher runs the command bnn-train). Build and run:
 #
 #   docker build -t bnn-serve .
 #   docker run --rm --entrypoint bnnctl bnn-serve token create --scopes admin
@@ -36,8 +38,10 @@ COPY . .
 # (GoogleTest, Google Benchmark) are not installed in this stage.
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DBNN_NATIVE=OFF -DBNN_BUILD_TESTS=OFF -DBNN_BUILD_BENCH=OFF \
- && cmake --build /build --parallel "$(nproc)" --target bnn-server bnnctl \
+ && cmake --build /build --parallel "$(nproc)" \
+      --target bnn-server bnn-train bnnctl \
  && install -D -m 0755 -s /build/server/bnn-server /out/bnn-server \
+ && install -D -m 0755 -s /build/server/bnn-train /out/bnn-train \
  && install -D -m 0755 -s /build/client/bnnctl /out/bnnctl
 
 # ---- runtime ---------------------------------------------------------------
@@ -49,7 +53,7 @@ FROM debian:bookworm
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="bnn-serve" \
-      org.opencontainers.image.description="gRPC service that trains Bayesian neural networks and serves their predictive uncertainty (bnn-server, bnnctl)" \
+      org.opencontainers.image.description="gRPC service that trains Bayesian neural networks and serves their predictive uncertainty (bnn-server, bnn-train, bnnctl)" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.base.name="debian:bookworm" \
@@ -63,7 +67,7 @@ RUN /tmp/install-deps.sh --runtime \
       --no-create-home --shell /usr/sbin/nologin bnn \
  && install -d -o bnn -g bnn -m 0750 /var/lib/bnn
 
-COPY --from=build /out/bnn-server /out/bnnctl /usr/local/bin/
+COPY --from=build /out/bnn-server /out/bnn-train /out/bnnctl /usr/local/bin/
 
 USER bnn:bnn
 WORKDIR /var/lib/bnn

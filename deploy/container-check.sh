@@ -24,7 +24,7 @@
 #
 # A quicker check, not in the default steps: `prebuilt` instead of `build`
 # makes IMAGE from the Dockerfile's runtime stage as written, with the
-# host's bnn-server and bnnctl (HOST_BUILD, default build-test/) copied in
+# host's bnn-server, bnn-train and bnnctl (HOST_BUILD, default build-test/) copied in
 # place of the build stage's; it checks everything but the compile stage
 # in a few minutes (the host must be Debian 12, like the image):
 #   deploy/container-check.sh base prebuilt image run restart compose
@@ -138,7 +138,7 @@ step_base() {
 }
 
 step_build() {
-  step "Building ${IMAGE} (compiles bnn-server and bnnctl)"
+  step "Building ${IMAGE} (compiles bnn-server, bnn-train and bnnctl)"
   local start revision
   start=$(date +%s)
   revision="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
@@ -155,14 +155,16 @@ step_prebuilt() {
   mkdir -p "${context}/deploy" "${context}/out"
   cp deploy/install-deps.sh "${context}/deploy/"
   strip -o "${context}/out/bnn-server" "${HOST_BUILD}/server/bnn-server"
+  strip -o "${context}/out/bnn-train" "${HOST_BUILD}/server/bnn-train"
   strip -o "${context}/out/bnnctl" "${HOST_BUILD}/client/bnnctl"
-  chmod 0755 "${context}/out/bnn-server" "${context}/out/bnnctl"
+  chmod 0755 "${context}/out/bnn-server" "${context}/out/bnn-train" \
+    "${context}/out/bnnctl"
   # The runtime stage, its COPY --from=build taking the files from the context.
   sed -n '/^# ---- runtime/,$p' Dockerfile \
-    | sed 's|^COPY --from=build /out/|COPY out/|; s| /out/bnnctl| out/bnnctl|' \
+    | sed 's|^COPY --from=build /out/|COPY out/|; s| /out/bnn-train| out/bnn-train|; s| /out/bnnctl| out/bnnctl|' \
     >"${context}/Dockerfile"
-  grep -q '^COPY out/bnn-server out/bnnctl /usr/local/bin/' "${context}/Dockerfile" \
-    || fail "the Dockerfile's runtime stage no longer copies /out/bnn-server /out/bnnctl"
+  grep -q '^COPY out/bnn-server out/bnn-train out/bnnctl /usr/local/bin/' "${context}/Dockerfile" \
+    || fail "the Dockerfile's runtime stage no longer copies /out/bnn-server /out/bnn-train /out/bnnctl"
   "${PODMAN}" build "${PODMAN_FLAGS[@]}" --format "${BUILD_FORMAT}" \
     --build-arg "REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
     -t "${IMAGE}" "${context}" >"${work}/prebuilt.log" 2>&1 \
@@ -188,7 +190,11 @@ step_image() {
       -c 'command -v cc || command -v gcc || command -v c++ || command -v cmake'; then
     fail "the runtime image has a compiler or cmake"
   fi
-  record "image: user bnn:bnn, OCI labels $(grep -o 'org.opencontainers.image.[a-z.]*' <<<"${labels}" | sed 's/org.opencontainers.image.//' | tr '\n' ' '), HEALTHCHECK ${health}, volume /var/lib/bnn, no compiler"
+  # One image for serving and for the Kubernetes Jobs' pods.
+  "${PODMAN}" run --rm "${PODMAN_FLAGS[@]}" --entrypoint bnn-train "${IMAGE}" \
+    --version >"${work}/bnn-train-version" 2>&1 \
+    || fail "bnn-train does not run in the image: $(cat "${work}/bnn-train-version")"
+  record "image: user bnn:bnn, OCI labels $(grep -o 'org.opencontainers.image.[a-z.]*' <<<"${labels}" | sed 's/org.opencontainers.image.//' | tr '\n' ' '), HEALTHCHECK ${health}, volume /var/lib/bnn, no compiler, $(head -n 1 "${work}/bnn-train-version")"
 }
 
 step_run() {

@@ -64,6 +64,18 @@ ABSL_FLAG(int, max_concurrent_jobs, kDefaults.max_concurrent_jobs,
 ABSL_FLAG(int, max_queued_jobs, kDefaults.max_queued_jobs,
           "Training jobs waiting to run at most; StartTraining beyond it is "
           "refused with RESOURCE_EXHAUSTED.");
+ABSL_FLAG(std::string, job_runner, kDefaults.job_runner,
+          "in-process: train jobs on this server's workers; kubernetes: run "
+          "each job as a Kubernetes batch/v1 Job running bnn-train "
+          "--job-id=ID (requires a PostgreSQL --metadata and --blob-dir).");
+ABSL_FLAG(std::string, kubernetes_config, kDefaults.kubernetes_config,
+          "JSON file of the Kubernetes launcher's options (API server, "
+          "namespace, image, resources, node selector; docs/deploy.md). Only "
+          "with --job-runner=kubernetes.");
+ABSL_FLAG(std::string, kubernetes_option, "",
+          "key=value overriding one Kubernetes launcher option (a key of "
+          "--kubernetes-config); repeatable, applied in order. Only with "
+          "--job-runner=kubernetes.");
 ABSL_FLAG(std::string, role, kDefaults.role,
           "all: serve the API and train jobs; serve: serve the API and train "
           "none (StartTraining queues the job in the metadata store for the "
@@ -172,8 +184,34 @@ ABSL_FLAG(std::string, log_level, kDefaults.log_level,
 namespace bnn::server {
 namespace {
 
+// Takes every --kubernetes_option out of `args` (absl keeps only a flag's
+// last value), in order: "--kubernetes_option=V" or "--kubernetes_option V".
+std::vector<std::string> TakeKubernetesOptions(std::vector<std::string>& args) {
+  constexpr absl::string_view kFlag = "--kubernetes_option";
+  std::vector<std::string> values;
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      rest.insert(rest.end(), args.begin() + i, args.end());
+      break;
+    }
+    if (absl::StartsWith(arg, absl::StrCat(kFlag, "="))) {
+      values.push_back(arg.substr(kFlag.size() + 1));
+    } else if (arg == kFlag && i + 1 < args.size()) {
+      values.push_back(args[++i]);
+    } else {
+      rest.push_back(arg);
+    }
+  }
+  args = std::move(rest);
+  return values;
+}
+
 Server::Options OptionsFromFlags() {
   Server::Options options;
+  options.job_runner = absl::GetFlag(FLAGS_job_runner);
+  options.kubernetes_config = absl::GetFlag(FLAGS_kubernetes_config);
   options.listen = absl::GetFlag(FLAGS_listen);
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.metadata = absl::GetFlag(FLAGS_metadata);
@@ -285,6 +323,8 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   std::vector<std::string> args = bnn::server::NormalizeFlagNames(argc, argv);
+  const std::vector<std::string> kubernetes_options =
+      bnn::server::TakeKubernetesOptions(args);
   std::vector<char*> arg_pointers;
   for (std::string& arg : args) arg_pointers.push_back(arg.data());
   absl::SetProgramUsageMessage(
@@ -312,7 +352,8 @@ int main(int argc, char** argv) {
 
   // Errors in the log flags themselves go to a plain stderr logger.
   spdlog::set_default_logger(spdlog::stderr_color_mt("bnn-server"));
-  const bnn::server::Server::Options options = bnn::server::OptionsFromFlags();
+  bnn::server::Server::Options options = bnn::server::OptionsFromFlags();
+  options.kubernetes_options = kubernetes_options;
   absl::Status status = bnn::server::Server::SetUpProcessLogging(options);
   if (status.ok()) status = bnn::server::Serve(options, signals);
   if (!status.ok()) {

@@ -192,6 +192,24 @@ absl::Status Server::Options::Validate() const {
     BNN_RETURN_IF_ERROR(
         CheckPositive("checkpoint-seconds", checkpoint_seconds));
   }
+  BNN_RETURN_IF_ERROR(
+      CheckOneOf("--job-runner", job_runner, {"in-process", "kubernetes"}));
+  if (job_runner == "kubernetes") {
+    if (metadata.empty()) {
+      return absl::InvalidArgumentError(
+          "--job-runner=kubernetes requires a shared store: a PostgreSQL "
+          "--metadata=postgres://... and a --blob-dir the training pods mount "
+          "too (bnn-train in a pod cannot reach the SQLite file in this "
+          "server's --data-dir)");
+    }
+    BNN_RETURN_IF_ERROR(KubernetesLauncherOptions().status());
+  } else if (!kubernetes_config.empty() || !kubernetes_options.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        !kubernetes_config.empty() ? "--kubernetes-config"
+                                   : "--kubernetes-option",
+        " applies only with --job-runner=kubernetes, not --job-runner=",
+        job_runner));
+  }
   if (role != "all" && role != "serve" && role != "train") {
     return absl::InvalidArgumentError(
         absl::StrCat("--role = '", role, "' must be one of all, serve, train"));
@@ -284,6 +302,33 @@ ModelStore::Options Server::Options::ModelStoreOptions() const {
   models.max_versions = max_model_versions;
   models.max_aliases = max_model_aliases;
   return models;
+}
+
+absl::StatusOr<kubernetes::LauncherOptions>
+Server::Options::KubernetesLauncherOptions() const {
+  kubernetes::LauncherOptions launcher;
+  if (!kubernetes_config.empty()) {
+    absl::StatusOr<kubernetes::LauncherOptions> loaded =
+        kubernetes::LoadLauncherOptionsFile(kubernetes_config);
+    if (!loaded.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--kubernetes-config: ", loaded.status().message()));
+    }
+    launcher = *std::move(loaded);
+  }
+  for (const std::string& option : kubernetes_options) {
+    if (const absl::Status status =
+            kubernetes::ApplyLauncherOption(option, &launcher);
+        !status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--kubernetes-option '", option, "': ", status.message()));
+    }
+  }
+  if (const absl::Status status = launcher.Validate(); !status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--kubernetes-config/--kubernetes-option: ", status.message()));
+  }
+  return launcher;
 }
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
@@ -388,6 +433,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   // model's next version (and `latest`) in the transaction that makes the
   // job SUCCEEDED; a failure to publish fails the job, naming why.
   runner_options.on_succeeded = PublishOnSuccess(server->models_.get());
+  if (o.job_runner == "kubernetes") {
+    BNN_ASSIGN_OR_RETURN(runner_options.kubernetes,
+                         o.KubernetesLauncherOptions());
+  }
   BNN_ASSIGN_OR_RETURN(
       server->runner_,
       JobRunner::Create(runner_options, server->jobs_.get(),

@@ -27,6 +27,7 @@
 #include "server/common/call_counter.h"
 #include "server/common/http_server.h"
 #include "server/jobs/job_runner.h"
+#include "server/jobs/kubernetes/launcher_options.h"
 #include "server/metrics/http_endpoint.h"
 #include "server/metrics/server_metrics.h"
 #include "server/store/data_dir_lock.h"
@@ -90,6 +91,20 @@ class Server {
     // store for the train or all replicas, or a bnn-train process);
     // "train" trains jobs and still serves the API.
     std::string role = "all";
+    // --job-runner: "in-process" (the default) trains jobs on this
+    // server's workers (--role, --max-concurrent-jobs); "kubernetes" runs
+    // each job as a Kubernetes batch/v1 Job running `bnn-train --job-id=ID`
+    // against the shared store (JobRunner::Options::kubernetes), so it
+    // requires a PostgreSQL --metadata and a --blob-dir the pods mount too.
+    std::string job_runner = "in-process";
+    // --kubernetes-config: JSON file of the Kubernetes launcher's options
+    // (kubernetes::LoadLauncherOptionsFile; docs/deploy.md); empty: the
+    // defaults. Only with --job-runner=kubernetes.
+    std::string kubernetes_config;
+    // --kubernetes-option (repeatable): "key=value" overrides applied over
+    // --kubernetes-config in order (kubernetes::ApplyLauncherOption). Only
+    // with --job-runner=kubernetes.
+    std::vector<std::string> kubernetes_options;
     // --job-poll-seconds: how often an idle training worker looks in the
     // metadata store for jobs submitted to other servers or whose server
     // stopped heartbeating (a StartTraining here wakes one at once). > 0.
@@ -204,6 +219,11 @@ class Server {
 
     // InvalidArgument naming the flag, its value and the violated bound.
     absl::Status Validate() const;
+    // The Kubernetes launcher's options of --kubernetes-config and
+    // --kubernetes-option (validated, not yet resolved in-cluster);
+    // InvalidArgument naming the flag.
+    absl::StatusOr<kubernetes::LauncherOptions> KubernetesLauncherOptions()
+        const;
     // The model store's part of the options.
     ModelStore::Options ModelStoreOptions() const;
   };

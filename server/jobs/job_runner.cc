@@ -81,6 +81,33 @@ absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Create(
   std::unique_ptr<JobRunner> runner(
       new JobRunner(options, jobs, datasets, snapshots, predictors, registry,
                     metrics, memory_budget));
+  if (options.kubernetes.has_value()) {
+    BNN_ASSIGN_OR_RETURN(runner->launcher_,
+                         kubernetes::JobLauncher::Create(*options.kubernetes));
+    const kubernetes::LauncherOptions& k8s = runner->launcher_->options();
+    Log(spdlog::level::info,
+        "job runner launches each job as a Kubernetes Job running bnn-train",
+        {{"api_server", k8s.api_server},
+         {"namespace", k8s.job_namespace},
+         {"image", k8s.image}});
+    runner->Reconcile();
+    JobRunner* r = runner.get();
+    runner->monitor_ = std::make_unique<kubernetes::JobMonitor>(
+        runner->launcher_.get(),
+        [r](const std::string& job_id,
+            const std::optional<kubernetes::LaunchedJob>& job) {
+          r->KubernetesJobChanged(job_id, job);
+        },
+        [](const absl::Status& status) {
+          Log(spdlog::level::warn,
+              "cannot list the Kubernetes Jobs; retried at the next poll",
+              {{"error", std::string(status.message())}});
+        });
+    absl::MutexLock lock(&runner->mu_);
+    runner->workers_ = std::make_unique<ThreadPool>(1);
+    runner->workers_->Schedule([r] { r->RetryLaunches(); });
+    return runner;
+  }
   Log(spdlog::level::info,
       options.run_jobs ? "job runner claims jobs from the store"
                        : "job runner queues jobs for other servers (role "
@@ -173,6 +200,10 @@ void JobRunner::Shutdown() {
   AwaitStopped(absl::InfiniteFuture());
   // Joins the workers, which see stopping_ and return.
   workers_.reset();
+  // Kubernetes mode: the Jobs run on; only the monitor stops (after the
+  // launch retries, which poke it). Not under mu_: its callbacks may be
+  // running.
+  monitor_.reset();
 }
 
 void JobRunner::Work() {
@@ -232,6 +263,14 @@ void JobRunner::RunClaimed(const store::JobRecord& job, JobControl& control) {
 }
 
 absl::StatusOr<store::JobRecord> JobRunner::Submit(store::JobRecord record) {
+  BNN_ASSIGN_OR_RETURN(record, Queue(std::move(record)));
+  if (launcher_ == nullptr) return record;
+  LaunchJob(record.job_id());
+  // A launch that failed for good failed the job.
+  return jobs_->Get(record.job_id());
+}
+
+absl::StatusOr<store::JobRecord> JobRunner::Queue(store::JobRecord record) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("the server is shutting down");
   const std::map<State, int64_t> counts = jobs_->CountByState();
@@ -276,6 +315,16 @@ absl::StatusOr<store::JobRecord> JobRunner::Cancel(absl::string_view job_id) {
                          }
                        }));
   if (job.state() == before) return job;  // nothing changed
+  if (launcher_ != nullptr && job.state() == store::JobRecord::CANCELLING) {
+    // Kubernetes mode: the job's pod runs it; bnn-train sees CANCELLING at
+    // its next heartbeat, and deleting the Job stops the pod.
+    execution_.PublishState(job);
+    Log(spdlog::level::info, "job cancelling: its Kubernetes Job is deleted",
+        {{"job_id", job.job_id()}, {"state", "cancelling"}});
+    DeleteJob(job.job_id());
+    PublishJobCounts();
+    return jobs_->Get(job_id);
+  }
   if (job.state() == store::JobRecord::CANCELLING) {
     absl::MutexLock lock(&mu_);
     if (auto it = controls_.find(job_id); it != controls_.end()) {
@@ -286,6 +335,7 @@ absl::StatusOr<store::JobRecord> JobRunner::Cancel(absl::string_view job_id) {
     // Never ran again in this process: its checkpoint is of no use.
     RemoveFile(jobs_->CheckpointPath(job_id)).IgnoreError();
   }
+  if (launcher_ != nullptr) DeleteJob(job.job_id());
   execution_.PublishState(job);
   Log(spdlog::level::info,
       job.state() == store::JobRecord::CANCELLED
@@ -309,6 +359,164 @@ void JobRunner::PublishJobCounts() {
     metrics_->training_jobs(StateName(state))
         .Set(it == counts.end() ? 0.0 : static_cast<double>(it->second));
   }
+}
+
+void JobRunner::LaunchJob(const std::string& job_id) {
+  const absl::StatusOr<kubernetes::LaunchedJob> launched =
+      launcher_->Launch(job_id);
+  if (launched.ok()) {
+    metrics_->kubernetes_job_launches("launched").Increment();
+    Log(spdlog::level::info, "kubernetes job launched",
+        {{"job_id", job_id}, {"kubernetes_job", launched->name}});
+    if (monitor_ != nullptr) monitor_->PollNow();
+    return;
+  }
+  const absl::Status& status = launched.status();
+  if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) {
+    metrics_->kubernetes_job_launches("retry").Increment();
+    Log(spdlog::level::warn,
+        "cannot launch the kubernetes job yet; the job stays queued and the "
+        "launch is retried",
+        {{"job_id", job_id}, {"error", std::string(status.message())}});
+    absl::MutexLock lock(&mu_);
+    launch_retries_.insert(job_id);
+    return;
+  }
+  metrics_->kubernetes_job_launches("failed").Increment();
+  EndJob(job_id,
+         absl::StrCat("cannot launch the Kubernetes Job: ", status.message()));
+}
+
+void JobRunner::Reconcile() {
+  const int64_t stale_before_ms =
+      absl::ToUnixMillis(absl::Now() - options_.takeover_after);
+  JobFilter filter;
+  filter.states = {store::JobRecord::QUEUED, store::JobRecord::INTERRUPTED,
+                   store::JobRecord::RUNNING, store::JobRecord::CANCELLING};
+  for (const store::JobRecord& job : jobs_->List(filter)) {
+    if (job.state() == store::JobRecord::CANCELLING) {
+      DeleteJob(job.job_id());
+    } else if (job.state() != store::JobRecord::RUNNING ||
+               job.heartbeat_unix_ms() < stale_before_ms) {
+      LaunchJob(job.job_id());
+    }
+  }
+}
+
+void JobRunner::RetryLaunches() {
+  while (true) {
+    std::set<std::string> retries;
+    {
+      absl::MutexLock lock(&mu_);
+      auto stopping = [this]()
+                          ABSL_NO_THREAD_SAFETY_ANALYSIS { return stopping_; };
+      mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.poll_interval);
+      if (stopping_) return;
+      retries.swap(launch_retries_);
+    }
+    for (const std::string& job_id : retries) {
+      const absl::StatusOr<store::JobRecord> job = jobs_->Get(job_id);
+      // Cancelled (or claimed by some process) meanwhile: nothing to launch.
+      if (job.ok() && job->state() == store::JobRecord::QUEUED) {
+        LaunchJob(job_id);
+      }
+    }
+  }
+}
+
+void JobRunner::DeleteJob(const std::string& job_id) {
+  const absl::StatusOr<bool> deleted = launcher_->Delete(job_id);
+  if (!deleted.ok()) {
+    // The job stays CANCELLING; the next start deletes the Job again.
+    Log(spdlog::level::warn, "cannot delete the kubernetes job",
+        {{"job_id", job_id},
+         {"error", std::string(deleted.status().message())}});
+    return;
+  }
+  Log(spdlog::level::info,
+      *deleted ? "kubernetes job deleted" : "no kubernetes job to delete",
+      {{"job_id", job_id}});
+  // Deleted at once (or there was none): the monitor may never have seen
+  // it, so a CANCELLING job ends here; otherwise when the monitor sees it
+  // vanish.
+  if (absl::IsNotFound(launcher_->Get(job_id).status())) {
+    EndJob(job_id, "the Kubernetes Job was deleted");
+  }
+  if (monitor_ != nullptr) monitor_->PollNow();
+}
+
+void JobRunner::KubernetesJobChanged(
+    const std::string& job_id,
+    const std::optional<kubernetes::LaunchedJob>& job) {
+  // bnn-train moves jobs in the store itself; a Job's change is a good
+  // moment to count again.
+  PublishJobCounts();
+  if (!job.has_value()) {
+    Log(spdlog::level::info, "kubernetes job gone", {{"job_id", job_id}});
+    EndJob(job_id, "the Kubernetes Job was deleted");
+    return;
+  }
+  switch (job->status.phase) {
+    case kubernetes::JobPhase::kSucceeded:
+      Log(spdlog::level::info, "kubernetes job succeeded",
+          {{"job_id", job_id}, {"kubernetes_job", job->name}});
+      EndJob(job_id, "the Kubernetes Job ended without a result");
+      return;
+    case kubernetes::JobPhase::kFailed:
+      Log(spdlog::level::info, "kubernetes job failed",
+          {{"job_id", job_id},
+           {"kubernetes_job", job->name},
+           {"reason", job->status.reason}});
+      EndJob(job_id,
+             absl::StrCat("the Kubernetes Job failed: ", job->status.reason));
+      return;
+    default:
+      // Pending or running: bnn-train records RUNNING when it claims.
+      return;
+  }
+}
+
+void JobRunner::EndJob(const std::string& job_id, const std::string& error) {
+  const int64_t now = NowUnixMs();
+  State before = store::JobRecord::STATE_UNSPECIFIED;
+  const absl::StatusOr<store::JobRecord> job =
+      jobs_->Update(job_id, [&](store::JobRecord* r) {
+        before = r->state();
+        switch (r->state()) {
+          case store::JobRecord::CANCELLING:
+            r->set_state(store::JobRecord::CANCELLED);
+            break;
+          case store::JobRecord::QUEUED:
+          case store::JobRecord::RUNNING:
+          case store::JobRecord::INTERRUPTED:
+            r->set_state(store::JobRecord::FAILED);
+            r->set_error(error);
+            break;
+          default:
+            // Final: bnn-train (or a cancel) recorded its end.
+            return false;
+        }
+        r->set_finished_unix_ms(now);
+        r->set_heartbeat_unix_ms(0);
+        // Fences a bnn-train still running (a pod in its termination grace
+        // period): its next heartbeat finds another claimant, and it stops
+        // without committing anything of the job.
+        r->clear_claimant();
+        return true;
+      });
+  if (!job.ok()) {
+    Log(spdlog::level::err, "cannot record the end of a kubernetes job",
+        {{"job_id", job_id}, {"error", std::string(job.status().message())}});
+    return;
+  }
+  if (job->state() == before) return;
+  RemoveFile(jobs_->CheckpointPath(job_id)).IgnoreError();
+  execution_.PublishState(*job);
+  Log(spdlog::level::info, "job ended by its kubernetes job",
+      {{"job_id", job_id},
+       {"state", StateName(job->state())},
+       {"error", job->error()}});
+  PublishJobCounts();
 }
 
 }  // namespace bnn::server

@@ -16,6 +16,16 @@
 // States: QUEUED -> RUNNING -> SUCCEEDED | FAILED | CANCELLED; RUNNING ->
 // CANCELLING -> CANCELLED (Cancel); RUNNING -> INTERRUPTED -> RUNNING
 // (shutdown or crash, then the next claimant).
+//
+// With Options::kubernetes (--job-runner=kubernetes) the runner trains
+// nothing itself: each job is one batch/v1 Job running `bnn-train
+// --job-id=ID` against the shared store (kubernetes/job_launcher.h), which
+// claims, heartbeats, checkpoints and ends the job as a worker here would.
+// Submit stores the job QUEUED and launches its Job; at start the runner
+// launches again every QUEUED or INTERRUPTED job, every RUNNING one whose
+// heartbeat is stale (Launch is idempotent) and deletes the Jobs of
+// CANCELLING ones; a JobMonitor maps the Jobs' ends to the jobs' states,
+// only ever moving a job forward (see KubernetesJobChanged).
 #ifndef BNN_SERVER_JOBS_JOB_RUNNER_H_
 #define BNN_SERVER_JOBS_JOB_RUNNER_H_
 
@@ -42,6 +52,8 @@
 #include "server/common/thread_pool.h"
 #include "server/jobs/job_events.h"
 #include "server/jobs/job_execution.h"
+#include "server/jobs/kubernetes/job_launcher.h"
+#include "server/jobs/kubernetes/launcher_options.h"
 #include "server/metrics/server_metrics.h"
 #include "server/store/dataset_store.h"
 #include "server/store/job_store.h"
@@ -94,6 +106,12 @@ class JobRunner {
     std::function<absl::Status(MetadataTransaction&, const store::JobRecord&,
                                const std::string& snapshot_id)>
         on_succeeded;
+    // --job-runner=kubernetes (with --kubernetes-config and
+    // --kubernetes-option): run each job as a Kubernetes Job configured by
+    // these options (see the file comment); no worker starts, and
+    // max_concurrent_jobs, run_jobs, compute_threads and training_nice do
+    // not apply. Unset (--job-runner=in-process): the workers train.
+    std::optional<kubernetes::LauncherOptions> kubernetes;
   };
 
   // Every pointer is borrowed and must outlive the runner (JobExecution).
@@ -112,7 +130,8 @@ class JobRunner {
   // Stores `record` (a validated request) as a new QUEUED job, wakes a
   // worker and returns it with its id. ResourceExhausted naming
   // --max-queued-jobs when the queue is full, Unavailable while shutting
-  // down.
+  // down. In Kubernetes mode the job's Job is launched before it returns
+  // (LaunchJob).
   absl::StatusOr<store::JobRecord> Submit(store::JobRecord record);
 
   // NotFound for an unknown id.
@@ -130,7 +149,9 @@ class JobRunner {
   // A QUEUED (or INTERRUPTED, waiting to resume) job becomes CANCELLED at
   // once; a RUNNING one becomes CANCELLING, stops before its next step and
   // then becomes CANCELLED. Other jobs are returned as they are, so
-  // cancelling is idempotent.
+  // cancelling is idempotent. In Kubernetes mode the job's Job is deleted
+  // too (its pod stops); a CANCELLING job becomes CANCELLED once its Job is
+  // gone.
   absl::StatusOr<store::JobRecord> Cancel(absl::string_view job_id);
 
   // The jobs' events, for WatchJob.
@@ -165,6 +186,31 @@ class JobRunner {
   void RunClaimed(const store::JobRecord& job, JobControl& control);
   // Sets bnn_training_jobs{state} from the store.
   void PublishJobCounts();
+  // Submit's store part: checks the queue's limit and stores the job
+  // QUEUED.
+  absl::StatusOr<store::JobRecord> Queue(store::JobRecord record);
+
+  // Kubernetes mode. Launches the Job of `job_id`: on Unavailable or
+  // DeadlineExceeded the job stays QUEUED and the launch is retried every
+  // poll_interval (RetryLaunches); another error fails the job with it.
+  void LaunchJob(const std::string& job_id);
+  // At start: launches every QUEUED or INTERRUPTED job and every RUNNING one
+  // with a stale heartbeat, and deletes the Jobs of CANCELLING ones.
+  void Reconcile();
+  // The retry loop of LaunchJob (the one thread of workers_).
+  void RetryLaunches();
+  // Deletes the Job of a cancelled job; a CANCELLING job whose Job is gone
+  // becomes CANCELLED.
+  void DeleteJob(const std::string& job_id);
+  // JobMonitor's on_change: a Job succeeded with its job not SUCCEEDED, a
+  // failed Job or a vanished one end a job that is not final (FAILED, or
+  // CANCELLED if it was CANCELLING); a running or pending Job changes
+  // nothing (bnn-train records RUNNING when it claims the job).
+  void KubernetesJobChanged(const std::string& job_id,
+                            const std::optional<kubernetes::LaunchedJob>& job);
+  // Records a job that is not final as ended: CANCELLED if it is
+  // CANCELLING, else FAILED with `error`.
+  void EndJob(const std::string& job_id, const std::string& error);
 
   const Options options_;
   JobStore* const jobs_;
@@ -180,6 +226,12 @@ class JobRunner {
   // Of the jobs running here.
   std::map<std::string, std::shared_ptr<JobControl>, std::less<>> controls_
       ABSL_GUARDED_BY(mu_);
+  // Kubernetes mode: jobs whose launch failed with a transient error.
+  std::set<std::string> launch_retries_ ABSL_GUARDED_BY(mu_);
+  // Kubernetes mode; null otherwise. The monitor is stopped (reset) by
+  // Shutdown(), before the launcher it borrows.
+  std::unique_ptr<kubernetes::JobLauncher> launcher_;
+  std::unique_ptr<kubernetes::JobMonitor> monitor_;
   // Declared last: destroyed (drained and joined) before the state above.
   std::unique_ptr<ThreadPool> workers_;
 };

@@ -83,6 +83,13 @@ ServerMetrics::ServerMetrics()
                           .Name("bnn_training_steps_total")
                           .Help("Optimiser steps taken by method.")
                           .Register(registry_.families())),
+      kubernetes_job_launches_(
+          BuildCounter()
+              .Name("bnn_kubernetes_job_launches_total")
+              .Help("Kubernetes Jobs launched for training jobs "
+                    "(--job-runner=kubernetes), by result: launched, retry, "
+                    "failed.")
+              .Register(registry_.families())),
       training_job_duration_(
           BuildHistogram()
               .Name("bnn_training_job_duration_seconds")
@@ -280,6 +287,10 @@ Gauge& ServerMetrics::training_jobs(absl::string_view state) {
 
 Counter& ServerMetrics::training_steps(absl::string_view method) {
   return training_steps_.Add({{"method", MethodLabel(method)}});
+}
+
+Counter& ServerMetrics::kubernetes_job_launches(absl::string_view result) {
+  return kubernetes_job_launches_.Add({{"result", std::string(result)}});
 }
 
 void ServerMetrics::JobStarted(absl::string_view job_id,

@@ -78,6 +78,11 @@ class ServerMetrics {
   Gauge& training_jobs(absl::string_view state);
   // bnn_training_steps_total{method}.
   Counter& training_steps(absl::string_view method);
+  // bnn_kubernetes_job_launches_total{result}: launches of Kubernetes Jobs
+  // (--job-runner=kubernetes) by result, "launched" (created, or found
+  // already there), "retry" (the API server unavailable: the job stays
+  // queued and the launch is retried) or "failed" (the job failed).
+  Counter& kubernetes_job_launches(absl::string_view result);
   // A job started running: from now until JobFinished it counts in
   // bnn_training_loss and bnn_training_checkpoint_age_seconds of its method.
   void JobStarted(absl::string_view job_id, absl::string_view method);
@@ -154,6 +159,7 @@ class ServerMetrics {
   prometheus::Family<Histogram>& compute_queue_wait_;
   prometheus::Family<Gauge>& training_jobs_;
   prometheus::Family<Counter>& training_steps_;
+  prometheus::Family<Counter>& kubernetes_job_launches_;
   prometheus::Family<Histogram>& training_job_duration_;
   prometheus::Family<Gauge>& store_bytes_;
   Counter& predict_rows_;

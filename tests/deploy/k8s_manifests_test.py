@@ -36,6 +36,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import tempfile
 
 import kubernetes.client as k8s
 import yaml
@@ -242,6 +243,27 @@ def check_server_flags(objects, server):
                         check("-" not in line.strip()[2:].split("=")[0],
                               f"ConfigMap {key}: {line!r} uses underscores")
     check(used, "the manifests pass bnn-server flags")
+    # A launcher config (--kubernetes-config) is one bnn-server accepts: it
+    # gets past the flag checks (and fails later, at the unreachable store).
+    for obj in objects:
+        if obj["kind"] != "ConfigMap":
+            continue
+        for key, text in obj.get("data", {}).items():
+            if not key.startswith("kubernetes-launcher"):
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                config = pathlib.Path(tmp) / key
+                config.write_text(text)
+                result = subprocess.run(
+                    [server, f"--data-dir={tmp}/data", f"--blob-dir={tmp}",
+                     "--metadata=postgres://bnn@127.0.0.1:1/bnn",
+                     "--job-runner=kubernetes", "--metrics-listen=",
+                     f"--kubernetes-config={config}"],
+                    capture_output=True, text=True, check=False, timeout=30)
+                check(result.returncode != 0 and
+                      "--kubernetes-config" not in result.stderr,
+                      f"ConfigMap {key} is a valid --kubernetes-config: "
+                      f"{result.stderr.strip()[-300:]}")
     for where, arg in used:
         match = re.match(r"--([\w-]+)(=|$)", arg)
         if check(match, f"{where}: {arg!r} is a --flag[=value]"):

@@ -217,7 +217,29 @@ TEST_F(BnnServerMainTest, BadFlagsExitWithAMessage) {
             "--predict-cache-bytes = -1 must be >= 0"},
            {{BNN_SERVER_PATH, "--data-dir", dir_.path(),
              "--max-snapshot-bytes=4294967296"},
-            "--max-snapshot-bytes = 4294967296 must be in [1, 2147483648]"}}) {
+            "--max-snapshot-bytes = 4294967296 must be in [1, 2147483648]"},
+           {{BNN_SERVER_PATH, "--data-dir", dir_.path(), "--job-runner=pods"},
+            "--job-runner = 'pods' must be one of: in-process, kubernetes"},
+           {{BNN_SERVER_PATH, "--data-dir", dir_.path(),
+             "--job-runner=kubernetes", "--kubernetes-option=image=bnn:1"},
+            "--job-runner=kubernetes requires a shared store: a PostgreSQL "
+            "--metadata"},
+           {{BNN_SERVER_PATH, "--data-dir", dir_.path(),
+             "--job-runner=kubernetes",
+             "--metadata=postgres://bnn@127.0.0.1:1/bnn",
+             "--blob-dir=" + dir_.path() + "/blobs",
+             "--kubernetes-option=image=bnn:1", "--kubernetes-option",
+             "colour=blue"},
+            "--kubernetes-option 'colour=blue': "},
+           {{BNN_SERVER_PATH, "--data-dir", dir_.path(),
+             "--job-runner=kubernetes",
+             "--metadata=postgres://bnn@127.0.0.1:1/bnn",
+             "--blob-dir=" + dir_.path() + "/blobs",
+             "--kubernetes-config=" + dir_.path() + "/missing.json"},
+            "--kubernetes-config: "},
+           {{BNN_SERVER_PATH, "--data-dir", dir_.path(),
+             "--kubernetes-option=image=bnn:1"},
+            "--kubernetes-option applies only with --job-runner=kubernetes"}}) {
     auto child = ChildProcess::Start(argv, log_path());
     ASSERT_TRUE(child.ok()) << child.status();
     const absl::StatusOr<int> code = (*child)->Wait(absl::Seconds(15));

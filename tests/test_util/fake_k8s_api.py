@@ -48,7 +48,8 @@ The control port (no TLS, no token), for the test:
                             status (404 if there is no such Job)
   POST /inject              body: {"code": 403, "reason": "Forbidden",
                             "message": "...", "delay_seconds": 0.0,
-                            "count": 1}: the next `count` API requests
+                            "count": 1, "method": "POST"}: the next
+                            `count` API requests (of `method` if given)
                             wait `delay_seconds`, then are answered with
                             that Status (code 0: answered normally after
                             the delay)
@@ -308,6 +309,8 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         with self.state.lock:
             self.state.requests.append(self.record)
             inject = self.state.inject
+            if inject and inject.get("method", method) != method:
+                inject = None
             if inject:
                 inject["count"] -= 1
                 if inject["count"] <= 0:

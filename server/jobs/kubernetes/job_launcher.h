@@ -6,16 +6,20 @@
 // stored job against the shared store and blob directory and records its
 // progress, checkpoints and result there itself (job_manifest.h).
 //
-// The job runner in Kubernetes mode (the wiring, docs/deploy.md):
+// The job runner in Kubernetes mode (JobRunner with
+// Options::kubernetes, --job-runner=kubernetes; docs/deploy.md):
 //  - Submit: store the job QUEUED, then Launch(job_id) (idempotent);
-//  - at start: List() and re-Launch every QUEUED/RUNNING job of the store
-//    that has no Job (a server that died between storing and launching);
-//  - JobMonitor's on_change: kRunning → the job RUNNING (if still QUEUED),
-//    kSucceeded → nothing to do when bnn-train recorded SUCCEEDED (else
-//    FAILED: "exited without a result"), kFailed → the job FAILED with
-//    JobStatus::reason unless bnn-train recorded an end state; a Job that
-//    vanished while its job is not finished → FAILED ("deleted");
-//  - Cancel: record CANCELLING, Delete(job_id), then CANCELLED.
+//    Unavailable/DeadlineExceeded leave it QUEUED and are retried;
+//  - at start: Launch every QUEUED/INTERRUPTED job of the store and every
+//    RUNNING one with a stale heartbeat, Delete the Jobs of CANCELLING ones;
+//  - JobMonitor's on_change, only moving a job forward: kRunning/kPending →
+//    nothing (bnn-train records RUNNING when it claims); kSucceeded with
+//    the job not final → FAILED ("ended without a result"); kFailed → the
+//    job FAILED with JobStatus::reason unless it is final; a Job that
+//    vanished while its job is not final → FAILED ("deleted"), CANCELLED if
+//    it was CANCELLING;
+//  - Cancel: record CANCELLING (CANCELLED if still queued), Delete(job_id),
+//    then CANCELLED once the Job is gone.
 #ifndef BNN_SERVER_JOBS_KUBERNETES_JOB_LAUNCHER_H_
 #define BNN_SERVER_JOBS_KUBERNETES_JOB_LAUNCHER_H_
 
