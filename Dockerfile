@@ -59,13 +59,17 @@ LABEL org.opencontainers.image.title="bnn-serve" \
       org.opencontainers.image.base.name="debian:bookworm" \
       org.opencontainers.image.documentation="docs/deploy.md"
 
+# /var/lib/bnn-blobs: the --blob-dir of the shared-store layout
+# (deploy/compose/compose.yaml); a new volume mounted there takes the bnn
+# user's ownership from the image.
 COPY deploy/install-deps.sh /tmp/install-deps.sh
 RUN /tmp/install-deps.sh --runtime \
  && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
  && groupadd --system --gid 10001 bnn \
  && useradd --system --uid 10001 --gid bnn --home-dir /var/lib/bnn \
       --no-create-home --shell /usr/sbin/nologin bnn \
- && install -d -o bnn -g bnn -m 0750 /var/lib/bnn
+ && install -d -o bnn -g bnn -m 0750 /var/lib/bnn \
+ && install -d -o bnn -g bnn -m 0750 /var/lib/bnn-blobs
 
 COPY --from=build /out/bnn-server /out/bnn-train /out/bnnctl /usr/local/bin/
 
