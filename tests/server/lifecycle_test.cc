@@ -323,7 +323,9 @@ TEST_F(LifecycleTest, ALongPredictGivesItsTurnToAnotherClient) {
   // chunks of a fraction of a second) until its 8 s deadline; client B's
   // one-row Predict, sent 1 s in, takes A's turn at A's next chunk instead
   // of waiting for A's deadline (7 s; found by bench/load).
-  Start({"--threads=1", "--compute-workers=1"});
+  // float64: the long call must not finish within its 8 s deadline (the
+  // float32 default computes it in about 8 s on an idle machine).
+  Start({"--threads=1", "--compute-workers=1", "--predict-precision=float64"});
   ASSERT_TRUE(
       TimedPredict(stub_.get(), PredictRows(*snapshot_id_, 1, 4)).status.ok());
   Timed long_call;
@@ -407,22 +409,30 @@ TEST_F(LifecycleTest, WatchdogReportsWedgedComputeWorkers) {
   BNN_SKIP_IF_SANITIZED("timing bound for an optimised build");
   // One worker and a 3 s cap: the watchdog's threshold is 4 s. A first
   // one-row Predict loads the deep net's snapshot (96 MB; it may pass the
-  // cap while loading, which is not interruptible, but stays cached). The
-  // next Predict (2048 rows, two chunks) draws 16 dropout-masked weight
-  // vectors (interruptible, in blocks; about 1 s, 2.4-3.5 s while three
-  // builds shared the machine, which passed an earlier 2 s cap), then
-  // computes its first chunk (1024 rows x 16 samples, 2e11 multiply-adds,
-  // about 5 s on one core of the 2-core test machine, 19 s while three
-  // builds shared it) without reaching an interrupt check: the worker is
-  // busy well past the threshold, and the check after the chunk ends the
-  // call. (Fewer samples would draw less but also shrink the chunk, which
-  // is at most 1024 rows.) float64 arithmetic, which the chunk's duration
-  // above assumes (the float32 default halves it).
+  // cap while loading, which is not interruptible, but stays cached) and
+  // draws the 16 dropout-masked weight vectors of seed 1 (interruptible, in
+  // blocks; about 1 s, 2.4-3.5 s while builds share the machine), which the
+  // sample cache keeps. The next Predict (2048 rows, two chunks, the same
+  // seed) computes its first chunk (1024 rows x 16 samples, 2e11
+  // multiply-adds in float64, about 5 s on one core of the 2-core test
+  // machine, 19 s while three builds shared it) without reaching an
+  // interrupt check: the worker is busy past the threshold, and the check
+  // after the chunk ends the call. (Fewer samples would also shrink the
+  // chunk, which is at most 1024 rows; float32, the default, halves it.)
   Start({"--threads=1", "--compute-workers=1", "--max-request-seconds=3",
          "--predict-precision=float64", "--metrics-listen=127.0.0.1:0"});
   const std::string metrics_url = server_->metrics_url();
   EXPECT_EQ(Probe(metrics_url, "/readyz").first, 200);
-  TimedPredict(stub_.get(), PredictRows(*deep_snapshot_id_, 1, 1));
+  // Loads the snapshot and draws (and caches) the 16 weight samples of the
+  // slow call's seed, so that the slow call goes straight to its chunk: a
+  // draw slowed past the cap by a loaded machine would stop the slow call
+  // before its chunk. A draw stopped at the cap is not cached: try again.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (TimedPredict(stub_.get(), PredictRows(*deep_snapshot_id_, 1, 16))
+            .status.ok()) {
+      break;
+    }
+  }
   std::atomic<bool> done{false};
   Timed slow;
   std::thread predict([&] {
