@@ -30,6 +30,7 @@
 #include "client/bnn_client.h"
 #include "tests/server/server_binary.h"
 #include "tests/server/server_test_util.h"
+#include "tests/test_util/test_util.h"
 
 namespace bnn::server {
 namespace {
@@ -270,8 +271,8 @@ TEST_F(JobLifecycleTest, WatchStreamsProgressInOrderAndReconnectsWithoutGaps) {
   // its start.
   const std::string blocker = StartTraining(Training("slang", 1000000));
   // Long enough (~2 s unloaded) that the reconnect below happens while it
-  // runs: 3 steps an epoch.
-  constexpr int64_t kSteps = 48000;
+  // runs, and no longer under the sanitizers: 3 steps an epoch.
+  constexpr int64_t kSteps = 48000 / (kSanitizerSlowdown > 1 ? 4 : 1);
   const std::string id = StartTraining(Training("slang", kSteps / 3));
   Watched full;
   std::thread full_watch([&] { full = Watch(id, std::nullopt); });

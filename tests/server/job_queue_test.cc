@@ -30,6 +30,7 @@
 #include "tests/server/server_binary.h"
 #include "tests/server/server_test_util.h"
 #include "tests/test_util/postgres_server.h"
+#include "tests/test_util/test_util.h"
 
 namespace bnn::server {
 namespace {
@@ -259,7 +260,7 @@ TEST_F(JobQueueTest, AKilledReplicasJobIsTakenOverAndEndsAsAnUninterruptedRun) {
   Start(0);
   Start(1);
   Upload(Stub(0));
-  const v1::StartTrainingRequest request = Training(30000);
+  const v1::StartTrainingRequest request = Training(30000 / kSanitizerSlowdown);
   const std::string job = StartTraining(Stub(0), request);
   const std::string checkpoint =
       absl::StrCat(BlobDir(), "/checkpoints/", job, ".ckpt");

@@ -61,6 +61,15 @@ inline bool LimitAddressSpace(int64_t extra_bytes) {
 
 }  // namespace bnn::testing
 
+// How many times slower than an optimised build the sanitizer build
+// (cmake -DBNN_SANITIZE=ON: ASan and UBSan at -O1) runs training steps, for
+// tests that size a job to run for a while without running for minutes.
+#ifdef BNN_SANITIZED
+inline constexpr int kSanitizerSlowdown = 8;
+#else
+inline constexpr int kSanitizerSlowdown = 1;
+#endif
+
 // Skips the current test in a sanitizer build (cmake -DBNN_SANITIZE=ON).
 #ifdef BNN_SANITIZED
 #define BNN_SKIP_IF_SANITIZED(why) GTEST_SKIP() << "sanitizer build: " << why
