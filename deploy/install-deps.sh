@@ -9,6 +9,8 @@
 #                                     (the Dockerfile's build stage)
 #   deploy/install-deps.sh --runtime  only the shared libraries bnn-server and
 #                                     bnnctl link against (Docker runtime stage)
+#   deploy/install-deps.sh --peers    the PyTorch peers of the benchmarks
+#                                     (bench/peers/; not needed by any test)
 set -euo pipefail
 
 # What the image's build stage needs: no test, benchmark or plotting
@@ -76,6 +78,10 @@ BUILD_PACKAGES=(
   # prometheus package, above).
   python3-kubernetes python3-yaml
 )
+# bench/peers/: the PyTorch peers of the performance report (issue 15), on
+# OpenBLAS (never the reference BLAS). Large, and needed by no test: only
+# with --peers.
+PEER_PACKAGES=(python3-torch libopenblas0-pthread python3-numpy)
 RUNTIME_PACKAGES=(
   libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libspdlog1.10
   libfmt9 zlib1g libgomp1 ca-certificates
@@ -92,8 +98,10 @@ if [[ "${1:-}" == "--runtime" ]]; then
   packages=("${RUNTIME_PACKAGES[@]}")
 elif [[ "${1:-}" == "--build" ]]; then
   packages=("${BUILD_ONLY_PACKAGES[@]}")
+elif [[ "${1:-}" == "--peers" ]]; then
+  packages=("${PEER_PACKAGES[@]}")
 elif [[ $# -gt 0 ]]; then
-  echo "usage: $0 [--build|--runtime]" >&2
+  echo "usage: $0 [--build|--runtime|--peers]" >&2
   exit 2
 fi
 

@@ -1,6 +1,8 @@
 // Predict for 1 and 1000 rows with S = 64 from a rank-L low-rank posterior on
 // the UCI and MNIST-size nets, and cold one-row requests as a server serves
-// a request without a seed (issue 15: a new draw each time, not cached).
+// a request without a seed (issue 15: a new draw each time, not cached), in
+// float64 and float32 forward passes. bench/peers/torch_predict.py is the
+// PyTorch peer of the same cases (bench/peers/run_predict_peers.sh).
 //
 //   build/bench/perf/bnn_perf_bench --benchmark_filter=Predict
 #include <memory>
@@ -42,10 +44,13 @@ std::shared_ptr<Snapshot> MakeSnapshot(int input, std::vector<int> hidden,
 // state.range(1) == 1: warm (the (S, seed) samples are cached by a first
 // request); 0: cold (a new seed per request, so every request draws S
 // weight vectors).
+// `precision`: PredictorOptions::precision of the forward passes.
 void BM_Predict(benchmark::State& state, int input, std::vector<int> hidden,
-                int classes, int rank) {
-  auto predictor =
-      Predictor::Create(MakeSnapshot(input, std::move(hidden), classes, rank));
+                int classes, int rank, const char* precision) {
+  PredictorOptions predictor_options;
+  predictor_options.precision = precision;
+  auto predictor = Predictor::Create(
+      MakeSnapshot(input, std::move(hidden), classes, rank), predictor_options);
   BNN_CHECK_OK(predictor.status());
   const int64_t rows = state.range(0);
   Rng rng(5);
@@ -69,9 +74,11 @@ void BM_Predict(benchmark::State& state, int input, std::vector<int> hidden,
 // so every request draws S weight vectors. The calling thread's OpenMP
 // limit (OMP_NUM_THREADS, default one per core) is the draw's.
 void BM_PredictCold(benchmark::State& state, int input, std::vector<int> hidden,
-                    int classes, int rank) {
-  auto predictor =
-      Predictor::Create(MakeSnapshot(input, std::move(hidden), classes, rank));
+                    int classes, int rank, const char* precision) {
+  PredictorOptions predictor_options;
+  predictor_options.precision = precision;
+  auto predictor = Predictor::Create(
+      MakeSnapshot(input, std::move(hidden), classes, rank), predictor_options);
   BNN_CHECK_OK(predictor.status());
   Rng rng(5);
   std::vector<double> x(input);
@@ -87,32 +94,38 @@ void BM_PredictCold(benchmark::State& state, int input, std::vector<int> hidden,
   }
 }
 
-BENCHMARK_CAPTURE(BM_PredictCold, uci_13_50_1_L1, 13, std::vector<int>{50}, 1,
-                  1)
-    ->Arg(100)
-    ->ArgName("samples")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_PredictCold, mnist_784_400_400_10_L32, 784,
-                  std::vector<int>{400, 400}, 10, 32)
-    ->Arg(64)
-    ->ArgName("samples")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->MinTime(2.0);
+// Every case in both precisions: <net>_L<rank> (float64, the names of the
+// earlier reports) and <net>_L<rank>_float32.
+#define BNN_PREDICT_BENCHMARKS(suffix, precision)                          \
+  BENCHMARK_CAPTURE(BM_PredictCold, uci_13_50_1_L1##suffix, 13,            \
+                    std::vector<int>{50}, 1, 1, precision)                 \
+      ->Arg(100)                                                           \
+      ->ArgName("samples")                                                 \
+      ->Unit(benchmark::kMillisecond)                                      \
+      ->UseRealTime();                                                     \
+  BENCHMARK_CAPTURE(BM_PredictCold, mnist_784_400_400_10_L32##suffix, 784, \
+                    std::vector<int>{400, 400}, 10, 32, precision)         \
+      ->Arg(64)                                                            \
+      ->ArgName("samples")                                                 \
+      ->Unit(benchmark::kMillisecond)                                      \
+      ->UseRealTime()                                                      \
+      ->MinTime(2.0);                                                      \
+  BENCHMARK_CAPTURE(BM_Predict, uci_13_50_1_L1##suffix, 13,                \
+                    std::vector<int>{50}, 1, 1, precision)                 \
+      ->ArgsProduct({{1, 1000}, {0, 1}})                                   \
+      ->ArgNames({"rows", "warm"})                                         \
+      ->Unit(benchmark::kMillisecond)                                      \
+      ->UseRealTime();                                                     \
+  BENCHMARK_CAPTURE(BM_Predict, mnist_784_400_400_10_L32##suffix, 784,     \
+                    std::vector<int>{400, 400}, 10, 32, precision)         \
+      ->ArgsProduct({{1, 1000}, {0, 1}})                                   \
+      ->ArgNames({"rows", "warm"})                                         \
+      ->Unit(benchmark::kMillisecond)                                      \
+      ->UseRealTime()                                                      \
+      ->MinTime(3.0)
 
-BENCHMARK_CAPTURE(BM_Predict, uci_13_50_1_L1, 13, std::vector<int>{50}, 1, 1)
-    ->ArgsProduct({{1, 1000}, {0, 1}})
-    ->ArgNames({"rows", "warm"})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Predict, mnist_784_400_400_10_L32, 784,
-                  std::vector<int>{400, 400}, 10, 32)
-    ->ArgsProduct({{1, 1000}, {0, 1}})
-    ->ArgNames({"rows", "warm"})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->MinTime(3.0);
+BNN_PREDICT_BENCHMARKS(, "float64");
+BNN_PREDICT_BENCHMARKS(_float32, "float32");
 
 }  // namespace
 }  // namespace bnn
