@@ -362,6 +362,9 @@ absl::StatusOr<Snapshot> TrainImpl(const TrainingPlan& plan,
     }
   }
 
+  // The exported copy must not coexist with the step's workspaces at the
+  // run's memory peak (VariationalMethod::ReleaseWorkspaces).
+  method->ReleaseWorkspaces();
   Snapshot snapshot = make_snapshot(epoch_loss);
   snapshot.training.dataset_hash =
       dataset_hash.empty() ? DatasetHash(data) : dataset_hash;

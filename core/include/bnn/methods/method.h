@@ -79,6 +79,14 @@ class VariationalMethod {
   // The current posterior (a copy; training may continue).
   virtual std::unique_ptr<Posterior> ExportPosterior() const = 0;
 
+  // Frees the per-step workspaces (buffers every Step() refills), keeping
+  // the state: a later Step() allocates them again and gives the same bits.
+  // The trainer calls it before the final ExportPosterior(), so that the
+  // exported copy does not coexist with them at the run's memory peak
+  // (issue 15: SLANG's U update, eigenvectors and eigensolver block are
+  // 3 x D x L). Default: nothing to free.
+  virtual void ReleaseWorkspaces() {}
+
   // tau of the Gaussian likelihood the predictive should use.
   virtual double noise_precision() const = 0;
 

@@ -314,6 +314,24 @@ std::unique_ptr<Posterior> Slang<T>::ExportPosterior() const {
   return std::move(posterior).value();
 }
 
+template <typename T>
+void Slang<T>::ReleaseWorkspaces() {
+  // Every one is sized (or assigned) by the step that uses it; the
+  // factorisation factor_ is state (kept in sync with u_ and d_).
+  for (MatrixX<T>* m :
+       {&x_, &eps_, &theta_, &jtx_, &utx_, &u_new_, &step_, &dense_}) {
+    *m = MatrixX<T>();
+  }
+  for (VectorX<T>* v : {&y_, &nll_, &ghat_, &sq_, &delta_, &rhs_, &offset_}) {
+    *v = VectorX<T>();
+  }
+  eig_ = {};
+  eig_solver_ = RandomizedEigSolver<T>();
+  top_eig_ = TopEigenSolver();
+  pass_ = ForwardPass<T>();
+  grads_ = PerExampleGrads<T>();
+}
+
 // Layout version of SLANG's checkpoint state.
 constexpr uint32_t kSlangStateVersion = 1;
 
@@ -462,6 +480,7 @@ class AutoPrecisionSlang final : public VariationalMethod {
   std::unique_ptr<Posterior> ExportPosterior() const override {
     return Initialized().ExportPosterior();
   }
+  void ReleaseWorkspaces() override { Initialized().ReleaseWorkspaces(); }
   double noise_precision() const override {
     return options_.prior.noise_precision;
   }

@@ -59,6 +59,8 @@ class Slang final : public VariationalMethod {
   MemoryEstimate EstimateMemory(const ModelSpec& spec, int64_t num_rows,
                                 int64_t total_steps) const override;
 
+  void ReleaseWorkspaces() override;
+
   const VectorX<T>& mean() const { return mu_; }
   const MatrixX<T>& u() const { return u_; }
   const VectorX<T>& d() const { return d_; }
