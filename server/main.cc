@@ -137,6 +137,13 @@ ABSL_FLAG(int, compute_workers, kDefaults.compute_workers,
           "Predict, Acquire and Evaluate calls computed at once; later ones "
           "queue, the clients taking turns; a long call lets others' waiting "
           "calls go first between chunks of rows.");
+ABSL_FLAG(int, long_call_ms, kDefaults.long_call_ms,
+          "A Predict, Acquire or Evaluate call that has computed for this "
+          "many milliseconds continues at --long-call-nice, so that on busy "
+          "cores short calls and the server's other threads go first; 0 "
+          "never lowers a call's priority.");
+ABSL_FLAG(int, long_call_nice, kDefaults.long_call_nice,
+          "Nice value (1-19) at which calls past --long-call-ms compute.");
 ABSL_FLAG(int64_t, predict_cache_bytes, kDefaults.predict_cache_bytes,
           "Bytes of posterior weight samples kept for reuse across Predict, "
           "Acquire and Evaluate calls, in all; each of the (up to 8) cached "
@@ -231,6 +238,8 @@ Server::Options OptionsFromFlags() {
       absl::GetFlag(FLAGS_max_watchers_per_client);
   options.threads = absl::GetFlag(FLAGS_threads);
   options.compute_workers = absl::GetFlag(FLAGS_compute_workers);
+  options.long_call_ms = absl::GetFlag(FLAGS_long_call_ms);
+  options.long_call_nice = absl::GetFlag(FLAGS_long_call_nice);
   options.predict_cache_bytes = absl::GetFlag(FLAGS_predict_cache_bytes);
   options.predict_precision = absl::GetFlag(FLAGS_predict_precision);
   options.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes);

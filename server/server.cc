@@ -229,6 +229,11 @@ absl::Status Server::Options::Validate() const {
   }
   BNN_RETURN_IF_ERROR(CheckAtLeast("threads", threads, 0));
   BNN_RETURN_IF_ERROR(CheckAtLeast("compute-workers", compute_workers, 1));
+  BNN_RETURN_IF_ERROR(CheckAtLeast("long-call-ms", long_call_ms, 0));
+  if (long_call_nice < 1 || long_call_nice > 19) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--long-call-nice = ", long_call_nice, " must be in [1, 19]"));
+  }
   BNN_RETURN_IF_ERROR(
       CheckAtLeast("predict-cache-bytes", predict_cache_bytes, 0));
   BNN_RETURN_IF_ERROR(
@@ -448,6 +453,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   service_options.limits = o.limits;
   service_options.compute_threads = o.threads;
   service_options.compute_workers = o.compute_workers;
+  service_options.long_call = absl::Milliseconds(o.long_call_ms);
+  service_options.long_call_nice = o.long_call_nice;
   service_options.max_request_time = absl::Seconds(o.max_request_seconds);
   service_options.data_dir = o.data_dir;
   service_options.blob_dir = o.blob_dir;

@@ -139,6 +139,15 @@ class Server {
     // to another client's waiting call between chunks of rows
     // (BnnServiceImpl::kComputeSlice). >= 1.
     int compute_workers = 2;
+    // --long-call-ms: a Predict, Acquire or Evaluate call that has computed
+    // for this long (in all its turns) lowers its thread's CPU priority to
+    // --long-call-nice at its next chunk (ThreadPool::Options::demote_after),
+    // so that when the cores are saturated the short calls of other clients
+    // and the gRPC threads get them first (docs/results/load.md). 0: never.
+    // >= 0.
+    int long_call_ms = 10;
+    // --long-call-nice: that nice value, 1..19.
+    int long_call_nice = 10;
     // --max-request-seconds: longest computation of one Predict or Acquire
     // call (not counting turns it gave to other calls), checked between
     // chunks of rows like the client's deadline; past it the call fails with

@@ -9,6 +9,8 @@
 
 #include "bnn/check.h"
 
+#include "server/common/thread_priority.h"
+
 namespace bnn::server {
 namespace {
 
@@ -20,6 +22,8 @@ struct Current {
   absl::Time turn_start;
   // Time in earlier turns.
   absl::Duration ran;
+  // The thread's priority was lowered (Options::demote_after).
+  bool demoted = false;
 };
 thread_local Current* current = nullptr;
 
@@ -30,6 +34,8 @@ ThreadPool::ThreadPool(const Options& options) : options_(options) {
   BNN_CHECK(options.max_yielded >= 0);
   BNN_CHECK(options.slice >= absl::ZeroDuration());
   BNN_CHECK(options.usage_half_life > absl::ZeroDuration());
+  BNN_CHECK(options.demote_after >= absl::ZeroDuration());
+  BNN_CHECK(options.demoted_nice >= 1 && options.demoted_nice <= 19);
   const int threads = options.num_threads + options.max_yielded;
   {
     absl::MutexLock lock(&mu_);
@@ -39,6 +45,9 @@ ThreadPool::ThreadPool(const Options& options) : options_(options) {
   for (int i = 0; i < threads; ++i) {
     threads_.emplace_back([this, i] { WorkLoop(i); });
   }
+  if (options.demote_after > absl::ZeroDuration()) {
+    spawner_ = std::thread([this] { SpawnLoop(); });
+  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -46,7 +55,31 @@ ThreadPool::~ThreadPool() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
+  // No thread ends for replacement once stopping_ is set (WorkLoop), and the
+  // spawner returns after the replacements already asked for.
+  if (spawner_.joinable()) spawner_.join();
   for (std::thread& thread : threads_) thread.join();
+}
+
+bool ThreadPool::HasReplacementOrStopping() const {
+  return !replace_.empty() || stopping_;
+}
+
+void ThreadPool::SpawnLoop() {
+  while (true) {
+    int slot;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &ThreadPool::HasReplacementOrStopping));
+      if (replace_.empty()) return;
+      slot = replace_.back();
+      replace_.pop_back();
+      ++threads_replaced_;
+    }
+    // The old thread has returned from WorkLoop or is about to.
+    threads_[slot].join();
+    threads_[slot] = std::thread([this, slot] { WorkLoop(slot); });
+  }
 }
 
 void ThreadPool::Schedule(absl::string_view key,
@@ -126,8 +159,14 @@ bool ThreadPool::HasReadyOrDrained() const {
 
 absl::Duration ThreadPool::Yield() {
   Current* const c = current;
-  if (c == nullptr || c->pool != this || options_.max_yielded == 0 ||
-      absl::Now() - c->turn_start < options_.slice) {
+  if (c == nullptr || c->pool != this) return absl::ZeroDuration();
+  const absl::Time called = absl::Now();
+  if (options_.demote_after > absl::ZeroDuration() && !c->demoted &&
+      c->ran + (called - c->turn_start) >= options_.demote_after) {
+    c->demoted = true;
+    LowerThreadPriority(options_.demoted_nice);
+  }
+  if (options_.max_yielded == 0 || called - c->turn_start < options_.slice) {
     return absl::ZeroDuration();
   }
   absl::MutexLock lock(&mu_);
@@ -179,6 +218,11 @@ int64_t ThreadPool::queued() const {
   return queued_;
 }
 
+int64_t ThreadPool::threads_replaced() const {
+  absl::MutexLock lock(&mu_);
+  return threads_replaced_;
+}
+
 void ThreadPool::WorkLoop(int thread) {
   while (true) {
     Ready ready;
@@ -201,6 +245,11 @@ void ThreadPool::WorkLoop(int thread) {
     --done.running;
     EndTurn(&done, state.turn_start, absl::Now());
     Dispatch();
+    if (state.demoted && !stopping_) {
+      // This thread cannot take back its priority: a fresh one replaces it.
+      replace_.push_back(thread);
+      return;
+    }
   }
 }
 

@@ -15,6 +15,15 @@
 // continues on its thread when the rule above gives it a turn again. So a
 // short closure of another key waits for about one unit of a long one's
 // work, not for its whole length.
+//
+// Demotion (Options::demote_after > 0): a closure that has held turns for
+// demote_after in all lowers its thread's CPU priority to
+// Options::demoted_nice at its next Yield(), so that when the cores are
+// saturated the short closures of other keys (and the server's other
+// threads) get them first, as a multilevel feedback queue would. A thread
+// cannot raise its priority again without privileges, so the thread of a
+// demoted closure ends with it and a fresh thread at the pool's priority
+// takes its place (started by the pool's spawner thread).
 #ifndef BNN_SERVER_COMMON_THREAD_POOL_H_
 #define BNN_SERVER_COMMON_THREAD_POOL_H_
 
@@ -48,6 +57,11 @@ class ThreadPool {
     absl::Duration slice = absl::Milliseconds(5);
     // A key's time in turns counts half after this long. > 0.
     absl::Duration usage_half_life = absl::Seconds(1);
+    // Time in turns after which a closure's thread is demoted (above).
+    // ZeroDuration: never. >= 0.
+    absl::Duration demote_after = absl::ZeroDuration();
+    // Nice value of demoted closures' threads, 1..19.
+    int demoted_nice = 10;
   };
 
   explicit ThreadPool(int num_threads) : ThreadPool(Options{num_threads}) {}
@@ -81,6 +95,8 @@ class ThreadPool {
   // Tasks waiting for their first turn.
   int64_t queued() const;
   int num_threads() const { return options_.num_threads; }
+  // Threads started to replace those of demoted closures, since creation.
+  int64_t threads_replaced() const;
 
  private:
   // A closure waiting in Yield() for its next turn.
@@ -122,6 +138,10 @@ class ThreadPool {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WorkLoop(int thread);
   bool HasReadyOrDrained() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts a new WorkLoop for each slot whose thread ended after a demoted
+  // closure; the only thread that assigns threads_ after construction.
+  void SpawnLoop();
+  bool HasReplacementOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
   mutable absl::Mutex mu_;
@@ -139,7 +159,13 @@ class ThreadPool {
   // the thread is idle or waits in Yield().
   std::vector<absl::Time> busy_since_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Slots whose thread has ended after a demoted closure, for SpawnLoop.
+  std::vector<int> replace_ ABSL_GUARDED_BY(mu_);
+  int64_t threads_replaced_ ABSL_GUARDED_BY(mu_) = 0;
+  // Written by the constructor, then by SpawnLoop only (the destructor
+  // joins the spawner before it touches them).
   std::vector<std::thread> threads_;
+  std::thread spawner_;
 };
 
 }  // namespace bnn::server

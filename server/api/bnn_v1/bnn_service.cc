@@ -121,7 +121,8 @@ BnnServiceImpl::BnnServiceImpl(const Options& options, DatasetStore* datasets,
       compute_pool_(ThreadPool::Options{
           options.compute_workers,
           /*max_yielded=*/kMaxYieldedPerWorker * options.compute_workers,
-          kComputeSlice}) {
+          kComputeSlice, /*usage_half_life=*/absl::Seconds(1),
+          options.long_call, options.long_call_nice}) {
   metrics_->datasets().Set(static_cast<double>(datasets_->size()));
   metrics_->snapshots().Set(static_cast<double>(snapshots_->size()));
 }

@@ -80,6 +80,10 @@ class BnnServiceImpl final : public BnnServiceBase {
     // client's waiting call between two chunks of rows and continues after
     // it (ThreadPool::Yield).
     int compute_workers = 2;
+    // A call that has computed this long continues at nice value
+    // long_call_nice (ThreadPool::Options::demote_after); zero: never.
+    absl::Duration long_call = absl::Milliseconds(10);
+    int long_call_nice = 10;
     // Longest computation of one Predict or Acquire call
     // (--max-request-seconds), not counting the turns it gave to other
     // calls; checked between chunks of rows, as the client's deadline and

@@ -18,6 +18,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "server/common/thread_priority.h"
+
 namespace bnn::server {
 namespace {
 
@@ -354,6 +356,92 @@ TEST(ThreadPoolTest, ShortTasksWaitForAboutOneUnitOfLongOnes) {
             << " ms, p90 " << p90 << " ms, max " << waits_ms.back() << " ms\n";
   EXPECT_LT(p90, 25);
   EXPECT_LT(waits_ms.back(), 150);
+}
+
+}  // namespace
+}  // namespace bnn::server
+
+namespace bnn::server {
+namespace {
+
+// Demotion: a closure that has held its turn for demote_after computes on at
+// demoted_nice from its next Yield(); its thread is replaced when it ends,
+// so later closures run at the pool's priority again.
+TEST(ThreadPoolTest, ALongClosureIsDemotedAndItsThreadReplaced) {
+  const int base = ThreadNice();
+  if (base >= 7) GTEST_SKIP() << "the test itself runs at nice " << base;
+  ThreadPool::Options options{1, 1, absl::ZeroDuration()};
+  options.demote_after = absl::Milliseconds(5);
+  options.demoted_nice = 7;
+  ThreadPool pool(options);
+  std::atomic<int> before{-1}, after{-1};
+  absl::Notification long_done;
+  pool.Schedule("long", [&] {
+    before = ThreadNice();
+    absl::SleepFor(absl::Milliseconds(10));
+    pool.Yield();
+    after = ThreadNice();
+    long_done.Notify();
+  });
+  long_done.WaitForNotification();
+  EXPECT_EQ(before.load(), base);
+  EXPECT_EQ(after.load(), 7);
+  // Every later closure (on whichever of the pool's threads) runs at the
+  // pool's priority: the demoted thread was replaced, not reused.
+  std::vector<int> later(20, -1);
+  for (int i = 0; i < 20; ++i) {
+    absl::Notification done;
+    pool.Schedule(absl::StrCat("short", i), [&, i] {
+      later[i] = ThreadNice();
+      done.Notify();
+    });
+    done.WaitForNotification();
+  }
+  EXPECT_THAT(later, ::testing::Each(base));
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (pool.threads_replaced() < 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(pool.threads_replaced(), 1);
+}
+
+TEST(ThreadPoolTest, ClosuresShorterThanDemoteAfterKeepTheirPriority) {
+  const int base = ThreadNice();
+  if (base >= 7) GTEST_SKIP() << "the test itself runs at nice " << base;
+  ThreadPool::Options options{2, 2, absl::ZeroDuration()};
+  options.demote_after = absl::Seconds(10);
+  options.demoted_nice = 7;
+  std::atomic<int> demoted{0};
+  {
+    ThreadPool pool(options);
+    for (int i = 0; i < 50; ++i) {
+      pool.Schedule(absl::StrCat("k", i % 3), [&] {
+        pool.Yield();
+        if (ThreadNice() != base) ++demoted;
+      });
+    }
+    // The destructor runs them all; no thread ends early.
+  }
+  EXPECT_EQ(demoted.load(), 0);
+}
+
+// A pool destroyed while a demoted closure runs finishes it and every queued
+// closure, and joins cleanly (the spawner and the replaced thread).
+TEST(ThreadPoolTest, DestructorWaitsForDemotedClosuresAndTheirReplacements) {
+  std::atomic<int> ran{0};
+  {
+    ThreadPool::Options options{1, 1, absl::ZeroDuration()};
+    options.demote_after = absl::Milliseconds(1);
+    ThreadPool pool(options);
+    for (int i = 0; i < 10; ++i) {
+      pool.Schedule(absl::StrCat("k", i % 2), [&] {
+        absl::SleepFor(absl::Milliseconds(2));
+        pool.Yield();
+        ++ran;
+      });
+    }
+  }
+  EXPECT_EQ(ran.load(), 10);
 }
 
 }  // namespace
