@@ -191,10 +191,12 @@ step_image() {
     fail "the runtime image has a compiler or cmake"
   fi
   # One image for serving and for the Kubernetes Jobs' pods.
+  # (podman's own warnings, e.g. about systemd health-check timers, go to
+  # stderr, kept apart from the version line.)
   "${PODMAN}" run --rm "${PODMAN_FLAGS[@]}" --entrypoint bnn-train "${IMAGE}" \
-    --version >"${work}/bnn-train-version" 2>&1 \
-    || fail "bnn-train does not run in the image: $(cat "${work}/bnn-train-version")"
-  record "image: user bnn:bnn, OCI labels $(grep -o 'org.opencontainers.image.[a-z.]*' <<<"${labels}" | sed 's/org.opencontainers.image.//' | tr '\n' ' '), HEALTHCHECK ${health}, volume /var/lib/bnn, no compiler, $(head -n 1 "${work}/bnn-train-version")"
+    --version >"${work}/bnn-train-version" 2>"${work}/bnn-train-version.err" \
+    || fail "bnn-train does not run in the image: $(cat "${work}/bnn-train-version" "${work}/bnn-train-version.err")"
+  record "image: user bnn:bnn, OCI labels $(grep -o 'org.opencontainers.image.[a-z.]*' <<<"${labels}" | sed 's/org.opencontainers.image.//' | tr '\n' ' '), HEALTHCHECK ${health}, volume /var/lib/bnn, no compiler, bnn-train --version: $(head -n 1 "${work}/bnn-train-version")"
 }
 
 step_run() {
