@@ -9,17 +9,27 @@
 //   bnn-train --job-id=job-0123456789abcdef --data-dir=/scratch
 //     --metadata=postgres://bnn@db/bnn --blob-dir=/mnt/bnn-blobs --threads=4
 //
+// A job RUNNING under another claimant whose heartbeat is fresh (the pod a
+// Kubernetes Job replaces after a hard kill, whose heartbeat has not gone
+// stale yet) is waited for: the claim is tried again every
+// --job-heartbeat-seconds until that heartbeat is older than
+// --job-takeover-seconds, for at most --claim-wait-seconds.
+//
 // Exit status: 0 when the job SUCCEEDED; otherwise one line on stderr
 // naming the job and why, and 1 (FAILED, or an error before or after
-// training: unknown job, a job not claimable, a store that cannot be
-// opened), 2 (CANCELLED), 3 (INTERRUPTED by SIGTERM or SIGINT: it
-// checkpointed and any server, or another bnn-train, resumes it) or 4
-// (another process took the job over: this one stopped heartbeating for
-// longer than --job-takeover-seconds).
+// training: unknown job, a job not claimable, still claimed by a live
+// claimant after --claim-wait-seconds, a store that cannot be opened), 2
+// (CANCELLED), 3 (INTERRUPTED by SIGTERM or SIGINT: it checkpointed and
+// any server, or another bnn-train, resumes it; or stopped by one while
+// waiting for the claim, the job left as it was) or 4 (another process
+// took the job over: this one stopped heartbeating for longer than
+// --job-takeover-seconds).
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <pthread.h>
 #include <signal.h>
 #include <string>
@@ -87,6 +97,12 @@ ABSL_FLAG(double, job_heartbeat_seconds, kServerDefaults.job_heartbeat_seconds,
 ABSL_FLAG(double, job_takeover_seconds, kServerDefaults.job_takeover_seconds,
           "A RUNNING job whose heartbeat is older than this may be claimed. > "
           "--job-heartbeat-seconds");
+ABSL_FLAG(double, claim_wait_seconds, -1,
+          "How long to wait, at most, for a job RUNNING under another "
+          "claimant whose heartbeat is fresh to become claimable (its "
+          "heartbeat older than --job-takeover-seconds), trying again "
+          "every --job-heartbeat-seconds; 0 = fail at once. -1 (the "
+          "default) = --job-takeover-seconds + 2 x --job-heartbeat-seconds.");
 ABSL_FLAG(int64_t, memory_budget_bytes, kServerDefaults.memory_budget_bytes,
           "Bytes the job may hold by the core's estimate; 0 = a share of the "
           "machine's (or cgroup's) memory, as bnn-server.");
@@ -103,7 +119,15 @@ struct Flags {
   double checkpoint_seconds = 0;
   double heartbeat_seconds = 0;
   double takeover_seconds = 0;
+  // -1: takeover_seconds + 2 * heartbeat_seconds (ClaimWait()).
+  double claim_wait_seconds = -1;
   int64_t memory_budget_bytes = 0;
+
+  absl::Duration ClaimWait() const {
+    return absl::Seconds(claim_wait_seconds == -1
+                             ? takeover_seconds + 2 * heartbeat_seconds
+                             : claim_wait_seconds);
+  }
 };
 
 absl::Status Validate(const Flags& f) {
@@ -135,6 +159,12 @@ absl::Status Validate(const Flags& f) {
         "--job-takeover-seconds = ", f.takeover_seconds,
         " must be > --job-heartbeat-seconds = ", f.heartbeat_seconds));
   }
+  if (!(f.claim_wait_seconds >= 0 || f.claim_wait_seconds == -1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--claim-wait-seconds = ", f.claim_wait_seconds,
+                     " must be >= 0, or -1 (--job-takeover-seconds + 2 x "
+                     "--job-heartbeat-seconds)"));
+  }
   if (f.memory_budget_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--memory-budget-bytes = ", f.memory_budget_bytes, " must be >= 0"));
@@ -158,6 +188,44 @@ int ExitCode(JobOutcome outcome) {
       return 1;
   }
   return 1;
+}
+
+// Claims the job, waiting while another claimant's heartbeat is fresh (see
+// the file comment). nullopt when SIGTERM or SIGINT stopped the wait.
+absl::StatusOr<std::optional<store::JobRecord>> ClaimWhenStale(
+    const Flags& f, const std::string& claimant, JobStore& jobs,
+    const sigset_t& signals) {
+  const absl::Duration takeover = absl::Seconds(f.takeover_seconds);
+  const absl::Time deadline = absl::Now() + f.ClaimWait();
+  bool logged = false;
+  while (true) {
+    absl::StatusOr<store::JobRecord> job =
+        jobs.ClaimJob(f.job_id, claimant, absl::Now() - takeover);
+    if (job.ok()) return *std::move(job);
+    if (!IsClaimedByLiveClaimant(job.status())) return job.status();
+    const absl::Time now = absl::Now();
+    if (now >= deadline) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          job.status().message(), "; still so after waiting ",
+          absl::FormatDuration(f.ClaimWait()), " (--claim-wait-seconds)"));
+    }
+    if (!logged) {
+      spdlog::info(
+          "{}; waiting until its heartbeat is older than "
+          "--job-takeover-seconds ({}), at most {} (--claim-wait-seconds)",
+          std::string(job.status().message()), absl::FormatDuration(takeover),
+          absl::FormatDuration(f.ClaimWait()));
+      logged = true;
+    }
+    const timespec wait = absl::ToTimespec(
+        std::min(absl::Seconds(f.heartbeat_seconds), deadline - now));
+    const int signal_number = sigtimedwait(&signals, nullptr, &wait);
+    if (signal_number == SIGTERM || signal_number == SIGINT) {
+      spdlog::info("{}: stopped waiting for the claim",
+                   strsignal(signal_number));
+      return std::nullopt;
+    }
+  }
 }
 
 // Runs the job; returns the exit status, having printed the one-line
@@ -209,10 +277,16 @@ absl::StatusOr<int> Run(const Flags& f, const sigset_t& signals) {
                          &memory_budget, &events);
   execution.AdoptSnapshots();
 
-  BNN_ASSIGN_OR_RETURN(
-      const store::JobRecord job,
-      jobs->ClaimJob(f.job_id, options.claimant,
-                     absl::Now() - absl::Seconds(f.takeover_seconds)));
+  BNN_ASSIGN_OR_RETURN(const std::optional<store::JobRecord> claimed,
+                       ClaimWhenStale(f, options.claimant, *jobs, signals));
+  if (!claimed.has_value()) {
+    std::cerr << "bnn-train: job " << f.job_id
+              << " was not claimed: stopped by a signal while another "
+                 "claimant's heartbeat was fresh; the job is as it was"
+              << std::endl;
+    return ExitCode(JobOutcome::kInterrupted);
+  }
+  const store::JobRecord& job = *claimed;
   spdlog::info("bnn-train claimed job {} as {}", job.job_id(),
                options.claimant);
 
@@ -305,6 +379,7 @@ int main(int argc, char** argv) {
   flags.checkpoint_seconds = absl::GetFlag(FLAGS_checkpoint_seconds);
   flags.heartbeat_seconds = absl::GetFlag(FLAGS_job_heartbeat_seconds);
   flags.takeover_seconds = absl::GetFlag(FLAGS_job_takeover_seconds);
+  flags.claim_wait_seconds = absl::GetFlag(FLAGS_claim_wait_seconds);
   flags.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes);
   const absl::Status valid = bnn::server::Validate(flags);
   const absl::StatusOr<int> code =
