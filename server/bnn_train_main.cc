@@ -58,6 +58,7 @@
 #include "server/common/flag_names.h"
 #include "server/jobs/job_events.h"
 #include "server/jobs/job_execution.h"
+#include "server/jobs/job_process_options.h"
 #include "server/metrics/server_metrics.h"
 #include "server/server.h"
 #include "server/store/data_dir_lock.h"
@@ -87,14 +88,17 @@ ABSL_FLAG(std::string, metadata, kServerDefaults.metadata,
 ABSL_FLAG(std::string, blob_dir, kServerDefaults.blob_dir,
           "Blob directory: empty = <data-dir>/blobs; required with "
           "PostgreSQL (the servers' shared --blob-dir).");
-ABSL_FLAG(int, threads, kServerDefaults.threads,
+ABSL_FLAG(int, threads, kServerDefaults.job_process.threads,
           "OpenMP threads of the training; 0 = one per core. A resumed job "
           "equals an uninterrupted run only under the same count.");
-ABSL_FLAG(double, checkpoint_seconds, kServerDefaults.checkpoint_seconds,
+ABSL_FLAG(double, checkpoint_seconds,
+          kServerDefaults.job_process.checkpoint_seconds,
           "Checkpoint this often (seconds of training); 0 = only on SIGTERM.");
-ABSL_FLAG(double, job_heartbeat_seconds, kServerDefaults.job_heartbeat_seconds,
+ABSL_FLAG(double, job_heartbeat_seconds,
+          kServerDefaults.job_process.job_heartbeat_seconds,
           "How often the job's heartbeat is recorded in the store. > 0");
-ABSL_FLAG(double, job_takeover_seconds, kServerDefaults.job_takeover_seconds,
+ABSL_FLAG(double, job_takeover_seconds,
+          kServerDefaults.job_process.job_takeover_seconds,
           "A RUNNING job whose heartbeat is older than this may be claimed. > "
           "--job-heartbeat-seconds");
 ABSL_FLAG(double, claim_wait_seconds, -1,
@@ -115,17 +119,17 @@ struct Flags {
   std::string data_dir;
   std::string metadata;
   std::string blob_dir;
-  int threads = 0;
-  double checkpoint_seconds = 0;
-  double heartbeat_seconds = 0;
-  double takeover_seconds = 0;
-  // -1: takeover_seconds + 2 * heartbeat_seconds (ClaimWait()).
+  // --threads, --checkpoint-seconds, --job-heartbeat-seconds and
+  // --job-takeover-seconds, as bnn-server takes them.
+  JobProcessOptions job_process;
+  // -1: job_takeover_seconds + 2 * job_heartbeat_seconds (ClaimWait()).
   double claim_wait_seconds = -1;
   int64_t memory_budget_bytes = 0;
 
   absl::Duration ClaimWait() const {
     return absl::Seconds(claim_wait_seconds == -1
-                             ? takeover_seconds + 2 * heartbeat_seconds
+                             ? job_process.job_takeover_seconds +
+                                   2 * job_process.job_heartbeat_seconds
                              : claim_wait_seconds);
   }
 };
@@ -142,23 +146,7 @@ absl::Status Validate(const Flags& f) {
         "--blob-dir is required with a PostgreSQL --metadata (the servers' "
         "shared blob directory)");
   }
-  if (f.threads < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--threads = ", f.threads, " must be >= 0"));
-  }
-  if (!(f.checkpoint_seconds >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--checkpoint-seconds = ", f.checkpoint_seconds, " must be >= 0"));
-  }
-  if (!(f.heartbeat_seconds > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--job-heartbeat-seconds = ", f.heartbeat_seconds, " must be > 0"));
-  }
-  if (!(f.takeover_seconds > f.heartbeat_seconds)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--job-takeover-seconds = ", f.takeover_seconds,
-        " must be > --job-heartbeat-seconds = ", f.heartbeat_seconds));
-  }
+  BNN_RETURN_IF_ERROR(f.job_process.Validate());
   if (!(f.claim_wait_seconds >= 0 || f.claim_wait_seconds == -1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--claim-wait-seconds = ", f.claim_wait_seconds,
@@ -195,7 +183,8 @@ int ExitCode(JobOutcome outcome) {
 absl::StatusOr<std::optional<store::JobRecord>> ClaimWhenStale(
     const Flags& f, const std::string& claimant, JobStore& jobs,
     const sigset_t& signals) {
-  const absl::Duration takeover = absl::Seconds(f.takeover_seconds);
+  const absl::Duration takeover =
+      absl::Seconds(f.job_process.job_takeover_seconds);
   const absl::Time deadline = absl::Now() + f.ClaimWait();
   bool logged = false;
   while (true) {
@@ -217,8 +206,8 @@ absl::StatusOr<std::optional<store::JobRecord>> ClaimWhenStale(
           absl::FormatDuration(f.ClaimWait()));
       logged = true;
     }
-    const timespec wait = absl::ToTimespec(
-        std::min(absl::Seconds(f.heartbeat_seconds), deadline - now));
+    const timespec wait = absl::ToTimespec(std::min(
+        absl::Seconds(f.job_process.job_heartbeat_seconds), deadline - now));
     const int signal_number = sigtimedwait(&signals, nullptr, &wait);
     if (signal_number == SIGTERM || signal_number == SIGINT) {
       spdlog::info("{}: stopped waiting for the claim",
@@ -266,11 +255,12 @@ absl::StatusOr<int> Run(const Flags& f, const sigset_t& signals) {
 
   JobExecution::Options options;
   options.claimant = ReplicaId(runner.empty() ? "bnn-train" : runner);
-  options.compute_threads = f.threads;
+  options.compute_threads = f.job_process.threads;
   // The process trains and does nothing else.
   options.training_nice = 0;
-  options.checkpoint_interval = absl::Seconds(f.checkpoint_seconds);
-  options.heartbeat_interval = absl::Seconds(f.heartbeat_seconds);
+  options.checkpoint_interval = absl::Seconds(f.job_process.checkpoint_seconds);
+  options.heartbeat_interval =
+      absl::Seconds(f.job_process.job_heartbeat_seconds);
   options.on_succeeded = PublishOnSuccess(models.get());
   JobExecution execution(options, jobs.get(), &datasets, &snapshots,
                          predictors.get(), &MethodRegistry::Builtin(), &metrics,
@@ -375,10 +365,13 @@ int main(int argc, char** argv) {
   flags.data_dir = absl::GetFlag(FLAGS_data_dir);
   flags.metadata = absl::GetFlag(FLAGS_metadata);
   flags.blob_dir = absl::GetFlag(FLAGS_blob_dir);
-  flags.threads = absl::GetFlag(FLAGS_threads);
-  flags.checkpoint_seconds = absl::GetFlag(FLAGS_checkpoint_seconds);
-  flags.heartbeat_seconds = absl::GetFlag(FLAGS_job_heartbeat_seconds);
-  flags.takeover_seconds = absl::GetFlag(FLAGS_job_takeover_seconds);
+  flags.job_process.threads = absl::GetFlag(FLAGS_threads);
+  flags.job_process.checkpoint_seconds =
+      absl::GetFlag(FLAGS_checkpoint_seconds);
+  flags.job_process.job_heartbeat_seconds =
+      absl::GetFlag(FLAGS_job_heartbeat_seconds);
+  flags.job_process.job_takeover_seconds =
+      absl::GetFlag(FLAGS_job_takeover_seconds);
   flags.claim_wait_seconds = absl::GetFlag(FLAGS_claim_wait_seconds);
   flags.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes);
   const absl::Status valid = bnn::server::Validate(flags);

@@ -302,43 +302,41 @@ def cross_check(objects):
         return
     for dep in by_kind["Deployment"].values():
         check_deployment(by_kind, dep)
-    for name, service in by_kind.get("Service", {}).items():
-        selected = selected_deployments(
-            by_kind, {"matchLabels": service["spec"].get("selector", {})})
-        if not check(selected, f"Service {name} selects a Deployment's pods"):
-            continue
-        for port in service["spec"]["ports"]:
-            for dep in selected:
-                ports = pod_ports(dep)
-                check(port["targetPort"] in ports or
-                      port["targetPort"] in ports.values(),
-                      f"Service {name}: targetPort {port['targetPort']} is "
-                      f"a port of Deployment {dep['metadata']['name']}")
-    for name, budget in by_kind.get("PodDisruptionBudget", {}).items():
-        selected = selected_deployments(by_kind, budget["spec"]["selector"])
-        if not check(selected, f"PodDisruptionBudget {name} selects a "
-                     "Deployment's pods"):
-            continue
-        replicas = sum(d["spec"].get("replicas", 1) for d in selected)
-        # minAvailable equal to the replicas blocks every drain.
-        minimum = budget["spec"].get("minAvailable")
-        if isinstance(minimum, int):
-            check(minimum < replicas,
-                  f"PodDisruptionBudget {name}: minAvailable {minimum} < "
-                  f"the {replicas} replicas it selects")
-    for name, policy in by_kind.get("NetworkPolicy", {}).items():
-        selected = selected_deployments(by_kind, policy["spec"]["podSelector"])
-        if not check(selected, f"NetworkPolicy {name} selects a "
-                     "Deployment's pods"):
-            continue
-        for rule in policy["spec"].get("ingress", []):
-            for port in rule.get("ports", []):
+    # Each Service, PodDisruptionBudget and NetworkPolicy selects the pods
+    # of some Deployment, and the ports it names are theirs.
+    selectors = {
+        "Service": lambda o: {"matchLabels": o["spec"].get("selector", {})},
+        "PodDisruptionBudget": lambda o: o["spec"]["selector"],
+        "NetworkPolicy": lambda o: o["spec"]["podSelector"],
+    }
+    ports_named = {
+        "Service": lambda o: [p["targetPort"] for p in o["spec"]["ports"]],
+        "PodDisruptionBudget": lambda o: [],
+        "NetworkPolicy": lambda o: [p["port"]
+                                    for rule in o["spec"].get("ingress", [])
+                                    for p in rule.get("ports", [])],
+    }
+    for kind, selector_of in selectors.items():
+        for name, obj in by_kind.get(kind, {}).items():
+            selected = selected_deployments(by_kind, selector_of(obj))
+            if not check(selected, f"{kind} {name} selects a Deployment's "
+                         "pods"):
+                continue
+            for port in ports_named[kind](obj):
                 for dep in selected:
                     ports = pod_ports(dep)
-                    check(port["port"] in ports or
-                          port["port"] in ports.values(),
-                          f"NetworkPolicy {name}: port {port['port']} is a "
-                          f"port of Deployment {dep['metadata']['name']}")
+                    check(port in ports or port in ports.values(),
+                          f"{kind} {name}: port {port} is a port of "
+                          f"Deployment {dep['metadata']['name']}")
+            if kind != "PodDisruptionBudget":
+                continue
+            replicas = sum(d["spec"].get("replicas", 1) for d in selected)
+            # minAvailable equal to the replicas blocks every drain.
+            minimum = obj["spec"].get("minAvailable")
+            if isinstance(minimum, int):
+                check(minimum < replicas,
+                      f"PodDisruptionBudget {name}: minAvailable {minimum} "
+                      f"< the {replicas} replicas it selects")
     check_rbac(by_kind)
     scraped = set()
     for name, monitor in by_kind.get("ServiceMonitor", {}).items():
