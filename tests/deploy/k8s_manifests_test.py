@@ -2,13 +2,14 @@
 """deploy/k8s/ and its scale-out overlay against the Kubernetes API schema,
 without a cluster.
 
-  k8s_manifests_test.py SOURCE_DIR BNN_SERVER
+  k8s_manifests_test.py SOURCE_DIR BNN_SERVER [KUBECTL]
 
 Each of deploy/k8s (single node) and deploy/k8s/scale-out (replicas on
-PostgreSQL, training as Kubernetes Jobs) is built as `kubectl apply -k`
-would build it, for the subset of kustomize they use (build(): resources
-that are files of the directory or a base directory, then patches that
-delete an object; any other field or patch fails). Every object is an API
+PostgreSQL, training as Kubernetes Jobs; both list deploy/k8s/common) is
+built as `kubectl apply -k` would build it, for the subset of kustomize
+they use (build(): resources that are files of the directory or
+directories with a kustomization.yaml; any other field fails), and, given
+KUBECTL, by `kubectl kustomize` too, which must make the same objects. Every object is an API
 object: its apiVersion and kind must name a resource of the Kubernetes
 Python client (Debian python3-kubernetes 22.6: the group's API class, e.g.
 AppsV1Api, has a create_[namespaced_]<kind> method) and its body is checked
@@ -364,7 +365,8 @@ def cross_check(objects):
 
 # What the Kubernetes job launcher does with batch/v1 Jobs
 # (server/jobs/kubernetes/job_launcher.h): create (and get, on a relaunch),
-# list (its monitor), delete (CancelJob), and watch (rbac.yaml says why).
+# list (its monitor), delete (CancelJob), and watch (common/rbac.yaml says
+# why).
 JOB_RUNNER_VERBS = {"create", "get", "list", "watch", "delete"}
 
 
@@ -466,7 +468,7 @@ def check_server_flags(objects, server):
 
 # The kustomization fields this test builds; any other fails.
 KUSTOMIZATION_FIELDS = {"apiVersion", "kind", "namespace", "resources",
-                        "images", "patches"}
+                        "images"}
 
 
 def load_manifest(path, where):
@@ -498,10 +500,9 @@ def object_id(obj):
 def build(directory, root):
     """The objects `kustomize build DIRECTORY` makes, for the subset of
     kustomize used here: resources that are files of the directory or
-    directories with a kustomization.yaml (a base, built first), then
-    patches that delete an object (`$patch: delete`), in order. Anything
-    else fails. The namespace and image transformers change nothing this
-    test looks at."""
+    directories with a kustomization.yaml (built first). Any other field
+    fails. The namespace and image transformers change nothing this test
+    looks at."""
     where = directory.relative_to(root)
     kustomization = yaml.safe_load(
         (directory / "kustomization.yaml").read_text())
@@ -531,30 +532,41 @@ def build(directory, root):
             objects += load_manifest(path, f"{where}/{resource}")
     ids = [object_id(o) for o in objects]
     check(len(ids) == len(set(ids)), f"{where}: no object twice: {ids}")
-    for index, patch in enumerate(kustomization.get("patches", [])):
-        if not check(set(patch) == {"patch"}, f"{where}: patches[{index}] "
-                     "is an inline patch (nothing else is built here)"):
-            continue
-        body = yaml.safe_load(patch["patch"])
-        if not check(body.get("$patch") == "delete",
-                     f"{where}: patches[{index}] deletes an object (the "
-                     "only patch built here)"):
-            continue
-        doomed = object_id(body)
-        check(doomed in [object_id(o) for o in objects],
-              f"{where}: patches[{index}] deletes {doomed}, which the "
-              "resources do not make")
-        objects = [o for o in objects if object_id(o) != doomed]
     return objects
+
+
+def check_kubectl_build(kubectl, directory, objects, where):
+    """`kubectl kustomize DIRECTORY` (kustomize itself, no cluster) makes
+    the same objects as build(), each in the kustomization's namespace."""
+    result = subprocess.run([kubectl, "kustomize", str(directory)],
+                            capture_output=True, text=True, check=False,
+                            timeout=60)
+    if not check(result.returncode == 0, f"{where}: kubectl kustomize: "
+                 f"{result.stderr.strip()[-500:]}"):
+        return
+    built = [d for d in yaml.safe_load_all(result.stdout) if d]
+    check(sorted(map(object_id, built)) == sorted(map(object_id, objects)),
+          f"{where}: kubectl kustomize makes the objects this test built: "
+          f"{sorted(map(object_id, built))} vs "
+          f"{sorted(map(object_id, objects))}")
+    for obj in built:
+        if obj["kind"] != "Namespace":
+            check(obj["metadata"].get("namespace") == "bnn-serve",
+                  f"{where}: {object_id(obj)} is in namespace bnn-serve")
 
 
 def main():
     root = pathlib.Path(sys.argv[1]).resolve()
     server = sys.argv[2]
+    kubectl = sys.argv[3] if len(sys.argv) > 3 else None
+    if kubectl is None:
+        print("no kubectl: the trees are not built by kustomize itself")
     for tree in ("deploy/k8s", "deploy/k8s/scale-out"):
         before = len(failures)
         objects = build(root / tree, root)
         print(f"{tree}: {len(objects)} objects built", flush=True)
+        if kubectl is not None:
+            check_kubectl_build(kubectl, root / tree, objects, tree)
         if len(failures) == before:
             cross_check(objects)
             check_server_flags(objects, server)
