@@ -9,17 +9,27 @@
 //   bnn-train --job-id=job-0123456789abcdef --data-dir=/scratch
 //     --metadata=postgres://bnn@db/bnn --blob-dir=/mnt/bnn-blobs --threads=4
 //
+// A job RUNNING under another claimant whose heartbeat is fresh (the pod a
+// Kubernetes Job replaces after a hard kill, whose heartbeat has not gone
+// stale yet) is waited for: the claim is tried again every
+// --job-heartbeat-seconds until that heartbeat is older than
+// --job-takeover-seconds, for at most --claim-wait-seconds.
+//
 // Exit status: 0 when the job SUCCEEDED; otherwise one line on stderr
 // naming the job and why, and 1 (FAILED, or an error before or after
-// training: unknown job, a job not claimable, a store that cannot be
-// opened), 2 (CANCELLED), 3 (INTERRUPTED by SIGTERM or SIGINT: it
-// checkpointed and any server, or another bnn-train, resumes it) or 4
-// (another process took the job over: this one stopped heartbeating for
-// longer than --job-takeover-seconds).
+// training: unknown job, a job not claimable, still claimed by a live
+// claimant after --claim-wait-seconds, a store that cannot be opened), 2
+// (CANCELLED), 3 (INTERRUPTED by SIGTERM or SIGINT: it checkpointed and
+// any server, or another bnn-train, resumes it; or stopped by one while
+// waiting for the claim, the job left as it was) or 4 (another process
+// took the job over: this one stopped heartbeating for longer than
+// --job-takeover-seconds).
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <pthread.h>
 #include <signal.h>
 #include <string>
@@ -48,6 +58,7 @@
 #include "server/common/flag_names.h"
 #include "server/jobs/job_events.h"
 #include "server/jobs/job_execution.h"
+#include "server/jobs/job_process_options.h"
 #include "server/metrics/server_metrics.h"
 #include "server/server.h"
 #include "server/store/data_dir_lock.h"
@@ -77,16 +88,25 @@ ABSL_FLAG(std::string, metadata, kServerDefaults.metadata,
 ABSL_FLAG(std::string, blob_dir, kServerDefaults.blob_dir,
           "Blob directory: empty = <data-dir>/blobs; required with "
           "PostgreSQL (the servers' shared --blob-dir).");
-ABSL_FLAG(int, threads, kServerDefaults.threads,
+ABSL_FLAG(int, threads, kServerDefaults.job_process.threads,
           "OpenMP threads of the training; 0 = one per core. A resumed job "
           "equals an uninterrupted run only under the same count.");
-ABSL_FLAG(double, checkpoint_seconds, kServerDefaults.checkpoint_seconds,
+ABSL_FLAG(double, checkpoint_seconds,
+          kServerDefaults.job_process.checkpoint_seconds,
           "Checkpoint this often (seconds of training); 0 = only on SIGTERM.");
-ABSL_FLAG(double, job_heartbeat_seconds, kServerDefaults.job_heartbeat_seconds,
+ABSL_FLAG(double, job_heartbeat_seconds,
+          kServerDefaults.job_process.job_heartbeat_seconds,
           "How often the job's heartbeat is recorded in the store. > 0");
-ABSL_FLAG(double, job_takeover_seconds, kServerDefaults.job_takeover_seconds,
+ABSL_FLAG(double, job_takeover_seconds,
+          kServerDefaults.job_process.job_takeover_seconds,
           "A RUNNING job whose heartbeat is older than this may be claimed. > "
           "--job-heartbeat-seconds");
+ABSL_FLAG(double, claim_wait_seconds, -1,
+          "How long to wait, at most, for a job RUNNING under another "
+          "claimant whose heartbeat is fresh to become claimable (its "
+          "heartbeat older than --job-takeover-seconds), trying again "
+          "every --job-heartbeat-seconds; 0 = fail at once. -1 (the "
+          "default) = --job-takeover-seconds + 2 x --job-heartbeat-seconds.");
 ABSL_FLAG(int64_t, memory_budget_bytes, kServerDefaults.memory_budget_bytes,
           "Bytes the job may hold by the core's estimate; 0 = a share of the "
           "machine's (or cgroup's) memory, as bnn-server.");
@@ -99,11 +119,19 @@ struct Flags {
   std::string data_dir;
   std::string metadata;
   std::string blob_dir;
-  int threads = 0;
-  double checkpoint_seconds = 0;
-  double heartbeat_seconds = 0;
-  double takeover_seconds = 0;
+  // --threads, --checkpoint-seconds, --job-heartbeat-seconds and
+  // --job-takeover-seconds, as bnn-server takes them.
+  JobProcessOptions job_process;
+  // -1: job_takeover_seconds + 2 * job_heartbeat_seconds (ClaimWait()).
+  double claim_wait_seconds = -1;
   int64_t memory_budget_bytes = 0;
+
+  absl::Duration ClaimWait() const {
+    return absl::Seconds(claim_wait_seconds == -1
+                             ? job_process.job_takeover_seconds +
+                                   2 * job_process.job_heartbeat_seconds
+                             : claim_wait_seconds);
+  }
 };
 
 absl::Status Validate(const Flags& f) {
@@ -118,22 +146,12 @@ absl::Status Validate(const Flags& f) {
         "--blob-dir is required with a PostgreSQL --metadata (the servers' "
         "shared blob directory)");
   }
-  if (f.threads < 0) {
+  BNN_RETURN_IF_ERROR(f.job_process.Validate());
+  if (!(f.claim_wait_seconds >= 0 || f.claim_wait_seconds == -1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--threads = ", f.threads, " must be >= 0"));
-  }
-  if (!(f.checkpoint_seconds >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--checkpoint-seconds = ", f.checkpoint_seconds, " must be >= 0"));
-  }
-  if (!(f.heartbeat_seconds > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--job-heartbeat-seconds = ", f.heartbeat_seconds, " must be > 0"));
-  }
-  if (!(f.takeover_seconds > f.heartbeat_seconds)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--job-takeover-seconds = ", f.takeover_seconds,
-        " must be > --job-heartbeat-seconds = ", f.heartbeat_seconds));
+        absl::StrCat("--claim-wait-seconds = ", f.claim_wait_seconds,
+                     " must be >= 0, or -1 (--job-takeover-seconds + 2 x "
+                     "--job-heartbeat-seconds)"));
   }
   if (f.memory_budget_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -158,6 +176,45 @@ int ExitCode(JobOutcome outcome) {
       return 1;
   }
   return 1;
+}
+
+// Claims the job, waiting while another claimant's heartbeat is fresh (see
+// the file comment). nullopt when SIGTERM or SIGINT stopped the wait.
+absl::StatusOr<std::optional<store::JobRecord>> ClaimWhenStale(
+    const Flags& f, const std::string& claimant, JobStore& jobs,
+    const sigset_t& signals) {
+  const absl::Duration takeover =
+      absl::Seconds(f.job_process.job_takeover_seconds);
+  const absl::Time deadline = absl::Now() + f.ClaimWait();
+  bool logged = false;
+  while (true) {
+    absl::StatusOr<store::JobRecord> job =
+        jobs.ClaimJob(f.job_id, claimant, absl::Now() - takeover);
+    if (job.ok()) return *std::move(job);
+    if (!IsClaimedByLiveClaimant(job.status())) return job.status();
+    const absl::Time now = absl::Now();
+    if (now >= deadline) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          job.status().message(), "; still so after waiting ",
+          absl::FormatDuration(f.ClaimWait()), " (--claim-wait-seconds)"));
+    }
+    if (!logged) {
+      spdlog::info(
+          "{}; waiting until its heartbeat is older than "
+          "--job-takeover-seconds ({}), at most {} (--claim-wait-seconds)",
+          std::string(job.status().message()), absl::FormatDuration(takeover),
+          absl::FormatDuration(f.ClaimWait()));
+      logged = true;
+    }
+    const timespec wait = absl::ToTimespec(std::min(
+        absl::Seconds(f.job_process.job_heartbeat_seconds), deadline - now));
+    const int signal_number = sigtimedwait(&signals, nullptr, &wait);
+    if (signal_number == SIGTERM || signal_number == SIGINT) {
+      spdlog::info("{}: stopped waiting for the claim",
+                   strsignal(signal_number));
+      return std::nullopt;
+    }
+  }
 }
 
 // Runs the job; returns the exit status, having printed the one-line
@@ -198,21 +255,28 @@ absl::StatusOr<int> Run(const Flags& f, const sigset_t& signals) {
 
   JobExecution::Options options;
   options.claimant = ReplicaId(runner.empty() ? "bnn-train" : runner);
-  options.compute_threads = f.threads;
+  options.compute_threads = f.job_process.threads;
   // The process trains and does nothing else.
   options.training_nice = 0;
-  options.checkpoint_interval = absl::Seconds(f.checkpoint_seconds);
-  options.heartbeat_interval = absl::Seconds(f.heartbeat_seconds);
+  options.checkpoint_interval = absl::Seconds(f.job_process.checkpoint_seconds);
+  options.heartbeat_interval =
+      absl::Seconds(f.job_process.job_heartbeat_seconds);
   options.on_succeeded = PublishOnSuccess(models.get());
   JobExecution execution(options, jobs.get(), &datasets, &snapshots,
                          predictors.get(), &MethodRegistry::Builtin(), &metrics,
                          &memory_budget, &events);
   execution.AdoptSnapshots();
 
-  BNN_ASSIGN_OR_RETURN(
-      const store::JobRecord job,
-      jobs->ClaimJob(f.job_id, options.claimant,
-                     absl::Now() - absl::Seconds(f.takeover_seconds)));
+  BNN_ASSIGN_OR_RETURN(const std::optional<store::JobRecord> claimed,
+                       ClaimWhenStale(f, options.claimant, *jobs, signals));
+  if (!claimed.has_value()) {
+    std::cerr << "bnn-train: job " << f.job_id
+              << " was not claimed: stopped by a signal while another "
+                 "claimant's heartbeat was fresh; the job is as it was"
+              << std::endl;
+    return ExitCode(JobOutcome::kInterrupted);
+  }
+  const store::JobRecord& job = *claimed;
   spdlog::info("bnn-train claimed job {} as {}", job.job_id(),
                options.claimant);
 
@@ -301,10 +365,14 @@ int main(int argc, char** argv) {
   flags.data_dir = absl::GetFlag(FLAGS_data_dir);
   flags.metadata = absl::GetFlag(FLAGS_metadata);
   flags.blob_dir = absl::GetFlag(FLAGS_blob_dir);
-  flags.threads = absl::GetFlag(FLAGS_threads);
-  flags.checkpoint_seconds = absl::GetFlag(FLAGS_checkpoint_seconds);
-  flags.heartbeat_seconds = absl::GetFlag(FLAGS_job_heartbeat_seconds);
-  flags.takeover_seconds = absl::GetFlag(FLAGS_job_takeover_seconds);
+  flags.job_process.threads = absl::GetFlag(FLAGS_threads);
+  flags.job_process.checkpoint_seconds =
+      absl::GetFlag(FLAGS_checkpoint_seconds);
+  flags.job_process.job_heartbeat_seconds =
+      absl::GetFlag(FLAGS_job_heartbeat_seconds);
+  flags.job_process.job_takeover_seconds =
+      absl::GetFlag(FLAGS_job_takeover_seconds);
+  flags.claim_wait_seconds = absl::GetFlag(FLAGS_claim_wait_seconds);
   flags.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes);
   const absl::Status valid = bnn::server::Validate(flags);
   const absl::StatusOr<int> code =

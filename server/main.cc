@@ -85,14 +85,16 @@ ABSL_FLAG(double, job_poll_seconds, kDefaults.job_poll_seconds,
           "How often an idle training worker looks in the metadata store "
           "for jobs submitted to other servers or whose server stopped "
           "heartbeating; a StartTraining here wakes one at once. > 0");
-ABSL_FLAG(double, job_heartbeat_seconds, kDefaults.job_heartbeat_seconds,
+ABSL_FLAG(double, job_heartbeat_seconds,
+          kDefaults.job_process.job_heartbeat_seconds,
           "How often a running job records in the metadata store that its "
           "server still runs it (with its progress). > 0");
-ABSL_FLAG(double, job_takeover_seconds, kDefaults.job_takeover_seconds,
+ABSL_FLAG(double, job_takeover_seconds,
+          kDefaults.job_process.job_takeover_seconds,
           "A RUNNING job whose heartbeat is older than this is claimed by "
           "another server and resumed from its last checkpoint. > "
           "--job-heartbeat-seconds");
-ABSL_FLAG(double, checkpoint_seconds, kDefaults.checkpoint_seconds,
+ABSL_FLAG(double, checkpoint_seconds, kDefaults.job_process.checkpoint_seconds,
           "A running job saves a checkpoint this often (seconds of training) "
           "to resume from after a shutdown or crash; 0 = only at shutdown.");
 ABSL_FLAG(int, training_nice, kDefaults.training_nice,
@@ -129,7 +131,7 @@ ABSL_FLAG(double, stream_idle_seconds, kDefaults.stream_idle_seconds,
           "with DEADLINE_EXCEEDED.");
 ABSL_FLAG(int64_t, max_message_bytes, kDefaults.limits.max_message_bytes,
           "Largest gRPC message the server accepts.");
-ABSL_FLAG(int, threads, kDefaults.threads,
+ABSL_FLAG(int, threads, kDefaults.job_process.threads,
           "Most compute (OpenMP/Eigen) threads per training job and per "
           "Predict, Acquire or Evaluate call; 0 = one per core. Jobs and "
           "requests too small to gain from threads run on one.");
@@ -227,16 +229,19 @@ Server::Options OptionsFromFlags() {
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
   options.max_concurrent_jobs = absl::GetFlag(FLAGS_max_concurrent_jobs);
   options.max_queued_jobs = absl::GetFlag(FLAGS_max_queued_jobs);
-  options.checkpoint_seconds = absl::GetFlag(FLAGS_checkpoint_seconds);
+  options.job_process.checkpoint_seconds =
+      absl::GetFlag(FLAGS_checkpoint_seconds);
   options.role = absl::GetFlag(FLAGS_role);
   options.job_poll_seconds = absl::GetFlag(FLAGS_job_poll_seconds);
-  options.job_heartbeat_seconds = absl::GetFlag(FLAGS_job_heartbeat_seconds);
-  options.job_takeover_seconds = absl::GetFlag(FLAGS_job_takeover_seconds);
+  options.job_process.job_heartbeat_seconds =
+      absl::GetFlag(FLAGS_job_heartbeat_seconds);
+  options.job_process.job_takeover_seconds =
+      absl::GetFlag(FLAGS_job_takeover_seconds);
   options.training_nice = absl::GetFlag(FLAGS_training_nice);
   options.preload_models = absl::GetFlag(FLAGS_preload_models);
   options.max_watchers_per_client =
       absl::GetFlag(FLAGS_max_watchers_per_client);
-  options.threads = absl::GetFlag(FLAGS_threads);
+  options.job_process.threads = absl::GetFlag(FLAGS_threads);
   options.compute_workers = absl::GetFlag(FLAGS_compute_workers);
   options.long_call_ms = absl::GetFlag(FLAGS_long_call_ms);
   options.long_call_nice = absl::GetFlag(FLAGS_long_call_nice);

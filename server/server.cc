@@ -25,42 +25,13 @@
 
 #include "server/api/inference_v2/http_api.h"
 #include "server/common/address.h"
+#include "server/common/flag_checks.h"
 #include "server/common/log.h"
 #include "server/common/request_log.h"
 #include "server/jobs/compute_threads.h"
 
 namespace bnn::server {
 namespace {
-
-absl::Status CheckAtLeast(absl::string_view flag, int64_t value,
-                          int64_t minimum) {
-  if (value < minimum) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, " = ", value, " must be >= ", minimum));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckInRange(absl::string_view flag, int64_t value,
-                          int64_t minimum, int64_t maximum) {
-  if (value < minimum || value > maximum) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, " = ", value,
-                                                   " must be in [", minimum,
-                                                   ", ", maximum, "]"));
-  }
-  return absl::OkStatus();
-}
-
-// A finite number of seconds > 0 (at most a year, so that it converts to an
-// absl::Duration and deadlines derived from it do not overflow).
-absl::Status CheckPositive(absl::string_view flag, double seconds) {
-  constexpr int64_t kYear = int64_t{365} * 24 * 3600;
-  if (!(seconds > 0 && seconds <= kYear)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", flag, " = ", seconds, " must be in (0, ", kYear, "] seconds"));
-  }
-  return absl::OkStatus();
-}
 
 // Bytes of the regular files under `dir` (0 if it cannot be read; files
 // that vanish during the walk are skipped).
@@ -184,14 +155,7 @@ absl::Status Server::Options::Validate() const {
   BNN_RETURN_IF_ERROR(CheckAtLeast("max-queued-jobs", max_queued_jobs, 1));
   BNN_RETURN_IF_ERROR(
       CheckAtLeast("max-watchers-per-client", max_watchers_per_client, 1));
-  if (!(checkpoint_seconds == 0 || checkpoint_seconds > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--checkpoint-seconds = ", checkpoint_seconds, " must be >= 0"));
-  }
-  if (checkpoint_seconds > 0) {
-    BNN_RETURN_IF_ERROR(
-        CheckPositive("checkpoint-seconds", checkpoint_seconds));
-  }
+  BNN_RETURN_IF_ERROR(job_process.Validate());
   BNN_RETURN_IF_ERROR(
       CheckOneOf("--job-runner", job_runner, {"in-process", "kubernetes"}));
   if (job_runner == "kubernetes") {
@@ -215,19 +179,10 @@ absl::Status Server::Options::Validate() const {
         absl::StrCat("--role = '", role, "' must be one of all, serve, train"));
   }
   BNN_RETURN_IF_ERROR(CheckPositive("job-poll-seconds", job_poll_seconds));
-  BNN_RETURN_IF_ERROR(
-      CheckPositive("job-heartbeat-seconds", job_heartbeat_seconds));
-  if (!(job_takeover_seconds > job_heartbeat_seconds)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--job-takeover-seconds = ", job_takeover_seconds,
-        " must be > --job-heartbeat-seconds = ", job_heartbeat_seconds,
-        " (a job whose heartbeat is older is taken over)"));
-  }
   if (training_nice < 0 || training_nice > 19) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--training-nice = ", training_nice, " must be in [0, 19]"));
   }
-  BNN_RETURN_IF_ERROR(CheckAtLeast("threads", threads, 0));
   BNN_RETURN_IF_ERROR(CheckAtLeast("compute-workers", compute_workers, 1));
   BNN_RETURN_IF_ERROR(CheckAtLeast("long-call-ms", long_call_ms, 0));
   if (long_call_nice < 1 || long_call_nice > 19) {
@@ -425,15 +380,18 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
 
   JobRunner::Options runner_options;
   runner_options.max_concurrent_jobs = o.max_concurrent_jobs;
-  runner_options.compute_threads = o.threads;
+  runner_options.compute_threads = o.job_process.threads;
   runner_options.max_queued_jobs = o.max_queued_jobs;
-  runner_options.checkpoint_interval = absl::Seconds(o.checkpoint_seconds);
+  runner_options.checkpoint_interval =
+      absl::Seconds(o.job_process.checkpoint_seconds);
   runner_options.training_nice = o.training_nice;
   runner_options.run_jobs = o.role != "serve";
   runner_options.claimant = ReplicaId(runner);
   runner_options.poll_interval = absl::Seconds(o.job_poll_seconds);
-  runner_options.heartbeat_interval = absl::Seconds(o.job_heartbeat_seconds);
-  runner_options.takeover_after = absl::Seconds(o.job_takeover_seconds);
+  runner_options.heartbeat_interval =
+      absl::Seconds(o.job_process.job_heartbeat_seconds);
+  runner_options.takeover_after =
+      absl::Seconds(o.job_process.job_takeover_seconds);
   // StartTraining(model_name, publish = true): the snapshot becomes the
   // model's next version (and `latest`) in the transaction that makes the
   // job SUCCEEDED; a failure to publish fails the job, naming why.
@@ -451,7 +409,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
 
   BnnServiceImpl::Options service_options;
   service_options.limits = o.limits;
-  service_options.compute_threads = o.threads;
+  service_options.compute_threads = o.job_process.threads;
   service_options.compute_workers = o.compute_workers;
   service_options.long_call = absl::Milliseconds(o.long_call_ms);
   service_options.long_call_nice = o.long_call_nice;
@@ -660,7 +618,7 @@ void Server::WatchCompute() {
 }
 
 void Server::PreloadModels() {
-  UseComputeThreads(options_.threads);
+  UseComputeThreads(options_.job_process.threads);
   LowerThreadPriority(options_.training_nice);
   // The snapshot of each model's latest version, newest first.
   std::vector<std::pair<int64_t, std::string>> latest;

@@ -26,6 +26,7 @@
 #include "server/auth/tls.h"
 #include "server/common/call_counter.h"
 #include "server/common/http_server.h"
+#include "server/jobs/job_process_options.h"
 #include "server/jobs/job_runner.h"
 #include "server/jobs/kubernetes/launcher_options.h"
 #include "server/metrics/http_endpoint.h"
@@ -109,18 +110,10 @@ class Server {
     // metadata store for jobs submitted to other servers or whose server
     // stopped heartbeating (a StartTraining here wakes one at once). > 0.
     double job_poll_seconds = 1;
-    // --job-heartbeat-seconds: how often a running job records in the store
-    // that its server still runs it (with its progress). > 0.
-    double job_heartbeat_seconds = 5;
-    // --job-takeover-seconds: a RUNNING job whose heartbeat is older than
-    // this is claimed by another server (or this one's next process) and
-    // resumed from its last checkpoint. > --job-heartbeat-seconds.
-    double job_takeover_seconds = 30;
-    // --checkpoint-seconds: a running job saves a checkpoint (to resume
-    // from after a shutdown or crash) after the first step that ends this
-    // many seconds of training after its last one; 0 = only when the server
-    // shuts down. >= 0.
-    double checkpoint_seconds = 60;
+    // --threads (also the OpenMP threads of each Predict or Acquire call),
+    // --checkpoint-seconds, --job-heartbeat-seconds and
+    // --job-takeover-seconds, as bnn-train takes them.
+    JobProcessOptions job_process;
     // --training-nice: nice value (0..19) of the threads that train jobs.
     // Under contention for the cores, Linux gives a thread at nice 10 about
     // a tenth of the share of one at 0, so Predict and the other RPCs keep
@@ -130,10 +123,6 @@ class Server {
     // --max-watchers-per-client: WatchJob streams one client (token, or
     // connection without tokens) may have open at once. >= 1.
     int max_watchers_per_client = 8;
-    // --threads: most OpenMP (Eigen GEMM) threads per training job and per
-    // Predict or Acquire call; 0 = one per core. >= 0. Small computations
-    // run on one thread regardless (bnn/compute_threads.h).
-    int threads = 0;
     // --compute-workers: Predict and Acquire calls computed at once; later
     // ones queue, the clients taking turns, and a long call gives its turn
     // to another client's waiting call between chunks of rows

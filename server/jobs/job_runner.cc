@@ -286,6 +286,7 @@ absl::StatusOr<store::JobRecord> JobRunner::Queue(store::JobRecord record) {
   BNN_ASSIGN_OR_RETURN(record, jobs_->Create(std::move(record)));
   execution_.PublishState(record);
   ++wakeups_;
+  if (launcher_ != nullptr) launched_.insert(record.job_id());
   Log(spdlog::level::info, "job queued",
       {{"job_id", record.job_id()},
        {"state", "queued"},
@@ -368,6 +369,10 @@ void JobRunner::LaunchJob(const std::string& job_id) {
     metrics_->kubernetes_job_launches("launched").Increment();
     Log(spdlog::level::info, "kubernetes job launched",
         {{"job_id", job_id}, {"kubernetes_job", launched->name}});
+    {
+      absl::MutexLock lock(&mu_);
+      launched_.insert(job_id);
+    }
     if (monitor_ != nullptr) monitor_->PollNow();
     return;
   }
@@ -421,6 +426,43 @@ void JobRunner::RetryLaunches() {
         LaunchJob(job_id);
       }
     }
+    LaunchQueued();
+  }
+}
+
+void JobRunner::LaunchQueued() {
+  // What launched_ held before the listing: a job added after it (a Submit
+  // here) may be missing from the listing and must not be forgotten.
+  std::set<std::string> known;
+  {
+    absl::MutexLock lock(&mu_);
+    known = launched_;
+  }
+  JobFilter filter;
+  filter.states = {store::JobRecord::QUEUED};
+  std::set<std::string> queued;
+  for (const store::JobRecord& job : jobs_->List(filter)) {
+    queued.insert(job.job_id());
+  }
+  std::vector<std::string> to_launch;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    for (const std::string& job_id : known) {
+      if (queued.count(job_id) == 0) launched_.erase(job_id);
+    }
+    for (const std::string& job_id : queued) {
+      if (launched_.count(job_id) == 0 && launch_retries_.count(job_id) == 0) {
+        to_launch.push_back(job_id);
+      }
+    }
+  }
+  for (const std::string& job_id : to_launch) {
+    Log(spdlog::level::info,
+        "launching a job another server queued (or queued before this "
+        "process started)",
+        {{"job_id", job_id}});
+    LaunchJob(job_id);
   }
 }
 

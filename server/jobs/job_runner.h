@@ -21,10 +21,12 @@
 // nothing itself: each job is one batch/v1 Job running `bnn-train
 // --job-id=ID` against the shared store (kubernetes/job_launcher.h), which
 // claims, heartbeats, checkpoints and ends the job as a worker here would.
-// Submit stores the job QUEUED and launches its Job; at start the runner
-// launches again every QUEUED or INTERRUPTED job, every RUNNING one whose
-// heartbeat is stale (Launch is idempotent) and deletes the Jobs of
-// CANCELLING ones; a JobMonitor maps the Jobs' ends to the jobs' states,
+// Submit stores the job QUEUED and launches its Job; every poll_interval
+// the runner launches the QUEUED jobs it has not launched (those other
+// servers queued, e.g. --role=serve replicas, which launch nothing); at
+// start it launches again every QUEUED or INTERRUPTED job, every RUNNING
+// one whose heartbeat is stale (Launch is idempotent) and deletes the Jobs
+// of CANCELLING ones; a JobMonitor maps the Jobs' ends to the jobs' states,
 // only ever moving a job forward (see KubernetesJobChanged).
 #ifndef BNN_SERVER_JOBS_JOB_RUNNER_H_
 #define BNN_SERVER_JOBS_JOB_RUNNER_H_
@@ -197,8 +199,13 @@ class JobRunner {
   // At start: launches every QUEUED or INTERRUPTED job and every RUNNING one
   // with a stale heartbeat, and deletes the Jobs of CANCELLING ones.
   void Reconcile();
-  // The retry loop of LaunchJob (the one thread of workers_).
+  // The loop of the one thread of workers_: every poll_interval, retries
+  // the launches that failed transiently, then LaunchQueued().
   void RetryLaunches();
+  // Launches the QUEUED jobs not in launched_ (queued by other servers, or
+  // before this process started), and forgets those of launched_ that are
+  // no longer QUEUED.
+  void LaunchQueued();
   // Deletes the Job of a cancelled job; a CANCELLING job whose Job is gone
   // becomes CANCELLED.
   void DeleteJob(const std::string& job_id);
@@ -228,6 +235,10 @@ class JobRunner {
       ABSL_GUARDED_BY(mu_);
   // Kubernetes mode: jobs whose launch failed with a transient error.
   std::set<std::string> launch_retries_ ABSL_GUARDED_BY(mu_);
+  // Kubernetes mode: QUEUED jobs this process launched (or is launching:
+  // Queue adds a job before Submit launches it), so that LaunchQueued
+  // does not launch them again while their pods start.
+  std::set<std::string> launched_ ABSL_GUARDED_BY(mu_);
   // Kubernetes mode; null otherwise. The monitor is stopped (reset) by
   // Shutdown(), before the launcher it borrows.
   std::unique_ptr<kubernetes::JobLauncher> launcher_;

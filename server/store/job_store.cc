@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include <absl/strings/cord.h>
 #include <absl/strings/str_cat.h>
 #include <absl/time/clock.h>
 #include <absl/time/time.h>
@@ -21,6 +22,11 @@ constexpr absl::string_view kCheckpointExtension = ".ckpt";
 // The page token list name of ListNewestFirst's cursors.
 constexpr absl::string_view kJobsList = "jobs";
 
+// The payload that marks ClaimJob's refusal of a job a live claimant runs
+// (IsClaimedByLiveClaimant); its value is the claimant.
+constexpr absl::string_view kLiveClaimantPayload =
+    "type.googleapis.com/bnn.server.store.ClaimedByLiveClaimant";
+
 absl::Status UnknownJob(absl::string_view job_id) {
   return absl::NotFoundError(absl::StrCat("job_id '", job_id, "' not found"));
 }
@@ -32,6 +38,11 @@ bool IsActive(store::JobRecord::State state) {
 }
 
 }  // namespace
+
+bool IsClaimedByLiveClaimant(const absl::Status& status) {
+  return absl::IsFailedPrecondition(status) &&
+         status.GetPayload(kLiveClaimantPayload).has_value();
+}
 
 bool IsFinalJobState(store::JobRecord::State state) {
   return state == store::JobRecord::SUCCEEDED ||
@@ -317,34 +328,37 @@ absl::StatusOr<store::JobRecord> JobStore::ClaimJob(absl::string_view job_id,
   const int64_t stale_ms = absl::ToUnixMillis(stale_before);
   store::JobRecord job;
   absl::MutexLock lock(&mu_);
-  BNN_RETURN_IF_ERROR(
-      metadata_->Write([&](MetadataTransaction& tx) -> absl::Status {
-        absl::StatusOr<store::JobRecord> found = tx.GetJob(job_id);
-        if (absl::IsNotFound(found.status())) return UnknownJob(job_id);
-        BNN_RETURN_IF_ERROR(found.status());
-        job = *std::move(found);
-        const store::JobRecord::State state = job.state();
-        const bool claimable = state == store::JobRecord::QUEUED ||
-                               state == store::JobRecord::INTERRUPTED ||
-                               (state == store::JobRecord::RUNNING &&
-                                job.heartbeat_unix_ms() < stale_ms);
-        if (!claimable) {
-          std::string message = absl::StrCat(
-              "job ", job_id, " is ", store::JobRecord::State_Name(state));
-          if (IsActive(state)) {
-            absl::StrAppend(
-                &message, " on ", job.claimant(), " (last heartbeat ",
-                (now_ms - job.heartbeat_unix_ms()) / 1000, " s ago)");
-          }
-          absl::StrAppend(&message,
-                          "; only a QUEUED or INTERRUPTED job, or a RUNNING "
-                          "one whose process stopped heartbeating, can be "
-                          "claimed");
-          return absl::FailedPreconditionError(message);
-        }
-        MarkClaimed(claimant, now_ms, &job);
-        return tx.UpdateJob(job);
-      }));
+  BNN_RETURN_IF_ERROR(metadata_->Write([&](MetadataTransaction& tx)
+                                           -> absl::Status {
+    absl::StatusOr<store::JobRecord> found = tx.GetJob(job_id);
+    if (absl::IsNotFound(found.status())) return UnknownJob(job_id);
+    BNN_RETURN_IF_ERROR(found.status());
+    job = *std::move(found);
+    const store::JobRecord::State state = job.state();
+    const bool claimable = state == store::JobRecord::QUEUED ||
+                           state == store::JobRecord::INTERRUPTED ||
+                           (state == store::JobRecord::RUNNING &&
+                            job.heartbeat_unix_ms() < stale_ms);
+    if (!claimable) {
+      std::string message = absl::StrCat("job ", job_id, " is ",
+                                         store::JobRecord::State_Name(state));
+      if (IsActive(state)) {
+        absl::StrAppend(&message, " on ", job.claimant(), " (last heartbeat ",
+                        (now_ms - job.heartbeat_unix_ms()) / 1000, " s ago)");
+      }
+      absl::StrAppend(&message,
+                      "; only a QUEUED or INTERRUPTED job, or a RUNNING "
+                      "one whose process stopped heartbeating, can be "
+                      "claimed");
+      absl::Status refused = absl::FailedPreconditionError(message);
+      if (state == store::JobRecord::RUNNING) {
+        refused.SetPayload(kLiveClaimantPayload, absl::Cord(job.claimant()));
+      }
+      return refused;
+    }
+    MarkClaimed(claimant, now_ms, &job);
+    return tx.UpdateJob(job);
+  }));
   live_[job.job_id()] = job;
   return job;
 }

@@ -34,6 +34,12 @@ namespace bnn::server {
 // True for SUCCEEDED, FAILED and CANCELLED: the job will not change again.
 bool IsFinalJobState(store::JobRecord::State state);
 
+// Whether `status` is JobStore::ClaimJob's refusal of a job that is RUNNING
+// under a claimant whose heartbeat is still fresh: the one refusal that
+// may turn into a claim by waiting (until that heartbeat is older than the
+// takeover time). Every other refusal and error is false.
+bool IsClaimedByLiveClaimant(const absl::Status& status);
+
 // A position in the newest-first order of jobs (creation time, then id,
 // both descending): the last job of a page.
 struct JobCursor {
@@ -115,7 +121,9 @@ class JobStore {
   // Claims the job `job_id` as Claim does (bnn-train runs one job):
   // FailedPrecondition naming its state, and its claimant when one runs it,
   // unless it is QUEUED, INTERRUPTED, or RUNNING with a heartbeat before
-  // `stale_before`; NotFound for an unknown id.
+  // `stale_before`; NotFound for an unknown id. A RUNNING job with a
+  // later heartbeat is refused with a status IsClaimedByLiveClaimant()
+  // recognises.
   absl::StatusOr<store::JobRecord> ClaimJob(absl::string_view job_id,
                                             absl::string_view claimant,
                                             absl::Time stale_before);

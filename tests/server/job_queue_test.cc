@@ -6,7 +6,9 @@
 // mid-run is taken over by another once its heartbeat is stale and ends
 // with the snapshot an uninterrupted run makes, bit for bit; a cancel
 // through one replica stops the job where it runs; bnn-train runs a stored
-// job (PostgreSQL and SQLite) to the snapshot the in-process runner makes.
+// job (PostgreSQL and SQLite) to the snapshot the in-process runner makes,
+// and waits for a live claimant's heartbeat to go stale before it takes a
+// job over.
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -26,6 +28,7 @@
 #include "bnn/io/snapshot.h"
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
+#include "server/store/job_store.h"
 #include "server/store/postgres_metadata_store.h"
 #include "tests/server/server_binary.h"
 #include "tests/server/server_test_util.h"
@@ -340,10 +343,13 @@ TEST_F(JobQueueTest, BnnTrainRunsAStoredJobLikeTheRunner) {
   const v1::Job trained = *testutil::GetJob(Stub(0), job);
   ASSERT_EQ(trained.state(), v1::JOB_STATE_SUCCEEDED) << trained.error();
   EXPECT_TRUE(absl::StrContains(Stored(job).claimant(), "@"));
-  // Again: the job is not claimable any more.
+  // Again: the job is not claimable any more, and a final job is not
+  // waited for (--claim-wait-seconds).
+  const absl::Time again_at = absl::Now();
   const CommandResult again = Train(flags);
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_THAT(again.err, HasSubstr("is SUCCEEDED"));
+  EXPECT_LT(absl::Now() - again_at, absl::Seconds(10));
 
   // The same request through the in-process runner.
   Start(1, "all");
@@ -401,6 +407,82 @@ TEST_F(JobQueueTest, BnnTrainInterruptedBySigtermIsResumedByAReplica) {
   const std::string bytes = TimelessSnapshot(Stub(1), resumed.snapshot_id());
   ASSERT_FALSE(bytes.empty());
   EXPECT_TRUE(bytes == TimelessSnapshot(Stub(1), whole.snapshot_id()));
+}
+
+// A pod that replaces a hard-killed one: the job is RUNNING under the dead
+// claimant, its heartbeat fresh. bnn-train waits (tries again every
+// --job-heartbeat-seconds) until the heartbeat is older than
+// --job-takeover-seconds, then takes the job over and trains it; the wait
+// is bounded by --claim-wait-seconds; SIGTERM stops it at once, exit 3.
+TEST_F(JobQueueTest, BnnTrainWaitsForALiveClaimantsHeartbeatToGoStale) {
+  Start(0, "serve");
+  Upload(Stub(0));
+  const std::string job = StartTraining(Stub(0), Training(20));
+  absl::StatusOr<std::unique_ptr<PostgresMetadataStore>> store =
+      PostgresMetadataStore::Open(uri_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::unique_ptr<JobStore>> jobs =
+      JobStore::Open(store->get(), BlobDir() + "/checkpoints", "dead-pod");
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  // Claims the job as the dead pod, with a heartbeat of now.
+  auto claim_as_dead_pod = [&] {
+    const absl::Time at = absl::Now();
+    absl::StatusOr<store::JobRecord> claimed =
+        (*jobs)->ClaimJob(job, "dead-pod@1", absl::Now() + absl::Hours(1));
+    EXPECT_TRUE(claimed.ok()) << claimed.status();
+    return at;
+  };
+  auto train_argv = [&](const std::string& wait) {
+    return std::vector<std::string>{BNN_TRAIN_PATH,
+                                    "--job-id=" + job,
+                                    "--data-dir=" + dir_.path() + "/pod",
+                                    "--metadata=" + uri_,
+                                    "--blob-dir=" + BlobDir(),
+                                    "--threads=1",
+                                    "--job-heartbeat-seconds=0.2",
+                                    "--job-takeover-seconds=1.5",
+                                    "--claim-wait-seconds=" + wait};
+  };
+
+  // SIGTERM while waiting: exit 3 at once, the job untouched.
+  claim_as_dead_pod();
+  const std::string log = dir_.path() + "/wait.log";
+  absl::StatusOr<std::unique_ptr<bnn::testing::ChildProcess>> waiting =
+      bnn::testing::ChildProcess::Start(train_argv("30"), log);
+  ASSERT_TRUE(waiting.ok()) << waiting.status();
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (!absl::StrContains(ReadFileOrEmpty(log), "waiting until") &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_THAT(ReadFileOrEmpty(log), HasSubstr("is RUNNING on dead-pod@1"));
+  const absl::Time signalled = absl::Now();
+  (*waiting)->Signal(SIGTERM);
+  EXPECT_EQ((*waiting)->Wait(absl::Seconds(10)).value_or(-1), 3)
+      << ReadFileOrEmpty(log);
+  EXPECT_LT(absl::Now() - signalled, absl::Seconds(1));
+  EXPECT_THAT(ReadFileOrEmpty(log), HasSubstr("was not claimed"));
+  EXPECT_EQ(Stored(job).claimant(), "dead-pod@1");
+  EXPECT_EQ(Stored(job).state(), store::JobRecord::RUNNING);
+
+  // A wait shorter than the takeover time ends first: exit 1, naming the
+  // claimant and the flag, not before the bound.
+  const absl::Time short_claim = claim_as_dead_pod();
+  const CommandResult gave_up = Train(train_argv("0.5"));
+  EXPECT_EQ(gave_up.exit_code, 1) << gave_up.err;
+  EXPECT_THAT(gave_up.err, HasSubstr("is RUNNING on dead-pod@1"));
+  EXPECT_THAT(gave_up.err, HasSubstr("--claim-wait-seconds"));
+  EXPECT_GE(absl::Now() - short_claim, absl::Seconds(0.5));
+  EXPECT_EQ(Stored(job).claimant(), "dead-pod@1");
+
+  // Long enough: waits until the heartbeat is stale, then trains the job.
+  const absl::Time claimed_at = claim_as_dead_pod();
+  const CommandResult ran = Train(train_argv("30"));
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_GE(absl::Now() - claimed_at, absl::Seconds(1.5));
+  const v1::Job trained = *testutil::GetJob(Stub(0), job);
+  EXPECT_EQ(trained.state(), v1::JOB_STATE_SUCCEEDED) << trained.error();
+  EXPECT_NE(Stored(job).claimant(), "dead-pod@1");
 }
 
 TEST_F(JobQueueTest, BnnTrainRunsAStoredJobOfTheSqliteStore) {

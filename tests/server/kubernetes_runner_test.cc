@@ -6,7 +6,8 @@
 // --job-id=ID`; bnn-train trains the job to a snapshot the server predicts
 // with; a Job the API server marks failed fails its job with the reason; a
 // cancel deletes the Job and ends the job CANCELLED; a restart launches a
-// QUEUED job that has no Job, and launches again idempotently.
+// QUEUED job that has no Job, and launches again idempotently; a job a
+// serving replica queued is launched at the next poll, once.
 #include <cmath>
 #include <memory>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <absl/strings/ascii.h>
 #include <absl/strings/match.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_replace.h>
 #include <absl/time/clock.h>
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
@@ -239,9 +241,19 @@ TEST_F(KubernetesRunnerTest, AJobRunsAsAKubernetesJobOfBnnTrain) {
   EXPECT_THAT(ReadFileOrEmpty(Log()),
               HasSubstr("kubernetes job launched job_id=" + job));
 
-  // The pod: bnn-train claims and trains the job against the shared store.
+  // The pod: bnn-train claims and trains the job against the shared store,
+  // run with the Job's own arguments (what Kubernetes would expand, and
+  // the pod's mounts, mapped to this test's).
+  std::vector<std::string> argv = {BNN_TRAIN_PATH};
+  for (std::string arg : container["args"].get<std::vector<std::string>>()) {
+    absl::StrReplaceAll({{"$(BNN_METADATA)", uri_},
+                         {"/var/lib/bnn/blobs", BlobDir()},
+                         {"/tmp/", dir_.path() + "/pod-tmp/"}},
+                        &arg);
+    argv.push_back(arg);
+  }
   absl::StatusOr<CommandResult> ran =
-      RunCommand(TrainArgv(job), dir_.path(), absl::Seconds(60));
+      RunCommand(argv, dir_.path(), absl::Seconds(60));
   ASSERT_TRUE(ran.ok()) << ran.status();
   EXPECT_EQ(ran->exit_code, 0) << ran->err;
   ASSERT_TRUE(fake_
@@ -364,6 +376,44 @@ TEST_F(KubernetesRunnerTest, ARestartLaunchesAQueuedJobWithoutAJob) {
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0]["metadata"]["uid"], uid);
   EXPECT_EQ(Get(job).state(), v1::JOB_STATE_QUEUED);
+}
+
+// The layout of deploy/k8s/scale-out: a serving replica (--role=serve,
+// in-process runner) stores the job QUEUED and launches nothing; the
+// running Kubernetes-mode server launches it at its next poll, once.
+TEST_F(KubernetesRunnerTest, AJobQueuedByAServingReplicaIsLaunchedOnce) {
+  Start();
+  const std::string dataset = Upload();
+  absl::StatusOr<std::unique_ptr<ServerProcess>> serving = ServerProcess::Start(
+      BNN_SERVER_PATH, dir_.path() + "/serve", dir_.path() + "/serve.log",
+      {"--threads=1", "--role=serve", "--metadata=" + uri_,
+       "--blob-dir=" + BlobDir()});
+  ASSERT_TRUE(serving.ok()) << serving.status();
+  std::unique_ptr<S> serving_stub =
+      v1::BnnService::NewStub(NewClientChannel((*serving)->address()));
+  v1::StartTrainingRequest train;
+  train.set_dataset_id(dataset);
+  train.set_method("slang");
+  train.set_epochs(20);
+  train.mutable_model()->add_hidden_sizes(4);
+  absl::StatusOr<std::string> job =
+      testutil::StartTraining(*serving_stub, train);
+  ASSERT_TRUE(job.ok()) << job.status();
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (Jobs().empty() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  std::vector<Json> jobs = Jobs();
+  ASSERT_EQ(jobs.size(), 1u) << ReadFileOrEmpty(Log());
+  EXPECT_EQ(jobs[0]["metadata"]["name"], JobName(*job));
+  EXPECT_THAT(ReadFileOrEmpty(Log()),
+              HasSubstr("launching a job another server queued"));
+  // Still QUEUED (no pod claimed it): later polls do not launch it again.
+  absl::SleepFor(absl::Seconds(1));
+  EXPECT_EQ(Get(*job).state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(Requests("POST").size(), 1u);
+  EXPECT_EQ(Launches("launched"), 1);
+  EXPECT_EQ((*serving)->Stop(SIGTERM).value_or(-1), 0);
 }
 
 TEST_F(KubernetesRunnerTest,

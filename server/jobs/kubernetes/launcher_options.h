@@ -69,10 +69,12 @@ struct LauncherOptions {
   // must appear in some argument), "{blob_dir}" by `blob_mount_path` and
   // "{threads}" by the CPU limit (or request) rounded down, at least 1.
   // "$(BNN_METADATA)" is expanded by Kubernetes from the container's
-  // environment (the metadata URI from its Secret, below).
-  std::vector<std::string> args = {"--metadata=$(BNN_METADATA)",
-                                   "--blob-dir={blob_dir}", "--job-id={job_id}",
-                                   "--threads={threads}"};
+  // environment (the metadata URI from its Secret, below). bnn-train's
+  // own --data-dir (its lock and claimant id) is in the pod's /tmp
+  // emptyDir: a new pod is a new claimant.
+  std::vector<std::string> args = {
+      "--metadata=$(BNN_METADATA)", "--blob-dir={blob_dir}",
+      "--data-dir=/tmp/bnn-train", "--job-id={job_id}", "--threads={threads}"};
   // Prefix of every Job's name; the name is the prefix and the job id
   // (JobNameForId). A DNS-1123 label of at most 30 characters.
   std::string job_name_prefix = "bnn-train-";

@@ -1165,11 +1165,18 @@ TEST_P(MetadataStoreConformanceTest, ConcurrentClaimsTakeEachJobOnce) {
   absl::StatusOr<store::JobRecord> own = (*a)->Heartbeat(job, claimant);
   ASSERT_TRUE(own.ok()) << own.status();
   EXPECT_GT(own->heartbeat_unix_ms(), before);
-  // A claim of a RUNNING job with a fresh heartbeat is refused, naming it.
-  EXPECT_THAT((*b)->ClaimJob(job, "other", absl::Now() - absl::Seconds(30))
-                  .status()
-                  .message(),
-              HasSubstr("is RUNNING on " + claimant));
+  // A claim of a RUNNING job with a fresh heartbeat is refused, naming it,
+  // as the one refusal that waiting may turn into a claim.
+  const absl::Status live =
+      (*b)->ClaimJob(job, "other", absl::Now() - absl::Seconds(30)).status();
+  EXPECT_THAT(live.message(), HasSubstr("is RUNNING on " + claimant));
+  EXPECT_TRUE(IsClaimedByLiveClaimant(live)) << live;
+  const absl::Status unknown =
+      (*b)->ClaimJob("job-00000000000000ff", "other", absl::Now()).status();
+  EXPECT_TRUE(absl::IsNotFound(unknown)) << unknown;
+  EXPECT_FALSE(IsClaimedByLiveClaimant(unknown));
+  EXPECT_FALSE(
+      IsClaimedByLiveClaimant(absl::FailedPreconditionError(live.message())));
   // Stale: taken over.
   absl::StatusOr<store::JobRecord> taken =
       (*b)->ClaimJob(job, "other", absl::Now() + absl::Seconds(1));

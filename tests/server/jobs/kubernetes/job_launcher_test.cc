@@ -125,7 +125,7 @@ TEST_F(JobLauncherTest, CreateGetFollowStatusDelete) {
   EXPECT_EQ(post["headers"]["Content-Type"], "application/json");
   EXPECT_EQ(post["headers"]["Accept"], "application/json");
   const Json body = Json::parse(post["body"].get<std::string>());
-  EXPECT_EQ(body["spec"]["template"]["spec"]["containers"][0]["args"][2],
+  EXPECT_EQ(body["spec"]["template"]["spec"]["containers"][0]["args"][3],
             "--job-id=job-00000000000000a1");
 
   const struct {

@@ -76,7 +76,8 @@ TEST(BuildJobTest, MakesTheJobOfTheOptions) {
   // {threads} is the CPU limit rounded down.
   EXPECT_EQ(container["args"],
             Json({"--metadata=$(BNN_METADATA)", "--blob-dir=/var/lib/bnn/blobs",
-                  "--job-id=job-00000000000000a1", "--threads=3"}));
+                  "--data-dir=/tmp/bnn-train", "--job-id=job-00000000000000a1",
+                  "--threads=3"}));
   EXPECT_EQ(container["env"][0]["name"], "BNN_METADATA");
   EXPECT_EQ(container["env"][0]["valueFrom"]["secretKeyRef"],
             Json({{"name", "bnn-metadata"}, {"key", "uri"}}));
@@ -101,7 +102,7 @@ TEST(BuildJobTest, LeavesUnsetFieldsOut) {
   EXPECT_FALSE(container["resources"].contains("limits") &&
                container["resources"]["limits"].contains("cpu"));
   // Without a CPU quantity, one thread.
-  EXPECT_EQ(container["args"][3], "--threads=1");
+  EXPECT_EQ(container["args"][4], "--threads=1");
   EXPECT_FALSE((*job)["spec"]["template"]["spec"].contains("nodeSelector"));
 }
 
