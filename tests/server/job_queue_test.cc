@@ -140,6 +140,17 @@ class JobQueueTest : public ::testing::Test {
     }
     return runs;
   }
+  // RunsOf once some replica has logged the job's run line: a replica
+  // records RUNNING in the store before it logs the line.
+  std::vector<int> WaitForRunsOf(const std::string& job_id) const {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    std::vector<int> runs = RunsOf(job_id);
+    while (runs.empty() && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
+      runs = RunsOf(job_id);
+    }
+    return runs;
+  }
 
   // A SLANG job of 4 hidden units on 30 rows (3 steps an epoch).
   v1::StartTrainingRequest Training(int epochs, uint64_t seed = 1) const {
@@ -272,7 +283,7 @@ TEST_F(JobQueueTest, AKilledReplicasJobIsTakenOverAndEndsAsAnUninterruptedRun) {
     absl::SleepFor(absl::Milliseconds(10));
   }
   absl::SleepFor(absl::Milliseconds(100));
-  const std::vector<int> runs = RunsOf(job);
+  const std::vector<int> runs = WaitForRunsOf(job);
   ASSERT_EQ(runs.size(), 1u);
   const int killed = runs[0];
   const int other = 1 - killed;
@@ -311,7 +322,7 @@ TEST_F(JobQueueTest, CancelThroughOneReplicaStopsTheJobWhereItRuns) {
   const std::string job = StartTraining(Stub(0), Training(100000));
   WaitFor(Stub(0), job,
           [](const v1::Job& j) { return j.state() == v1::JOB_STATE_RUNNING; });
-  EXPECT_EQ(RunsOf(job), std::vector<int>{1});
+  EXPECT_EQ(WaitForRunsOf(job), std::vector<int>{1});
   {
     grpc::ClientContext context;
     v1::CancelJobRequest request;
