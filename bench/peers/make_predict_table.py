@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The table of bench/peers/run_predict_peers.sh: bnn-serve's Predict and
+"""The table of bench/peers/run_peers.sh predict: bnn-serve's Predict and
 the PyTorch peer per case, precision and thread count, from the JSON files
 in OUT_DIR (bnn_threads<T>.json: Google Benchmark; torch_threads<T>.json:
 torch_predict.py). Times are the medians of the repetitions, in ms; the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The table of bench/peers/run_slang_peers.sh: bnn-serve's SLANG step and
+"""The table of bench/peers/run_peers.sh slang: bnn-serve's SLANG step and
 the PyTorch peer per case, precision and thread count, from the JSON files
 in OUT_DIR (slang_bnn_threads<T>.json: Google Benchmark's SlangStep cases;
 slang_torch_threads<T>.json: torch_slang_step.py). Times are the medians of

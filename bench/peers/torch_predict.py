@@ -5,10 +5,8 @@ A careful PyTorch implementation of what a bnn-serve Predict computes from a
 SLANG posterior N(mu, (U U^T + diag(d))^-1) (SLANG, Mishkin et al. 2018):
 
 - cold: draw S weight vectors with the O(D L^2 + D L S) sampler of SLANG's
-  Algorithm 3 in its corrected form (App. C.4, eqs. 25-29: A = chol(V^T V),
-  B = chol(I + A^T A), C = A^-T (B - I) A^-1, K = (C^-T + V^T V)^-1,
-  theta = mu + (E - V K V^T E) / sqrt(d), V = U / sqrt(d)), all S samples
-  in one D x S block (two GEMMs), then the forward passes;
+  Algorithm 3 in its corrected form (peer_common.sample_factor), all S
+  samples in one D x S block (two GEMMs), then the forward passes;
 - warm: the S samples already drawn (what bnn-serve's sample cache holds),
   forward passes only.
 
@@ -17,38 +15,25 @@ S weight matrices (S x rows x in times S x in x out), ReLU between layers;
 regression returns the mean and variance over samples (plus the noise
 variance), classification the mean of the softmax. Same nets and sizes as
 bench/perf/predict_bench.cc (BM_Predict, BM_PredictCold), so
-bench/peers/run_predict_peers.sh can put both side by side.
+bench/peers/run_peers.sh predict puts both side by side.
 
-Torch must use OpenBLAS (Debian python3-torch with libopenblas0-pthread;
-deploy/install-deps.sh --peers): the script records torch's BLAS and
-refuses to run on the reference BLAS unless --allow-reference-blas.
+Torch must use OpenBLAS (peer_common.require_openblas). The sampler is
+checked against the dense covariance before timing.
 """
 import argparse
-import json
 import statistics
-import sys
 import time
 
 import torch
+
+from peer_common import (add_common_args, check_sampler, require_openblas,
+                         sample_factor, write_report)
 
 NETS = {
     # name: (input, hidden, outputs, rank L)
     "uci_13_50_1_L1": (13, [50], 1, 1),
     "mnist_784_400_400_10_L32": (784, [400, 400], 10, 32),
 }
-
-
-def blas_info():
-    """The BLAS library torch's matrix products run on. Debian's torch links
-    the generic libblas.so.3, which the alternatives system points at
-    OpenBLAS or the reference BLAS, so ask the process's mappings after a
-    product rather than torch's build string (BLAS_INFO=generic)."""
-    a = torch.ones(64, 64, dtype=torch.float64)
-    (a @ a).sum()
-    with open("/proc/self/maps") as maps:
-        libraries = {line.split()[-1] for line in maps
-                     if "blas" in line.lower() and line.split()[-1][0] == "/"}
-    return " ".join(sorted(libraries)) or "unknown"
 
 
 def layer_sizes(net):
@@ -58,32 +43,17 @@ def layer_sizes(net):
 
 
 class LowRankPosterior:
-    """N(mu, (U U^T + diag(d))^-1) with SLANG's sampler (see the module doc)."""
+    """N(mu, (U U^T + diag(d))^-1), sampled with SLANG's sampler
+    (peer_common.sample_factor; its L x L work done once)."""
 
     def __init__(self, mu, u, d):
         self.mu = mu
-        self.inv_sqrt_d = d.rsqrt()
-        self.v = u * self.inv_sqrt_d[:, None]
-        rank = u.shape[1]
-        eye = torch.eye(rank, dtype=u.dtype)
-        p = self.v.T @ self.v
-        a = torch.linalg.cholesky(p)
-        b = torch.linalg.cholesky(eye + a.T @ a)
-        a_inv = torch.linalg.inv(a)
-        c = a_inv.T @ (b - eye) @ a_inv
-        self.k = torch.linalg.inv(torch.linalg.inv(c).T + p)
+        self.factor = sample_factor(u, d)
 
     def sample(self, num_samples, generator):
         e = torch.randn(self.mu.shape[0], num_samples, generator=generator,
                         dtype=self.mu.dtype)
-        return self.transform(e)
-
-    def transform(self, e):
-        """mu + F e for the factor F of the covariance (F F^T = Sigma)."""
-        e -= self.v @ (self.k @ (self.v.T @ e))
-        e *= self.inv_sqrt_d[:, None]
-        e += self.mu[:, None]
-        return e
+        return self.mu[:, None] + self.factor(e)
 
 
 def forward(net, theta, x, first_layer="bmm"):
@@ -136,23 +106,6 @@ def make_posterior(net, dtype, seed=3):
     return LowRankPosterior(mu, u, d), dim
 
 
-def check_sampler():
-    """The factor the sampler applies, F (its columns: the transform of the
-    identity), satisfies F F^T = (U U^T + diag(d))^-1 on a small dense
-    problem; exits if not (so that the peer times the right arithmetic)."""
-    g = torch.Generator().manual_seed(1)
-    dim, rank = 30, 4
-    u = torch.randn(dim, rank, generator=g, dtype=torch.float64)
-    d = 0.5 + torch.rand(dim, generator=g, dtype=torch.float64)
-    mu = torch.zeros(dim, dtype=torch.float64)
-    f = LowRankPosterior(mu, u, d).transform(torch.eye(dim, dtype=torch.float64))
-    sigma = torch.linalg.inv(u @ u.T + torch.diag(d))
-    error = (f @ f.T - sigma).abs().max().item()
-    if error > 1e-10:
-        sys.exit(f"sampler check failed: max |F F^T - Sigma| = {error:.3g}")
-    return error
-
-
 def time_case(net, rows, samples, warm, dtype, first_layer, repetitions,
               min_seconds):
     posterior, dim = make_posterior(net, dtype)
@@ -186,23 +139,12 @@ def time_case(net, rows, samples, warm, dtype, first_layer, repetitions,
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repetitions", type=int, default=3)
-    ap.add_argument("--min_seconds", type=float, default=1.0,
-                    help="least time each repetition loops over calls")
-    ap.add_argument("--dtypes", default="float64,float32")
-    ap.add_argument("--only", default="", help="substring of the net names")
+    add_common_args(ap, "calls")
     ap.add_argument("--first_layer", default="bmm,gemm",
                     help="forward formulations to time (see forward())")
-    ap.add_argument("--json_out", default="")
-    ap.add_argument("--allow-reference-blas", action="store_true")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
     sampler_error = check_sampler()
-    blas = blas_info()
-    if "open" not in blas.lower() and not args.allow_reference_blas:
-        sys.exit(f"torch does not use OpenBLAS ({blas}): install "
-                 "libopenblas0-pthread (deploy/install-deps.sh --peers)")
+    blas = require_openblas(args)
     cases = [
         # (net, rows, samples, warm): BM_PredictCold and BM_Predict's sizes
         ("uci_13_50_1_L1", 1, 100, False),
@@ -228,15 +170,8 @@ def main():
                       f"{first_layer}: best {r['ms_best']:.3f} ms, "
                       f"median {r['ms_median']:.3f} ms", flush=True)
                 results.append(r)
-    report = {
-        "command": " ".join(sys.argv),
-        "torch": torch.__version__, "blas": blas,
-        "threads": args.threads,
-        "sampler_check_max_abs_error": sampler_error, "results": results,
-    }
-    if args.json_out:
-        with open(args.json_out, "w") as f:
-            json.dump(report, f, indent=1)
+    write_report(args, blas, results,
+                 sampler_check_max_abs_error=sampler_error)
 
 
 if __name__ == "__main__":

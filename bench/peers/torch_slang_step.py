@@ -55,13 +55,15 @@ deploy/install-deps.sh --peers): the script records torch's BLAS and
 refuses to run on the reference BLAS unless --allow-reference-blas.
 """
 import argparse
-import json
 import math
 import statistics
 import sys
 import time
 
 import torch
+
+from peer_common import (add_common_args, check_sampler, require_openblas,
+                         sample_factor, write_report)
 
 # slang_step_bench.cc's kSizes: name -> (input, hidden, output, M, S, L).
 # output 1 with hidden layers: Gaussian regression (tau = 1); output 1 and no
@@ -82,19 +84,6 @@ NOISE_PRECISION = 1.0   # tau
 INIT_PRECISION = 1.0    # d_0 (s_init)
 POWER_ITERATIONS = 4    # fastpca's n_iter
 EIG_THRESHOLD = 1e-6
-
-
-def blas_info():
-    """The BLAS library torch's matrix products run on. Debian's torch links
-    the generic libblas.so.3, which the alternatives system points at
-    OpenBLAS or the reference BLAS, so ask the process's mappings after a
-    product rather than torch's build string (BLAS_INFO=generic)."""
-    a = torch.ones(64, 64, dtype=torch.float64)
-    (a @ a).sum()
-    with open("/proc/self/maps") as maps:
-        libraries = {line.split()[-1] for line in maps
-                     if "blas" in line.lower() and line.split()[-1][0] == "/"}
-    return " ".join(sorted(libraries)) or "unknown"
 
 
 class Mlp:
@@ -183,35 +172,6 @@ def fast_sample(mu, u, d, num_samples, generator):
     e = torch.randn(mu.shape[0], num_samples, generator=generator,
                     dtype=mu.dtype)
     return (mu[:, None] + sample_factor(u, d)(e)).T
-
-
-def sample_factor(u, d):
-    """x -> F x for a factor F of (U U^T + diag d)^-1 (F F^T = Sigma): the
-    corrected Algorithm 3, or diag(1/sqrt d) while U = 0 (mean field)."""
-    inv_sqrt_d = d.rsqrt()
-    if u.shape[1] == 0 or not bool(u.any()):
-        return lambda e: e * inv_sqrt_d[:, None]
-    v = u * inv_sqrt_d[:, None]
-    p = v.T @ v
-    a, info = torch.linalg.cholesky_ex(p)
-    if int(info) != 0:
-        # Rank-deficient U: drop the null directions of V^T V (U U^T is
-        # unchanged), as the reference code's rank reduction does.
-        w, q = torch.linalg.eigh(p)
-        keep = w > w.max() * 1e-10
-        u = u @ q[:, keep]
-        v = u * inv_sqrt_d[:, None]
-        p = v.T @ v
-        a = torch.linalg.cholesky(p)
-    eye = torch.eye(p.shape[0], dtype=p.dtype)
-    b = torch.linalg.cholesky(eye + a.T @ a)
-    a_inv = torch.linalg.solve_triangular(a, eye, upper=False)
-    c = a_inv.T @ (b - eye) @ a_inv
-    k = torch.linalg.inv(torch.linalg.inv(c).T + p)
-
-    def apply(e):
-        return (e - v @ (k @ (v.T @ e))) * inv_sqrt_d[:, None]
-    return apply
 
 
 def fast_inverse(g, u, d):
@@ -368,25 +328,6 @@ def check_goodfellow():
     return worst
 
 
-def check_sampler():
-    """F F^T = (U U^T + diag d)^-1 for the sampler's factor, with a rank-4
-    U, a rank-deficient U and U = 0 (mean field)."""
-    g = torch.Generator().manual_seed(1)
-    dim, rank = 50, 4
-    worst = 0.0
-    u_full = torch.randn(dim, rank, generator=g, dtype=torch.float64)
-    d = 0.5 + torch.rand(dim, generator=g, dtype=torch.float64)
-    u_deficient = u_full.clone()
-    u_deficient[:, 3] = u_deficient[:, 0] - 2 * u_deficient[:, 1]
-    for u in (u_full, u_deficient, torch.zeros(dim, rank, dtype=torch.float64)):
-        f = sample_factor(u, d)(torch.eye(dim, dtype=torch.float64))
-        sigma = torch.linalg.inv(u @ u.T + torch.diag(d))
-        worst = max(worst, (f @ f.T - sigma).abs().max().item())
-    if worst > 1e-10:
-        fail(f"fast_sample: max |F F^T - Sigma| = {worst:.3g}")
-    return worst
-
-
 def check_fast_eig():
     """With many power iterations fast_eig recovers the top-L eigenpairs of
     a dense PSD matrix (eigenvalues 2^-i): eigenvalues to 1e-8 relative,
@@ -505,15 +446,8 @@ def time_case(size, dtype, repetitions, min_seconds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repetitions", type=int, default=3)
-    ap.add_argument("--min_seconds", type=float, default=1.0,
-                    help="least time each repetition loops over steps")
-    ap.add_argument("--dtypes", default="float64,float32")
-    ap.add_argument("--only", default="", help="substring of the case names")
-    ap.add_argument("--json_out", default="")
+    add_common_args(ap, "steps")
     ap.add_argument("--self_check_only", action="store_true")
-    ap.add_argument("--allow-reference-blas", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     checks = self_checks()
@@ -522,10 +456,7 @@ def main():
         flush=True)
     if args.self_check_only:
         return
-    blas = blas_info()
-    if "open" not in blas.lower() and not args.allow_reference_blas:
-        sys.exit(f"torch does not use OpenBLAS ({blas}): install "
-                 "libopenblas0-pthread (deploy/install-deps.sh --peers)")
+    blas = require_openblas(args)
     results = []
     for dtype_name in args.dtypes.split(","):
         dtype = getattr(torch, dtype_name)
@@ -537,14 +468,7 @@ def main():
                   f"{r['ms_best']:.3f} ms, median {r['ms_median']:.3f} ms "
                   f"per step", flush=True)
             results.append(r)
-    report = {
-        "command": " ".join(sys.argv),
-        "torch": torch.__version__, "blas": blas,
-        "threads": args.threads, "self_checks": checks, "results": results,
-    }
-    if args.json_out:
-        with open(args.json_out, "w") as f:
-            json.dump(report, f, indent=1)
+    write_report(args, blas, results, self_checks=checks)
 
 
 if __name__ == "__main__":

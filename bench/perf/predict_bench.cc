@@ -2,7 +2,7 @@
 // the UCI and MNIST-size nets, and cold one-row requests as a server serves
 // a request without a seed (issue 15: a new draw each time, not cached), in
 // float64 and float32 forward passes. bench/peers/torch_predict.py is the
-// PyTorch peer of the same cases (bench/peers/run_predict_peers.sh).
+// PyTorch peer of the same cases (bench/peers/run_peers.sh predict).
 //
 //   build/bench/perf/bnn_perf_bench --benchmark_filter=Predict
 #include <memory>
