@@ -151,6 +151,19 @@ void RunBoth(const SlangOptions& o, internal::Slang<double>* slang,
   }
 }
 
+// `rows` rows of 3 standard normal features and a standard normal target
+// (no signal): enough for the solver and precision checks here.
+Dataset NoiseRegression(int rows, uint64_t seed) {
+  Dataset data;
+  data.num_features = 3;
+  Rng rng(seed);
+  for (int i = 0; i < rows; ++i) {
+    for (int f = 0; f < 3; ++f) data.features.push_back(rng.Normal());
+    data.targets.push_back(rng.Normal());
+  }
+  return data;
+}
+
 class FullRankTest : public ::testing::TestWithParam<EigSolver> {};
 
 TEST_P(FullRankTest, EqualsVognAfterEachStep) {
@@ -175,13 +188,7 @@ TEST(SlangTest, ExactAndRandomizedSolversAgreeWhenProbesSpanTheRange) {
   // With M S = 2 and L = 1, rank((1-b) U U^T + b c J J^T) <= 3 = L + 2 = K, so
   // the randomized solver is exact too; the exact one takes the Gram path
   // (D = 26 > L + M S).
-  Dataset data;
-  data.num_features = 3;
-  Rng data_rng(2);
-  for (int i = 0; i < 12; ++i) {
-    for (int f = 0; f < 3; ++f) data.features.push_back(data_rng.Normal());
-    data.targets.push_back(data_rng.Normal());
-  }
+  const Dataset data = NoiseRegression(12, 2);
   const ModelSpec spec =
       ModelSpec::ForTask(Task::kRegression, 3, 0, {5}, Activation::kTanh);
   SlangOptions o;
@@ -277,13 +284,7 @@ std::unique_ptr<internal::Slang<double>> TrainRegression(const SlangOptions& o,
 }
 
 TEST(SlangTest, AutoComputesExactlyWhatTheChosenRouteComputes) {
-  Dataset data;
-  data.num_features = 3;
-  Rng data_rng(5);
-  for (int i = 0; i < 400; ++i) {
-    for (int f = 0; f < 3; ++f) data.features.push_back(data_rng.Normal());
-    data.targets.push_back(data_rng.Normal());
-  }
+  const Dataset data = NoiseRegression(400, 5);
   // D = 3 x 20 + 20 + 21 = 101. M S = 8 picks the exact route (0.02 against
   // 0.13 MFLOP), M S = 400 the randomized one (the D x D matrix and its
   // eigendecomposition, 17.5 MFLOP, against 3.3 MFLOP).
@@ -318,13 +319,7 @@ TEST(SlangTest, AutoComputesExactlyWhatTheChosenRouteComputes) {
 // eigensolver routes and in both precisions.
 template <typename T>
 void ExpectReleaseKeepsTheBits() {
-  Dataset data;
-  data.num_features = 3;
-  Rng data_rng(5);
-  for (int i = 0; i < 400; ++i) {
-    for (int f = 0; f < 3; ++f) data.features.push_back(data_rng.Normal());
-    data.targets.push_back(data_rng.Normal());
-  }
+  const Dataset data = NoiseRegression(400, 5);
   const ModelSpec spec =
       ModelSpec::ForTask(Task::kRegression, 3, 0, {20}, Activation::kTanh);
   for (const EigSolver route : {EigSolver::kExact, EigSolver::kRandomized}) {
