@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# BALI on F-MNIST (issue 16): the recorded ablations behind fmnist.md's
+# diagnosis. Each ablation is the Table 5 run of run_fmnist.sh (alpha 0.25,
+# beta 0.1, sigma_r^2 10, sigma_u^2 = 0.01 N_eff, N_eff = N/50, B 2048,
+# sigma_init 1, 784-256-256-10 leaky tanh, seed 0) with one choice changed,
+# at ITERS iterations (BALI's test accuracy plateaus by ~600 of them), and
+# writes OUT/<name>.json and OUT/<name>.md. Usage:
+#   docs/results/bali/run_fmnist_ablations.sh BNN_EXPERIMENT [OUT_DIR] [NAME...]
+# e.g. run_fmnist_ablations.sh build/bench/accuracy/bnn-experiment \
+#        docs/results/bali/fmnist/ablation u_from_n
+# With no NAME, every ablation runs (one process at a time; run two NAME
+# lists side by side on the two cores with THREADS=1 each).
+set -euo pipefail
+BIN=${1:?path to bnn-experiment}
+OUT=${2:-docs/results/bali/fmnist/ablation}
+shift $(($# < 2 ? $# : 2))
+ITERS=${ITERS:-2000}
+EVERY=${EVERY:-200}
+THREADS=${THREADS:-1}
+FM=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
+mkdir -p "$OUT"
+TRAIN="$FM/train-images-idx3-ubyte.gz:$FM/train-labels-idx1-ubyte.gz"
+TEST="$FM/t10k-images-idx3-ubyte.gz:$FM/t10k-labels-idx1-ubyte.gz"
+# 1 / (255 sqrt(785)): the 1/sqrt(D_0 + 1) feature scale of eq. 12 applied to
+# the first layer too (except its bias input), the other reading of §1.1.
+SCALED="--idx-scale 0.000139967"
+# u = u_0 + N (Algorithm 1 as printed) instead of u_0 + N_eff: prior_dof
+# (u_0 - D_y) grows by N - N_eff = 60,000 - 1,200, so the IW mode divides
+# U (which scales with N_eff) by ~N: 50x less weight noise.
+U_FROM_N="--param prior_dof=58801"
+
+declare -A ABLATION=(
+  [literal]=""
+  [u_from_n]="$U_FROM_N"
+  [scaled_inputs]="$SCALED"
+  [scaled_inputs_u_from_n]="$SCALED $U_FROM_N"
+  [standardized_inputs]="--param standardize=true"
+  [n_eff_from_70k]="--param n_eff_fraction=0.0233333"
+  [local_reparameterization]="--param reparameterization=local"
+)
+names=("$@")
+if [[ ${#names[@]} -eq 0 ]]; then
+  names=(literal u_from_n scaled_inputs scaled_inputs_u_from_n
+         standardized_inputs n_eff_from_70k local_reparameterization)
+fi
+for name in "${names[@]}"; do
+  if [[ -z ${ABLATION[$name]+set} ]]; then
+    echo "unknown ablation '$name'; known: ${!ABLATION[*]}" >&2
+    exit 2
+  fi
+  echo "== $name (${ITERS} iterations): ${ABLATION[$name]}" >&2
+  # shellcheck disable=SC2086  # the flag strings split into words
+  "$BIN" classify --method bali --param alpha=0.25 --param beta=0.1 \
+    --param prior_variance=10 --param noise_prior_scale=0.01 \
+    --param n_eff_fraction=0.02 --param batch_size=2048 --param init_std=1 \
+    --hidden 256,256 --activation leaky_tanh ${ABLATION[$name]} \
+    --train-idx "$TRAIN" --test-idx "$TEST" \
+    --iterations "$ITERS" --eval-every "$EVERY" --curve-samples 16 \
+    --curve-train-rows 10000 --test-samples 128 --seed 0 \
+    --threads "$THREADS" \
+    --json-out "$OUT/$name.json" > "$OUT/$name.md"
+done
