@@ -156,6 +156,11 @@ ABSL_FLAG(std::string, predict_precision, kDefaults.predict_precision,
           "Arithmetic of Predict, Acquire and Evaluate forward passes: "
           "float64, or float32 (about twice the throughput, ~1e-6 relative "
           "error).");
+ABSL_FLAG(int, predict_chunk_rows, kDefaults.predict_chunk_rows,
+          "Most rows of one batched forward pass of Predict, Acquire and "
+          "Evaluate (fewer when num_samples is large: about 16384 rows x "
+          "samples per pass); calls check their deadline, cancellation and "
+          "the fair queue between passes. 1-16384.");
 ABSL_FLAG(int64_t, memory_budget_bytes, kDefaults.memory_budget_bytes,
           "Memory that admitted work may hold at once, by estimate; work "
           "beyond it is refused with RESOURCE_EXHAUSTED. 0 = half of the "
@@ -247,6 +252,7 @@ Server::Options OptionsFromFlags() {
   options.long_call_nice = absl::GetFlag(FLAGS_long_call_nice);
   options.predict_cache_bytes = absl::GetFlag(FLAGS_predict_cache_bytes);
   options.predict_precision = absl::GetFlag(FLAGS_predict_precision);
+  options.predict_chunk_rows = absl::GetFlag(FLAGS_predict_chunk_rows);
   options.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes);
   options.max_request_seconds = absl::GetFlag(FLAGS_max_request_seconds);
   options.shutdown_grace_seconds = absl::GetFlag(FLAGS_shutdown_grace);

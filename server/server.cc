@@ -199,6 +199,8 @@ absl::Status Server::Options::Validate() const {
   BNN_RETURN_IF_ERROR(CheckOneOf("--predict-precision", predict_precision,
                                  {"float64", "float32"}));
   BNN_RETURN_IF_ERROR(
+      CheckInRange("predict-chunk-rows", predict_chunk_rows, 1, 16384));
+  BNN_RETURN_IF_ERROR(
       CheckInRange("max-message-bytes", limits.max_message_bytes, 1, INT_MAX));
   // Snapshot payloads are parsed by protobuf, whose sizes are ints.
   BNN_RETURN_IF_ERROR(CheckInRange(
@@ -370,6 +372,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(Options options) {
   // share again.
   cache_options.predictor.reuse_bytes = cache_options.predictor.cache_bytes;
   cache_options.predictor.precision = o.predict_precision;
+  cache_options.predictor.chunk_rows = o.predict_chunk_rows;
   BNN_ASSIGN_OR_RETURN(
       server->predictors_,
       PredictorCache::Create(cache_options, server->snapshots_.get()));

@@ -161,6 +161,13 @@ class Server {
     // trained posteriors of every family, PredictorTest.Float32Matches...)
     // or "float64". Weights are drawn in float64 either way.
     std::string predict_precision = "float32";
+    // --predict-chunk-rows: most rows of one batched forward pass of
+    // Predict, Acquire and Evaluate (PredictorOptions::chunk_rows; fewer
+    // when num_samples is large, about 16384 rows x samples per pass). A
+    // call checks its deadline, the cap above, cancellation and the fair
+    // queue between passes, so larger passes use the GEMM better but
+    // answer those later. In [1, 16384].
+    int predict_chunk_rows = 1024;
     // --preload-models: after Start(), load the `latest` version of the
     // named models (the most recently published first, at most
     // kPredictorCacheCapacity) into the predictor cache in the background,

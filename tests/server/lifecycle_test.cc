@@ -195,7 +195,7 @@ class LifecycleTest : public ::testing::Test, public Harness {
     // For the watchdog, whose threshold is --max-request-seconds + 1 s: a
     // deeper, wider net (1-2000-2000-2000-2000-1, 12M weights) trained
     // briefly with MC dropout (cheap per step, unlike SLANG's per-example
-    // gradients), whose one chunk of 1024 rows x 16 samples (the
+    // gradients), whose one pass of 16384 rows x 1 sample (the
     // predictor's pass between interrupt checks) costs 2e11 multiply-adds:
     // seconds on any core, with almost nothing to draw before it.
     v1::StartTrainingRequest deep_train = setup.Training(1);
@@ -409,39 +409,39 @@ TEST_F(LifecycleTest, ACallStoppedAtItsDeadlineTeachesTheRateForItsRetries) {
 TEST_F(LifecycleTest, WatchdogReportsWedgedComputeWorkers) {
   BNN_SKIP_IF_SANITIZED("timing bound for an optimised build");
   // One worker and a 3 s cap: the watchdog's threshold is 4 s. A first
-  // one-row Predict loads the deep net's snapshot (96 MB; it may pass the
-  // cap while loading, which is not interruptible, but stays cached) and
-  // draws the 16 dropout-masked weight vectors of seed 1 (interruptible, in
-  // blocks; about 1 s, 2.4-3.5 s while builds share the machine), which the
-  // sample cache keeps. The next Predict (2048 rows, two chunks, the same
-  // seed) computes its first chunk (1024 rows x 16 samples, 2e11
-  // multiply-adds in float64, about 5 s on one core of the 2-core test
-  // machine, 19 s while three builds shared it) without reaching an
+  // one-row, one-sample Predict loads the deep net's snapshot (96 MB; it may
+  // pass the cap while loading, which is not interruptible, but stays
+  // cached) and draws the one dropout-masked weight vector of seed 1
+  // (interruptible; a fraction of a second), which the sample cache keeps.
+  // The next Predict (32768 rows, two passes of --predict-chunk-rows =
+  // 16384, the same seed) computes its first pass (16384 rows x 1 sample,
+  // 2e11 multiply-adds in float64, about 5 s on one core of the 2-core test
+  // machine, 29 s beside an F-MNIST training run) without reaching an
   // interrupt check: the worker is busy past the threshold, and the check
-  // after the chunk ends the call. (Fewer samples would also shrink the
-  // chunk, which is at most 1024 rows; float32, the default, halves it.)
-  // --long-call-ms=0: the draw and the chunk keep the server's priority.
+  // after the pass ends the call. One sample and long passes keep the draw
+  // small next to the pass: with 16 samples and the default 1024-row
+  // passes, the draw took a fifth of the pass's time and passed the cap
+  // when the machine was loaded (seen in CI). float32, the default, would
+  // halve the pass.
+  // --long-call-ms=0: the draw and the pass keep the server's priority.
   // At nice 10 (the default after 10 ms) they lose the cores to whatever
-  // else runs on the machine, e.g. the tests ctest runs beside this one,
-  // and the draw passed the cap on every attempt (seen in CI).
+  // else runs on the machine, e.g. the tests ctest runs beside this one.
   Start({"--threads=1", "--compute-workers=1", "--max-request-seconds=3",
-         "--predict-precision=float64", "--long-call-ms=0",
-         "--metrics-listen=127.0.0.1:0"});
+         "--predict-precision=float64", "--predict-chunk-rows=16384",
+         "--long-call-ms=0", "--metrics-listen=127.0.0.1:0"});
   const std::string metrics_url = server_->metrics_url();
   EXPECT_EQ(Probe(metrics_url, "/readyz").first, 200);
-  // The first Predicts load the snapshot and draw (and cache) the 16 weight
-  // samples of the slow call's seed, so that the slow call goes straight to
-  // its chunk: a draw slowed past the cap by a loaded machine would stop the
-  // slow call before its chunk. A draw stopped at the cap is not cached, so
-  // the warm-up tries again, and a slow call that still found no samples
-  // (they were stopped, or evicted) is repeated after another warm-up (seen
-  // in CI: three warm-up draws in a row passed the cap).
+  // The first Predicts load the snapshot and draw (and cache) the weight
+  // sample of the slow call's seed, so that the slow call goes straight to
+  // its pass. A draw stopped at the cap is not cached, so the warm-up tries
+  // again, and a slow call that still found no sample (stopped, or
+  // evicted) is repeated after another warm-up.
   Timed slow;
   bool saw_not_serving = false;
   for (int round = 0; round < 3; ++round) {
     for (int attempt = 0; attempt < 5; ++attempt) {
       const Timed warm =
-          TimedPredict(stub_.get(), PredictRows(*deep_snapshot_id_, 1, 16));
+          TimedPredict(stub_.get(), PredictRows(*deep_snapshot_id_, 1, 1));
       std::cerr << "warm-up Predict: " << warm.took << " "
                 << (warm.status.ok() ? "OK" : warm.status.error_message())
                 << "\n";
@@ -451,7 +451,7 @@ TEST_F(LifecycleTest, WatchdogReportsWedgedComputeWorkers) {
     std::thread predict([&] {
       const std::shared_ptr<grpc::Channel> client = NewClientChannel(address_);
       slow = TimedPredict(v1::BnnService::NewStub(client).get(),
-                          PredictRows(*deep_snapshot_id_, 2048, 16));
+                          PredictRows(*deep_snapshot_id_, 32768, 1));
       done = true;
     });
     while (!done) {

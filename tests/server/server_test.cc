@@ -71,6 +71,8 @@ TEST_F(ServerTest, ValidateNamesTheFlagAndItsBound) {
        "--predict-cache-bytes = -1 must be >= 0"},
       {[](Server::Options* o) { o->predict_precision = "float16"; },
        "--predict-precision = 'float16' must be one of: float64, float32"},
+      {[](Server::Options* o) { o->predict_chunk_rows = 16385; },
+       "--predict-chunk-rows = 16385 must be in [1, 16384]"},
       {[](Server::Options* o) { o->limits.max_upload_rows = 0; },
        "--max-upload-rows = 0 must be >= 1"},
       {[](Server::Options* o) { o->limits.max_predict_rows = 0; },
