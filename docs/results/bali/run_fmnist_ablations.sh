@@ -4,7 +4,7 @@
 # beta 0.1, sigma_r^2 10, sigma_u^2 = 0.01 N_eff, N_eff = N/50, B 2048,
 # sigma_init 1, 784-256-256-10 leaky tanh, seed 0) with one choice changed,
 # at ITERS iterations (BALI's test accuracy plateaus by ~600 of them), and
-# writes OUT/<name>.json and OUT/<name>.md. Usage:
+# writes OUT/<name>_<ITERS>.json and .md. Usage:
 #   docs/results/bali/run_fmnist_ablations.sh BNN_EXPERIMENT [OUT_DIR] [NAME...]
 # e.g. run_fmnist_ablations.sh build/bench/accuracy/bnn-experiment \
 #        docs/results/bali/fmnist/ablation u_from_n
@@ -24,6 +24,13 @@ TEST="$FM/t10k-images-idx3-ubyte.gz:$FM/t10k-labels-idx1-ubyte.gz"
 # 1 / (255 sqrt(785)): the 1/sqrt(D_0 + 1) feature scale of eq. 12 applied to
 # the first layer too (except its bias input), the other reading of §1.1.
 SCALED="--idx-scale 0.000139967"
+# Between the two readings (on a log scale): a half, 1 / (255 785^(1/4)),
+# and a quarter of the way, 1 / (255 785^(1/8)). Scaling the inputs by c
+# multiplies the first layer's data precision by c^2 against its fixed prior
+# R_0^-1, like a first-layer prior variance of sigma_r^2 c^2 in pixel units:
+# 10 (literal), 1.9 (quarter), 0.36 (half), 0.013 (scaled).
+HALF_SCALED="--idx-scale 0.000740871"
+QUARTER_SCALED="--idx-scale 0.00170452"
 # u = u_0 + N (Algorithm 1 as printed) instead of u_0 + N_eff: prior_dof
 # (u_0 - D_y) grows by N - N_eff = 60,000 - 1,200, so the IW mode divides
 # U (which scales with N_eff) by ~N: 50x less weight noise.
@@ -34,6 +41,8 @@ declare -A ABLATION=(
   [u_from_n]="$U_FROM_N"
   [scaled_inputs]="$SCALED"
   [scaled_inputs_u_from_n]="$SCALED $U_FROM_N"
+  [half_scaled_inputs]="$HALF_SCALED"
+  [quarter_scaled_inputs]="$QUARTER_SCALED"
   [standardized_inputs]="--param standardize=true"
   [n_eff_from_70k]="--param n_eff_fraction=0.0233333"
   [local_reparameterization]="--param reparameterization=local"
@@ -41,7 +50,7 @@ declare -A ABLATION=(
 names=("$@")
 if [[ ${#names[@]} -eq 0 ]]; then
   names=(literal u_from_n scaled_inputs scaled_inputs_u_from_n
-         standardized_inputs n_eff_from_70k local_reparameterization)
+         quarter_scaled_inputs half_scaled_inputs standardized_inputs n_eff_from_70k local_reparameterization)
 fi
 for name in "${names[@]}"; do
   if [[ -z ${ABLATION[$name]+set} ]]; then
@@ -58,5 +67,5 @@ for name in "${names[@]}"; do
     --iterations "$ITERS" --eval-every "$EVERY" --curve-samples 16 \
     --curve-train-rows 10000 --test-samples 128 --seed 0 \
     --threads "$THREADS" \
-    --json-out "$OUT/$name.json" > "$OUT/$name.md"
+    --json-out "$OUT/${name}_$ITERS.json" > "$OUT/${name}_$ITERS.md"
 done
