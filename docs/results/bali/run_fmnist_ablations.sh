@@ -10,6 +10,10 @@
 #        docs/results/bali/fmnist/ablation u_from_n
 # With no NAME, every ablation runs (one process at a time; run two NAME
 # lists side by side on the two cores with THREADS=1 each).
+# VALIDATION_DIR=DIR (from bench/accuracy/make_validation_split.py DIR)
+# trains on its 50,000 training rows and evaluates on its 10,000 validation
+# rows instead of the test set, for choosing a setting without the test set;
+# the records are then named <name>_<ITERS>_validation.
 set -euo pipefail
 BIN=${1:?path to bnn-experiment}
 OUT=${2:-docs/results/bali/fmnist/ablation}
@@ -21,6 +25,13 @@ FM=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
 mkdir -p "$OUT"
 TRAIN="$FM/train-images-idx3-ubyte.gz:$FM/train-labels-idx1-ubyte.gz"
 TEST="$FM/t10k-images-idx3-ubyte.gz:$FM/t10k-labels-idx1-ubyte.gz"
+SUFFIX=""
+if [[ -n ${VALIDATION_DIR:-} ]]; then
+  V=$VALIDATION_DIR
+  TRAIN="$V/train-images-idx3-ubyte.gz:$V/train-labels-idx1-ubyte.gz"
+  TEST="$V/validation-images-idx3-ubyte.gz:$V/validation-labels-idx1-ubyte.gz"
+  SUFFIX="_validation"
+fi
 # 1 / (255 sqrt(785)): the 1/sqrt(D_0 + 1) feature scale of eq. 12 applied to
 # the first layer too (except its bias input), the other reading of §1.1.
 SCALED="--idx-scale 0.000139967"
@@ -31,6 +42,10 @@ SCALED="--idx-scale 0.000139967"
 # 10 (literal), 1.9 (quarter), 0.36 (half), 0.013 (scaled).
 HALF_SCALED="--idx-scale 0.000740871"
 QUARTER_SCALED="--idx-scale 0.00170452"
+# An eighth and three eighths of the way: 1 / (255 785^(1/16)) and
+# 1 / (255 785^(3/16)) (first-layer prior variance 4.4 and 0.82).
+EIGHTH_SCALED="--idx-scale 0.00258542"
+THREE_EIGHTHS_SCALED="--idx-scale 0.00112376"
 # u = u_0 + N (Algorithm 1 as printed) instead of u_0 + N_eff: prior_dof
 # (u_0 - D_y) grows by N - N_eff = 60,000 - 1,200, so the IW mode divides
 # U (which scales with N_eff) by ~N: 50x less weight noise.
@@ -43,6 +58,8 @@ declare -A ABLATION=(
   [scaled_inputs_u_from_n]="$SCALED $U_FROM_N"
   [half_scaled_inputs]="$HALF_SCALED"
   [quarter_scaled_inputs]="$QUARTER_SCALED"
+  [eighth_scaled_inputs]="$EIGHTH_SCALED"
+  [three_eighths_scaled_inputs]="$THREE_EIGHTHS_SCALED"
   [standardized_inputs]="--param standardize=true"
   [n_eff_from_70k]="--param n_eff_fraction=0.0233333"
   [local_reparameterization]="--param reparameterization=local"
@@ -50,7 +67,9 @@ declare -A ABLATION=(
 names=("$@")
 if [[ ${#names[@]} -eq 0 ]]; then
   names=(literal u_from_n scaled_inputs scaled_inputs_u_from_n
-         quarter_scaled_inputs half_scaled_inputs standardized_inputs n_eff_from_70k local_reparameterization)
+         eighth_scaled_inputs quarter_scaled_inputs three_eighths_scaled_inputs
+         half_scaled_inputs standardized_inputs n_eff_from_70k
+         local_reparameterization)
 fi
 for name in "${names[@]}"; do
   if [[ -z ${ABLATION[$name]+set} ]]; then
@@ -67,5 +86,5 @@ for name in "${names[@]}"; do
     --iterations "$ITERS" --eval-every "$EVERY" --curve-samples 16 \
     --curve-train-rows 10000 --test-samples 128 --seed 0 \
     --threads "$THREADS" \
-    --json-out "$OUT/${name}_$ITERS.json" > "$OUT/${name}_$ITERS.md"
+    --json-out "$OUT/${name}_$ITERS$SUFFIX.json" > "$OUT/${name}_$ITERS$SUFFIX.md"
 done

@@ -41,18 +41,26 @@ Eigen::MatrixXd RandomLowerFactor(int n, Rng& rng) {
 
 struct Family {
   std::unique_ptr<Posterior> posterior;
-  Eigen::MatrixXd covariance;  // dense reference
+  Eigen::MatrixXd covariance;  // dense reference; empty for large models
 };
+
+// The dense reference costs O(D^3) in this -O0 test code (minutes under the
+// sanitizers at D = 1501): built for small models only.
+bool WithReference(int d) { return d <= 256; }
 
 Family MakeLowRank(const ModelSpec& m, Rng& rng) {
   const int d = static_cast<int>(m.NumParameters());
   const Eigen::MatrixXd u = Gaussian(d, 2, rng);
   const Eigen::VectorXd diag =
       Eigen::VectorXd::Constant(d, 2.0) + Gaussian(d, 1, rng).cwiseAbs();
-  Eigen::MatrixXd precision = u * u.transpose();
-  precision.diagonal() += diag;
+  Eigen::MatrixXd covariance;
+  if (WithReference(d)) {
+    Eigen::MatrixXd precision = u * u.transpose();
+    precision.diagonal() += diag;
+    covariance = precision.inverse();
+  }
   return {*LowRankGaussianPosterior::Create(Gaussian(d, 1, rng), u, diag),
-          precision.inverse()};
+          std::move(covariance)};
 }
 
 Family MakeDiagonal(const ModelSpec& m, Rng& rng) {
@@ -67,26 +75,32 @@ Family MakeFull(const ModelSpec& m, Rng& rng) {
   const Eigen::MatrixXd a = Gaussian(d, d, rng);
   Eigen::MatrixXd precision = a * a.transpose();
   precision.diagonal().array() += 1.0;
+  Eigen::MatrixXd covariance;
+  if (WithReference(d)) covariance = precision.inverse();
   return {*FullGaussianPosterior::Create(Gaussian(d, 1, rng), precision),
-          precision.inverse()};
+          std::move(covariance)};
 }
 
 Family MakeKronecker(const ModelSpec& m, Rng& rng) {
   const int d = static_cast<int>(m.NumParameters());
   std::vector<KroneckerPosterior::Layer> layers;
-  Eigen::MatrixXd cov = Eigen::MatrixXd::Zero(d, d);
+  Eigen::MatrixXd cov;
+  if (WithReference(d)) cov = Eigen::MatrixXd::Zero(d, d);
   for (const LayerShape& s : m.Layers()) {
     KroneckerPosterior::Layer layer{Gaussian(s.out, s.in + 1, rng),
                                     RandomLowerFactor(s.out, rng),
                                     RandomLowerFactor(s.in + 1, rng)};
-    const Eigen::MatrixXd c_out =
-        layer.out_factor * layer.out_factor.transpose();
-    const Eigen::MatrixXd c_in = layer.in_factor * layer.in_factor.transpose();
-    // Cov(vec W) = C_in (x) C_out for column-major vec.
-    for (int i = 0; i <= s.in; ++i)
-      for (int j = 0; j <= s.in; ++j)
-        cov.block(s.offset + i * s.out, s.offset + j * s.out, s.out, s.out) =
-            c_in(i, j) * c_out;
+    if (WithReference(d)) {
+      const Eigen::MatrixXd c_out =
+          layer.out_factor * layer.out_factor.transpose();
+      const Eigen::MatrixXd c_in =
+          layer.in_factor * layer.in_factor.transpose();
+      // Cov(vec W) = C_in (x) C_out for column-major vec.
+      for (int i = 0; i <= s.in; ++i)
+        for (int j = 0; j <= s.in; ++j)
+          cov.block(s.offset + i * s.out, s.offset + j * s.out, s.out, s.out) =
+              c_in(i, j) * c_out;
+    }
     layers.push_back(std::move(layer));
   }
   return {*KroneckerPosterior::Create(m, std::move(layers)), cov};
@@ -107,8 +121,12 @@ Family MakeKroneckerChain(const ModelSpec& m, Rng& rng) {
   const int d = static_cast<int>(m.NumParameters());
   const std::vector<LayerShape> shapes = m.Layers();
   KroneckerChain chain;
-  Eigen::MatrixXd root = Eigen::MatrixXd::Zero(d, d);
-  Eigen::MatrixXd xi_t = Eigen::MatrixXd::Identity(d, d);
+  const bool reference = WithReference(d);
+  Eigen::MatrixXd root, xi_t;
+  if (reference) {
+    root = Eigen::MatrixXd::Zero(d, d);
+    xi_t = Eigen::MatrixXd::Identity(d, d);
+  }
   for (size_t l = 0; l < shapes.size(); ++l) {
     const LayerShape& s = shapes[l];
     KroneckerChain::Layer layer{
@@ -117,27 +135,35 @@ Family MakeKroneckerChain(const ModelSpec& m, Rng& rng) {
             0.3 * Gaussian(s.in + 1, s.in + 1, rng),
         0.8 * Gaussian(s.out, 1, rng).cwiseAbs().cwiseMin(1.0),
         0.9 * Gaussian(s.in + 1, 1, rng).cwiseAbs().cwiseMin(1.0)};
-    Eigen::VectorXd c(s.size());
-    for (int i = 0; i <= s.in; ++i)
-      for (int o = 0; o < s.out; ++o)
-        c[i * s.out + o] =
-            1 / std::sqrt(1 - layer.out_coupling[o] * layer.in_coupling[i]);
-    root.block(s.offset, s.offset, s.size(), s.size()) =
-        Kron(layer.in_root, layer.out_root) * c.asDiagonal();
+    if (reference) {
+      Eigen::VectorXd c(s.size());
+      for (int i = 0; i <= s.in; ++i)
+        for (int o = 0; o < s.out; ++o)
+          c[i * s.out + o] =
+              1 / std::sqrt(1 - layer.out_coupling[o] * layer.in_coupling[i]);
+      root.block(s.offset, s.offset, s.size(), s.size()) =
+          Kron(layer.in_root, layer.out_root) * c.asDiagonal();
+    }
     chain.layers.push_back(std::move(layer));
     if (l > 0) {
       const LayerShape& p = shapes[l - 1];
       KroneckerChain::Link link{0.5 * Gaussian(p.out, s.out, rng),
                                 0.5 * Gaussian(p.in + 1, s.in + 1, rng)};
-      xi_t.block(s.offset, p.offset, s.size(), p.size()) =
-          -Kron(link.psi_in, link.psi_out).transpose();
+      if (reference) {
+        xi_t.block(s.offset, p.offset, s.size(), p.size()) =
+            -Kron(link.psi_in, link.psi_out).transpose();
+      }
       chain.links.push_back(std::move(link));
     }
   }
-  const Eigen::MatrixXd x = xi_t * root;
+  Eigen::MatrixXd covariance;
+  if (reference) {
+    const Eigen::MatrixXd x = xi_t * root;
+    covariance = x * x.transpose();
+  }
   return {*KroneckerChainPosterior::Create(m, Gaussian(d, 1, rng),
                                            std::move(chain)),
-          x * x.transpose()};
+          std::move(covariance)};
 }
 
 using Maker = Family (*)(const ModelSpec&, Rng&);

@@ -95,7 +95,9 @@ TEST(DropoutTest, MapFitsAndMcDropoutIsUncertain) {
     for (int i = 0; i < 3; ++i) {
       EXPECT_NEAR(p->mean[i], std::sin(2 * grid[i]), 0.15) << method << i;
       if (std::string(method) == "map") {
-        EXPECT_EQ(p->epistemic_variance[i], 0.0);
+        // Every sample is the same network: zero up to the rounding of the
+        // sample moments (3e-34 under the sanitizer build's -O1).
+        EXPECT_LE(p->epistemic_variance[i], 1e-24);
       } else {
         EXPECT_GT(p->epistemic_variance[i], 0.0);
       }
