@@ -2,7 +2,6 @@
 // exported snapshot with the same seed (equal to 1e-12), for regression and
 // classification (with out-of-distribution rows), for every way of sending
 // the rows (per row, packed, a stored dataset), and its rejections.
-#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -201,9 +200,12 @@ TEST_F(EvaluateTest, ACallThatCannotFinishBeforeItsDeadlineIsRefused) {
   const grpc::Status first = Evaluate(request, &response);
   ASSERT_TRUE(first.ok()) << first.error_message();
   const absl::Duration took = absl::Now() - start;
-  // Its CPU time (the bound) is at least a tenth of its wall time unless
-  // the machine is more than 10x oversubscribed.
-  const absl::Duration deadline = std::max(took / 10, absl::Milliseconds(15));
+  // The server's bound is the computing thread's CPU time for that call:
+  // 219 ms optimised and 1.6 s under ASan here. Wall time is no measure of
+  // it on a shared machine (a CI sanitizer run took ten times its CPU time),
+  // so the deadline is a fixed fraction of the fastest case: long enough for
+  // the request to reach the handler, far shorter than the computation.
+  const absl::Duration deadline = absl::Milliseconds(20);
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
   EXPECT_THAT(stub_->Evaluate(&context, request, &response),
