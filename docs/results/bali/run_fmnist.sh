@@ -8,6 +8,8 @@
 #   docs/results/bali/run_fmnist.sh BNN_EXPERIMENT [OUT_DIR] [WORK_DIR]
 # e.g. run_fmnist.sh build/bench/accuracy/bnn-experiment docs/results/bali/fmnist /tmp/bali
 # WORK_DIR (outside the repository) receives the OOD sets and the snapshots.
+# SEED=K (default 0) seeds every run; records of K != 0 are named
+# <record>_seedK.json (the three-seed runs of fmnist.md).
 set -euo pipefail
 BIN=${1:?path to bnn-experiment}
 OUT=${2:-docs/results/bali/fmnist}
@@ -17,6 +19,9 @@ EVERY=${EVERY:-$((ITERS / 20))}  # 20 learning-curve points
 # One OpenMP/Eigen thread: with another job on the second core, two threads
 # ran a BALI step 4x slower (0.76 s vs 0.19 s).
 THREADS=${THREADS:-1}
+SEED=${SEED:-0}
+TAG=""
+[[ $SEED == 0 ]] || TAG="_seed$SEED"
 CURVE_SAMPLES=${CURVE_SAMPLES:-16}
 CURVE_TRAIN_ROWS=${CURVE_TRAIN_ROWS:-10000}  # §5.4: 10,000 training points
 TEST_SAMPLES=${TEST_SAMPLES:-128}  # §5.4: 128 samples / dropout masks
@@ -55,9 +60,9 @@ classify() {  # label, samples, method flags
     --iterations "$ITERS" --eval-every "$EVERY" \
     --curve-samples "$(( samples < CURVE_SAMPLES ? samples : CURVE_SAMPLES ))" \
     --curve-train-rows "$CURVE_TRAIN_ROWS" \
-    --test-samples "$samples" --seed 0 --threads "$THREADS" \
-    --save-snapshot "$WORK/$label.snap" \
-    --json-out "$OUT/classify_$label.json" > "$OUT/classify_$label.md"
+    --test-samples "$samples" --seed "$SEED" --threads "$THREADS" \
+    --save-snapshot "$WORK/$label$TAG.snap" \
+    --json-out "$OUT/classify_$label$TAG.json" > "$OUT/classify_$label$TAG.md"
 }
 for label in $METHODS; do
   case $label in
@@ -73,16 +78,16 @@ for label in $METHODS; do
   [[ $label == map ]] && continue
   for set in digits28 fmnist-permuted; do
     echo "== ood $label $set" >&2
-    "$BIN" ood --snapshot "$WORK/$label.snap" --in-idx "$TEST" \
+    "$BIN" ood --snapshot "$WORK/$label$TAG.snap" --in-idx "$TEST" \
       --ood-idx "$WORK/$set-images-idx3-ubyte.gz" \
-      --test-samples "$TEST_SAMPLES" --seed 0 --threads "$THREADS" \
-      --json-out "$OUT/ood_${label}_${set//-/_}.json" \
-      > "$OUT/ood_${label}_${set//-/_}.md"
+      --test-samples "$TEST_SAMPLES" --seed "$SEED" --threads "$THREADS" \
+      --json-out "$OUT/ood_${label}_${set//-/_}$TAG.json" \
+      > "$OUT/ood_${label}_${set//-/_}$TAG.md"
   done
 done
 
-# The figures and tables need all three methods' records in OUT.
-if [[ -f $OUT/classify_bali.json && -f $OUT/classify_mc_dropout.json &&
+# The figures and tables need all three methods' records in OUT (seed 0).
+if [[ -z $TAG && -f $OUT/classify_bali.json && -f $OUT/classify_mc_dropout.json &&
       -f $OUT/classify_map.json ]]; then
   /usr/bin/python3 "$HERE/plot.py" "$OUT"
 fi

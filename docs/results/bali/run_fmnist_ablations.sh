@@ -14,6 +14,8 @@
 # trains on its 50,000 training rows and evaluates on its 10,000 validation
 # rows instead of the test set, for choosing a setting without the test set;
 # the records are then named <name>_<ITERS>_validation.
+# SEED=K (default 0) seeds the run; records of K != 0 are named
+# <name>_<ITERS>[_validation]_seedK.
 set -euo pipefail
 BIN=${1:?path to bnn-experiment}
 OUT=${2:-docs/results/bali/fmnist/ablation}
@@ -21,6 +23,7 @@ shift $(($# < 2 ? $# : 2))
 ITERS=${ITERS:-2000}
 EVERY=${EVERY:-200}
 THREADS=${THREADS:-1}
+SEED=${SEED:-0}
 FM=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
 mkdir -p "$OUT"
 TRAIN="$FM/train-images-idx3-ubyte.gz:$FM/train-labels-idx1-ubyte.gz"
@@ -32,6 +35,7 @@ if [[ -n ${VALIDATION_DIR:-} ]]; then
   TEST="$V/validation-images-idx3-ubyte.gz:$V/validation-labels-idx1-ubyte.gz"
   SUFFIX="_validation"
 fi
+[[ $SEED == 0 ]] || SUFFIX="${SUFFIX}_seed$SEED"
 # 1 / (255 sqrt(785)): the 1/sqrt(D_0 + 1) feature scale of eq. 12 applied to
 # the first layer too (except its bias input), the other reading of §1.1.
 SCALED="--idx-scale 0.000139967"
@@ -84,7 +88,7 @@ for name in "${names[@]}"; do
     --hidden 256,256 --activation leaky_tanh ${ABLATION[$name]} \
     --train-idx "$TRAIN" --test-idx "$TEST" \
     --iterations "$ITERS" --eval-every "$EVERY" --curve-samples 16 \
-    --curve-train-rows 10000 --test-samples 128 --seed 0 \
+    --curve-train-rows 10000 --test-samples 128 --seed "$SEED" \
     --threads "$THREADS" \
     --json-out "$OUT/${name}_$ITERS$SUFFIX.json" > "$OUT/${name}_$ITERS$SUFFIX.md"
 done

@@ -29,6 +29,7 @@ DATASETS=("$@")
 THREADS=${THREADS:-2}
 SPLITS=${SPLITS:-0}
 FOLDS=${FOLDS:-5}
+METHODS=${METHODS:-slang bbb slang_online_eig}  # a subset runs only those
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT/pilot"
 
@@ -37,7 +38,7 @@ for dataset in "${DATASETS[@]}"; do
   # rows), 100 and 2 for the larger ones (kin8nm).
   eval "$(python3 "$HERE/../uci_protocol.py" slang-table2 "$UCI/$dataset")"
   SIZE="--param batch_size=$BATCH --param mc_samples=$MC_SAMPLES"
-  for method in slang bbb slang_online_eig; do
+  for method in $METHODS; do
     if [ $method = slang_online_eig ]; then
       # Table 5 (App. B.3): SLANG-OnlineEig with the learning rates fixed
       # for every dataset, alpha = 0.01 and "beta = (0.9, 0.999)", read as
