@@ -167,12 +167,20 @@ def table4():
     return "\n".join(rows)
 
 
+def final_tau(run):
+    """The noise precision of the last fit (E_q[tau] when fitted, the fixed
+    tau otherwise), in standardised units, averaged over the trials."""
+    taus = [split["rounds"][-1]["noise_precision"] for split in run["splits"]]
+    return sum(taus) / len(taus)
+
+
 def diagnostics():
     """Reruns of single cells with one setting changed (table3/diagnostics/,
     named <dataset>_<method>_<acquisition>_<change>.json)."""
     folder = os.path.join(RUNS, "diagnostics")
     rows = ["| run | change | splits | ours: final RMSE | main run | paper | "
-            "mark |", "|---|---|---|---|---|---|---|"]
+            "mark | E_q[τ] final fit (main run) |",
+            "|---|---|---|---|---|---|---|---|"]
     names = dict(DATASETS)
     labels = dict(METHODS)
     for file in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
@@ -192,9 +200,12 @@ def diagnostics():
         main = load(dataset, method, acquisition)
         main_cell = fmt(*metric(main, "rmse")[:2], d) if main else "not run"
         suffix = "A" if a else "R"
+        tau = final_tau(run)
+        main_tau = final_tau(main) if main else None
         rows.append(f"| {names[dataset]} {labels[method]}_{suffix} | "
                     f"{change} | {n} | {fmt(mean, se, d)} | {main_cell} | "
-                    f"{fmt(*paper, d)} | {mark(mean, se, *paper, False)} |")
+                    f"{fmt(*paper, d)} | {mark(mean, se, *paper, False)} | "
+                    f"{tau:.2f} ({main_tau:.2f}) |")
     return "\n".join(rows)
 
 

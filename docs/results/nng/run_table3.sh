@@ -85,6 +85,9 @@ if [ "${DIAGNOSTICS:-1}" = 1 ]; then
   # The discriminating tests of q(tau)'s low E_q[tau] (issue 16), one
   # setting at a time, on the three datasets with worse NNG-FFG_R cells:
   for dataset in concrete energy wine-red; do
+    # the main run's settings, so that every change below is compared with
+    # a run of the same binary;
+    diag $dataset main_settings --param batch_size=32
     # the tau update: natural-gradient step 0.001 (q(tau) stays nearer its
     # prior, E[tau] = 1) and 0.1 (it tracks the minibatch optimum closely);
     diag $dataset tau_step0.001 --param batch_size=32 \
