@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every diagnosis run the reports quote, re-run from the command its JSON
 # record holds (docs/results/rerun.py), with the new metrics compared split
-# by split with the committed ones: 46 records, whose recorded wall times add
-# up to 52 min (with the threads each was run with). Usage:
+# by split with the committed ones: 84 records, whose recorded wall times add
+# up to 184 min (with the threads each was run with). Usage:
 #   docs/results/run_diagnoses.sh BNN_EXPERIMENT [OUT_DIR] [DATA_DIR]
 # DATA_DIR (default $BNN_DATA_DIR) replaces the recorded datasets root.
 set -euo pipefail
