@@ -156,8 +156,9 @@ def table1(dataset):
 
 
 def t2_runs():
-    """Rows of Table 2: the budget run (table2/) and, where it exists, the
-    full-protocol run (table2_full/: 20 splits, 5-fold CV)."""
+    """Rows of Table 2: the budget run (table2/) and, where they exist, the
+    full-protocol run (table2_full/: 20 splits, 5-fold CV) and the
+    full-protocol run with the widened grid (table2_wide/: WIDE=1)."""
     for folder, name in T2_DATASETS:
         for method, label in (("slang", "SLANG L=1"), ("bbb", "BBB")):
             yield (folder, name, method, label,
@@ -165,6 +166,10 @@ def t2_runs():
             full = load(os.path.join(HERE, "table2_full", f"{folder}_{method}.json"))
             if full is not None:
                 yield folder, name, method, label + " (20 splits, 5-fold)", full
+            wide = load(os.path.join(HERE, "table2_wide", f"{folder}_{method}.json"))
+            if wide is not None:
+                yield (folder, name, method,
+                       label + " (20 splits, 5-fold, wide grid)", wide)
 
 
 def table2():
@@ -230,6 +235,31 @@ def timing_table():
     return header + "\n" + "\n".join(rows)
 
 
+def edges_table():
+    """Per Table 2 run and tuned hyper-parameter: its grid and how many
+    splits chose its lowest and its highest value. A grid whose edge most
+    splits chose is marked: the optimum may lie outside it."""
+    rows = ["| dataset | run | hyper-parameter | grid | splits at low edge | "
+            "splits at high edge | |", "|---|---|---|---|---|---|---|"]
+    for folder, name, method, label, run in t2_runs():
+        if run is None:
+            continue
+        n = len(run["splits"])
+        for param, grid in run["config"]["tune"].items():
+            values = [float(v) for v in grid]
+            low, high = min(values), max(values)
+            chosen = [float(split["chosen"][param.split("+")[0]])
+                      for split in run["splits"]]
+            at_low = sum(v == low for v in chosen)
+            at_high = sum(v == high for v in chosen)
+            flag = ("**edge on most splits**"
+                    if max(at_low, at_high) * 2 > n else "")
+            rows.append(f"| {name} | {label} | {param.split('+')[0]} | "
+                        f"{', '.join(grid)} | {at_low}/{n} | {at_high}/{n} | "
+                        f"{flag} |")
+    return "\n".join(rows)
+
+
 def main():
     with open(os.path.join(HERE, "report_template.md")) as f:
         text = f.read()
@@ -237,6 +267,7 @@ def main():
         "table1_australian": table1("australian"),
         "table1_breast_cancer": table1("breast-cancer"),
         "table2": table2(),
+        "edges": edges_table(),
         "variances": variance_table(),
         "timings": timing_table(),
     }

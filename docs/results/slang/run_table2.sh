@@ -19,6 +19,9 @@
 #      tau in {tau^/sqrt2, tau^, tau^ sqrt2}; the best by mean validation
 #      test log-likelihood is retrained on the whole training split and
 #      evaluated on the test split (100 posterior samples).
+# WIDE=1 widens the main grid where the committed runs' searches chose an
+# edge on most splits (README.md, "Grid edges"): lambda in {0.01, 0.1, 1, 10}
+# x tau in tau^ x {1/2, 2^-1/2, 1, 2^1/2, 2} (20 points instead of 9).
 set -euo pipefail
 BIN=${1:?path to bnn-experiment}
 UCI=${2:?folder with the UCI dataset folders}
@@ -31,6 +34,12 @@ SPLITS=${SPLITS:-0}
 FOLDS=${FOLDS:-5}
 METHODS=${METHODS:-slang bbb slang_online_eig}  # a subset runs only those
 HERE=$(cd "$(dirname "$0")" && pwd)
+LAMBDAS=0.1,1,10
+TAU_FACTORS="2 ** -0.5, 1, 2 ** 0.5"
+if [ "${WIDE:-0}" = 1 ]; then
+  LAMBDAS=0.01,0.1,1,10
+  TAU_FACTORS="0.5, 2 ** -0.5, 1, 2 ** 0.5, 2"
+fi
 mkdir -p "$OUT/pilot"
 
 for dataset in "${DATASETS[@]}"; do
@@ -64,10 +73,10 @@ for dataset in "${DATASETS[@]}"; do
       --tune noise_precision=1,2,4,8,16,32,64,128,256,512,1024 --folds "$FOLDS" \
       --json-out "$pilot" > "${pilot%.json}.md"
     TAU=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['splits'][0]['chosen']['noise_precision'])" "$pilot")
-    GRID=$(python3 -c "import sys; t=float(sys.argv[1]); print(','.join('%.4g' % (t * f) for f in (2 ** -0.5, 1, 2 ** 0.5)))" "$TAU")
+    GRID=$(python3 -c "import sys; t=float(sys.argv[1]); print(','.join('%.4g' % (t * f) for f in ($TAU_FACTORS)))" "$TAU")
     echo "== $dataset $method main (tau grid $GRID)" >&2
     "$BIN" uci $COMMON --splits "$SPLITS" --threads "$THREADS" \
-      --tune prior_precision+bias_prior_precision=0.1,1,10 \
+      --tune prior_precision+bias_prior_precision=$LAMBDAS \
       --tune noise_precision=$GRID --folds "$FOLDS" --test-samples 100 \
       --json-out "$OUT/${dataset}_${method}.json" > "$OUT/${dataset}_${method}.md"
   done
