@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <omp.h>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include <Eigen/Core>
 
 #include "bnn/data/readers.h"
+#include "bnn/interrupt.h"
 #include "bnn/methods/registry.h"
 #include "bnn/status.h"
 #include "bnn/train/trainer.h"
@@ -226,16 +228,42 @@ void DescribeClassifierSetup(const ClassifierSetup& setup, Json* config) {
 
 absl::StatusOr<Snapshot> TrainClassifier(
     const ClassifierSetup& setup, uint64_t seed, int64_t eval_every,
-    std::function<absl::Status(const Snapshot&)> observe) {
+    std::function<absl::Status(const Snapshot&)> observe,
+    const ClassifierCheckpoints& checkpoints) {
   TrainRequest request;
   request.method = setup.common.method;
   request.params = setup.common.params;
   request.params["seed"] = absl::StrCat(seed);
   request.hidden_sizes = setup.common.hidden_sizes;
   request.activations = {setup.common.activation};
-  request.snapshot_every = eval_every;
-  request.on_snapshot = std::move(observe);
-  return Train(request, setup.train, MethodRegistry::Builtin());
+  const MethodRegistry& registry = MethodRegistry::Builtin();
+  BNN_ASSIGN_OR_RETURN(
+      const TrainingPlan plan,
+      ResolveTrainingPlan(request, ShapeOf(setup.train), nullptr, registry));
+  TrainCallbacks callbacks;
+  callbacks.snapshot_every = eval_every;
+  callbacks.on_snapshot = std::move(observe);
+  if (!checkpoints.path.empty()) {
+    callbacks.checkpoint_interval = checkpoints.interval;
+    callbacks.checkpoint_every_steps = checkpoints.every_steps;
+    callbacks.on_checkpoint = [&](const Checkpoint& checkpoint) {
+      const int64_t step = checkpoint.trainer.step;
+      if (checkpoints.before_write) {
+        BNN_RETURN_IF_ERROR(checkpoints.before_write(step));
+      }
+      BNN_RETURN_IF_ERROR(WriteCheckpointFile(checkpoints.path, checkpoint));
+      std::cerr << "[step " << step << "] checkpoint " << checkpoints.path
+                << std::endl;
+      if (checkpoints.stop_at_step > 0 && step >= checkpoints.stop_at_step) {
+        return absl::AbortedError(absl::StrCat(
+            "stopped after the checkpoint at step ", step, " (--stop-at-step ",
+            checkpoints.stop_at_step, "); rerun to continue"));
+      }
+      return absl::OkStatus();
+    };
+  }
+  return Train(plan, setup.train, nullptr, registry, callbacks, Interrupt(),
+               checkpoints.resume);
 }
 
 absl::Status MaybeSaveSnapshot(const std::string& path,

@@ -13,9 +13,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 #include "bnn/data/dataset.h"
 #include "bnn/io/snapshot.h"
+#include "bnn/train/checkpoint.h"
 
 #include "bench/accuracy/experiment.h"
 #include "bench/accuracy/flags.h"
@@ -95,12 +97,35 @@ absl::StatusOr<ClassifierSetup> ParseClassifierSetup(const FlagSet& flags);
 // Records the resolved training settings in a mode's config.
 void DescribeClassifierSetup(const ClassifierSetup& setup, Json* config);
 
+// Checkpoints of a run longer than a session (--checkpoint): the core's
+// training checkpoints (bnn/train/checkpoint.h), written to `path` every
+// `interval` of training time, from which a rerun of the same command
+// continues and finishes with the snapshot the uninterrupted run would have
+// produced (same build and thread count).
+struct ClassifierCheckpoints {
+  std::string path;  // empty: no checkpoints
+  absl::Duration interval = absl::Minutes(10);
+  // Also (or, with interval zero, only) after every every_steps-th step.
+  int64_t every_steps = 0;
+  // After writing the first checkpoint at or beyond this step, training
+  // stops with Aborted, as a preempted run would (for tests); 0: never.
+  int64_t stop_at_step = 0;
+  // Called with the step of each checkpoint before it is written (the
+  // caller's own state, e.g. the learning curve so far, goes first: a crash
+  // between the two leaves that state ahead of the checkpoint, never
+  // behind it).
+  std::function<absl::Status(int64_t step)> before_write;
+  // The checkpoint to continue from; null: start from step 0.
+  const Checkpoint* resume = nullptr;
+};
+
 // Trains setup.common.method once on setup.train with `seed`. With
 // eval_every > 0, `observe` sees a snapshot of the current posterior after
-// every eval_every-th step and after the last (bnn::TrainRequest).
+// every eval_every-th step and after the last (bnn::TrainCallbacks).
 absl::StatusOr<Snapshot> TrainClassifier(
     const ClassifierSetup& setup, uint64_t seed, int64_t eval_every = 0,
-    std::function<absl::Status(const Snapshot&)> observe = nullptr);
+    std::function<absl::Status(const Snapshot&)> observe = nullptr,
+    const ClassifierCheckpoints& checkpoints = {});
 
 // Writes `snapshot` to `path` (if non-empty) for `ood --snapshot`.
 absl::Status MaybeSaveSnapshot(const std::string& path,

@@ -11,13 +11,16 @@
 #include <cmath>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 
+#include "bnn/io/file.h"
 #include "bnn/random.h"
 #include "bnn/status.h"
 
@@ -94,6 +97,40 @@ double Epochs(const Snapshot& s) {
   return static_cast<double>(s.training.steps) / per_epoch;
 }
 
+// The learning curve kept beside a checkpoint: its points up to the
+// checkpoint's step (a crash after the curve was written and before the
+// checkpoint was leaves later points, which the resumed run recomputes) and
+// the steps the run was resumed at.
+struct CurveState {
+  Json curve;
+  Json resumed_at_steps = Json::array();
+};
+
+std::string CurvePath(const std::string& checkpoint_path) {
+  return absl::StrCat(checkpoint_path, ".curve.json");
+}
+
+absl::StatusOr<CurveState> ReadCurveState(const std::string& path,
+                                          int64_t step) {
+  BNN_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
+  Json state = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!state.is_object() || !state.contains("curve") ||
+      !state["curve"].contains("step") || !state["curve"]["step"].is_array() ||
+      !state.contains("resumed_at_steps")) {
+    return absl::DataLossError(
+        absl::StrCat(path, " is not a learning-curve state file"));
+  }
+  CurveState out{state["curve"], state["resumed_at_steps"]};
+  size_t keep = 0;
+  for (const Json& s : out.curve["step"]) {
+    if (s.get<int64_t>() <= step) ++keep;
+  }
+  for (auto& [key, value] : out.curve.items()) {
+    if (value.is_array()) value.get_ref<Json::array_t&>().resize(keep);
+  }
+  return out;
+}
+
 }  // namespace
 
 void DeclareClassifyFlags(FlagSet* flags) {
@@ -108,6 +145,17 @@ void DeclareClassifyFlags(FlagSet* flags) {
       .Flag("curve-train-rows",
             "learning curve: also the NLL on this many random training rows "
             "(the paper uses 10000); 0 = test set only",
+            "0")
+      .Flag("checkpoint",
+            "keep the run's state in this file (and FILE.curve.json) every "
+            "--checkpoint-seconds of training (or --checkpoint-steps steps); "
+            "a rerun of the same command continues from it; both are deleted "
+            "when the run finishes")
+      .Flag("checkpoint-seconds", "training seconds between checkpoints", "600")
+      .Flag("checkpoint-steps", "steps between checkpoints; 0 = by time", "0")
+      .Flag("stop-at-step",
+            "stop after the first checkpoint at or beyond this step, as a "
+            "preempted run would (a test of resuming); 0 = never",
             "0");
 }
 
@@ -126,6 +174,35 @@ absl::Status RunClassify(const FlagSet& flags, const RunInfo& info) {
   BNN_ASSIGN_OR_RETURN(
       const int64_t curve_train_rows,
       flags.GetInt("curve-train-rows", 0, setup.train.num_rows()));
+
+  const std::string checkpoint_path = flags.Get("checkpoint");
+  BNN_ASSIGN_OR_RETURN(const int64_t checkpoint_seconds,
+                       flags.GetInt("checkpoint-seconds", 1, 24 * 3600));
+  BNN_ASSIGN_OR_RETURN(const int64_t checkpoint_steps,
+                       flags.GetInt("checkpoint-steps", 0, int64_t{1} << 30));
+  BNN_ASSIGN_OR_RETURN(const int64_t stop_at_step,
+                       flags.GetInt("stop-at-step", 0, int64_t{1} << 30));
+  if (checkpoint_path.empty() &&
+      (flags.Has("checkpoint-steps") || flags.Has("stop-at-step"))) {
+    return absl::InvalidArgumentError(
+        "--checkpoint-steps and --stop-at-step need --checkpoint");
+  }
+  std::optional<Checkpoint> resume;
+  std::optional<CurveState> resumed_curve;
+  if (!checkpoint_path.empty()) {
+    absl::StatusOr<Checkpoint> checkpoint = ReadCheckpointFile(checkpoint_path);
+    if (checkpoint.ok()) {
+      resume = *std::move(checkpoint);
+      BNN_ASSIGN_OR_RETURN(
+          resumed_curve,
+          ReadCurveState(CurvePath(checkpoint_path), resume->trainer.step));
+      resumed_curve->resumed_at_steps.push_back(resume->trainer.step);
+      std::cerr << "resuming from " << checkpoint_path << " at step "
+                << resume->trainer.step << std::endl;
+    } else if (!absl::IsNotFound(checkpoint.status())) {
+      return checkpoint.status();
+    }
+  }
 
   // A fixed random subset of training rows for the curve's training NLL.
   Dataset curve_train;
@@ -153,6 +230,11 @@ absl::Status RunClassify(const FlagSet& flags, const RunInfo& info) {
     if (curve_train_rows > 0) {
       curve["train_rows"] = curve_train_rows;
       curve["train_nll"] = Json::array();
+    }
+    Json resumed_at_steps = Json::array();
+    if (resumed_curve.has_value()) {
+      curve = resumed_curve->curve;
+      resumed_at_steps = resumed_curve->resumed_at_steps;
     }
     const auto observe = [&](const Snapshot& s) -> absl::Status {
       // Each point draws its own samples, seeded by its step.
@@ -184,11 +266,30 @@ absl::Status RunClassify(const FlagSet& flags, const RunInfo& info) {
     };
     std::function<absl::Status(const Snapshot&)> observer;
     if (eval_every > 0) observer = observe;
+    ClassifierCheckpoints checkpoints;
+    checkpoints.path = checkpoint_path;
+    checkpoints.interval = absl::Seconds(checkpoint_seconds);
+    checkpoints.every_steps = checkpoint_steps;
+    checkpoints.stop_at_step = stop_at_step;
+    checkpoints.resume = resume.has_value() ? &*resume : nullptr;
+    checkpoints.before_write = [&](int64_t /*step*/) {
+      const Json state = {{"curve", curve},
+                          {"resumed_at_steps", resumed_at_steps}};
+      return WriteFileAtomically(CurvePath(checkpoint_path), state.dump());
+    };
     BNN_ASSIGN_OR_RETURN(
         const Snapshot snapshot,
         TrainClassifier(setup, StreamSeed(common.seed, 0, Stream::kTraining),
-                        eval_every, std::move(observer)));
+                        eval_every, std::move(observer), checkpoints));
     BNN_RETURN_IF_ERROR(MaybeSaveSnapshot(setup.save_snapshot, snapshot));
+    if (!checkpoint_path.empty()) {
+      BNN_RETURN_IF_ERROR(RemoveFile(checkpoint_path));
+      BNN_RETURN_IF_ERROR(RemoveFile(CurvePath(checkpoint_path)));
+    }
+    if (!resumed_at_steps.empty()) {
+      // train_seconds sums the training time of every part of the run.
+      outcome.details["resumed_at_steps"] = resumed_at_steps;
+    }
     BNN_ASSIGN_OR_RETURN(
         const ClassificationScores scores,
         ScoreClassification(snapshot, test, common.test_samples, predict_seed));

@@ -16,6 +16,11 @@
 # the records are then named <name>_<ITERS>_validation.
 # SEED=K (default 0) seeds the run; records of K != 0 are named
 # <name>_<ITERS>[_validation]_seedK.
+# CHECKPOINT_DIR=DIR keeps each run's state in DIR/<record>.ckpt every
+# CHECKPOINT_SECONDS (default 600) of training: the same command run again
+# continues a run that was stopped (the 30,000-iteration run is longer than
+# a session) and finishes with the record of an uninterrupted run (same
+# binary and THREADS).
 set -euo pipefail
 BIN=${1:?path to bnn-experiment}
 OUT=${2:-docs/results/bali/fmnist/ablation}
@@ -81,6 +86,13 @@ for name in "${names[@]}"; do
     exit 2
   fi
   echo "== $name (${ITERS} iterations): ${ABLATION[$name]}" >&2
+  record="${name}_$ITERS$SUFFIX"
+  CHECKPOINT=()
+  if [[ -n ${CHECKPOINT_DIR:-} ]]; then
+    mkdir -p "$CHECKPOINT_DIR"
+    CHECKPOINT=(--checkpoint "$CHECKPOINT_DIR/$record.ckpt"
+                --checkpoint-seconds "${CHECKPOINT_SECONDS:-600}")
+  fi
   # shellcheck disable=SC2086  # the flag strings split into words
   "$BIN" classify --method bali --param alpha=0.25 --param beta=0.1 \
     --param prior_variance=10 --param noise_prior_scale=0.01 \
@@ -89,6 +101,6 @@ for name in "${names[@]}"; do
     --train-idx "$TRAIN" --test-idx "$TEST" \
     --iterations "$ITERS" --eval-every "$EVERY" --curve-samples 16 \
     --curve-train-rows 10000 --test-samples 128 --seed "$SEED" \
-    --threads "$THREADS" \
-    --json-out "$OUT/${name}_$ITERS$SUFFIX.json" > "$OUT/${name}_$ITERS$SUFFIX.md"
+    --threads "$THREADS" "${CHECKPOINT[@]}" \
+    --json-out "$OUT/$record.json" > "$OUT/$record.md"
 done

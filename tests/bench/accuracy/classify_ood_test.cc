@@ -31,6 +31,7 @@ using ::bnn::experiment::testing::RunResult;
 using ::bnn::experiment::testing::RunTool;
 using ::bnn::testing::ScopedTempDir;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr int kSide = 4;
 constexpr int kPixels = kSide * kSide;
@@ -197,6 +198,55 @@ TEST_F(ClassifyOodTest, ClassifyReportsCalibrationAndACurveThenOodReusesIt) {
   EXPECT_TRUE(o["splits"][0]["roc"].contains("mutual_information"));
   EXPECT_GT(o["splits"][0]["mean_entropy_ood"].get<double>(),
             o["splits"][0]["mean_entropy_in"].get<double>());
+}
+
+TEST_F(ClassifyOodTest, AStoppedRunResumesFromItsCheckpointToTheSameResult) {
+  // The run the paper's 30,000 F-MNIST iterations need (longer than a
+  // session): stopped after its checkpoint at step 30, rerun, it finishes
+  // with the record of an uninterrupted run, learning curve included.
+  const std::string args = absl::StrCat(
+      "classify --method bali --hidden 16,16 --iterations 60",
+      " --param batch_size=64 --eval-every 20 --curve-samples 8",
+      " --curve-train-rows 50 --test-samples 32 --seed 4 --train-idx ", Train(),
+      " --test-idx ", Test());
+  const RunResult whole =
+      RunTool(absl::StrCat(args, " --json-out ", tmp_.File("whole.json")),
+              tmp_.File("whole.log"));
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+
+  const std::string checkpoint = tmp_.File("run.ckpt");
+  const std::string resumable =
+      absl::StrCat(args, " --checkpoint ", checkpoint, " --checkpoint-steps 15",
+                   " --json-out ", tmp_.File("parts.json"));
+  const RunResult first = RunTool(absl::StrCat(resumable, " --stop-at-step 30"),
+                                  tmp_.File("first.log"));
+  EXPECT_EQ(first.exit_code, 1);
+  EXPECT_THAT(first.output, HasSubstr("stopped after the checkpoint at step "
+                                      "30 (--stop-at-step 30)"));
+  EXPECT_TRUE(std::filesystem::exists(checkpoint));
+  EXPECT_FALSE(std::filesystem::exists(tmp_.File("parts.json")));
+  const RunResult second = RunTool(resumable, tmp_.File("second.log"));
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_THAT(second.output, HasSubstr("resuming from"));
+  EXPECT_THAT(second.output, HasSubstr("[step 45] checkpoint"));
+  EXPECT_THAT(second.output, Not(HasSubstr("[step 15] checkpoint")));
+  EXPECT_FALSE(std::filesystem::exists(checkpoint));
+  EXPECT_FALSE(std::filesystem::exists(checkpoint + ".curve.json"));
+
+  const nlohmann::json a = ReadJson(tmp_.File("whole.json"));
+  const nlohmann::json b = ReadJson(tmp_.File("parts.json"));
+  ASSERT_FALSE(b.is_discarded());
+  for (const char* key : {"accuracy", "nll", "ece", "brier"}) {
+    EXPECT_EQ(Metric(a, key), Metric(b, key)) << key;
+  }
+  const auto& ca = a["splits"][0]["learning_curve"];
+  const auto& cb = b["splits"][0]["learning_curve"];
+  EXPECT_EQ(cb["step"], nlohmann::json::array({20, 40, 60}));
+  for (const char* key : {"test_nll", "test_accuracy", "train_nll"}) {
+    EXPECT_EQ(ca[key], cb[key]) << key;
+  }
+  EXPECT_EQ(b["splits"][0]["resumed_at_steps"], nlohmann::json::array({30}));
+  EXPECT_FALSE(a["splits"][0].contains("resumed_at_steps"));
 }
 
 TEST_F(ClassifyOodTest, OodTrainsDropoutItselfAndReadsACsvOodSet) {
