@@ -21,6 +21,8 @@
 # continues a run that was stopped (the 30,000-iteration run is longer than
 # a session) and finishes with the record of an uninterrupted run (same
 # binary and THREADS).
+# SNAPSHOT_DIR=DIR saves each run's model as DIR/<record>.snap (for
+# `bnn-experiment ood --snapshot`).
 set -euo pipefail
 BIN=${1:?path to bnn-experiment}
 OUT=${2:-docs/results/bali/fmnist/ablation}
@@ -87,11 +89,15 @@ for name in "${names[@]}"; do
   fi
   echo "== $name (${ITERS} iterations): ${ABLATION[$name]}" >&2
   record="${name}_$ITERS$SUFFIX"
-  CHECKPOINT=()
+  CHECKPOINT=()  # and the snapshot flag
   if [[ -n ${CHECKPOINT_DIR:-} ]]; then
     mkdir -p "$CHECKPOINT_DIR"
     CHECKPOINT=(--checkpoint "$CHECKPOINT_DIR/$record.ckpt"
                 --checkpoint-seconds "${CHECKPOINT_SECONDS:-600}")
+  fi
+  if [[ -n ${SNAPSHOT_DIR:-} ]]; then
+    mkdir -p "$SNAPSHOT_DIR"
+    CHECKPOINT+=(--save-snapshot "$SNAPSHOT_DIR/$record.snap")
   fi
   # shellcheck disable=SC2086  # the flag strings split into words
   "$BIN" classify --method bali --param alpha=0.25 --param beta=0.1 \
