@@ -101,6 +101,8 @@ ABSL_FLAG(int, compute_workers, 2,
           "training at --training-nice, a second worker serves well-behaved "
           "calls while an abusive one computes on the first).");
 ABSL_FLAG(int, server_threads, 1, "bnn-server --threads.");
+ABSL_FLAG(int, training_nice, 10,
+          "bnn-server --training-nice (10, the server's default).");
 ABSL_FLAG(double, max_request_seconds, 10, "bnn-server --max-request-seconds.");
 ABSL_FLAG(int64_t, max_predict_rows, 10000, "bnn-server --max-predict-rows.");
 ABSL_FLAG(int, max_predict_samples, 256, "bnn-server --max-predict-samples.");
@@ -534,6 +536,8 @@ int Run(int argc, char** argv) {
       absl::StrCat(absl::GetFlag(FLAGS_compute_workers)),
       "--threads",
       absl::StrCat(absl::GetFlag(FLAGS_server_threads)),
+      "--training-nice",
+      absl::StrCat(absl::GetFlag(FLAGS_training_nice)),
       "--max-concurrent-jobs",
       "1",
       "--max-request-seconds",

@@ -95,6 +95,9 @@ ServiceTest::ServiceTest() {
   options_.limits.max_predict_samples = 256;
   options_.limits.max_message_bytes = 1 << 20;
   options_.limits.max_snapshot_bytes = 8 << 20;
+  // Training keeps the test's priority, as with ServerProcess
+  // (tests/test_util/subprocess.h): jobs are waited for with timeouts.
+  options_.training_nice = 0;
 }
 
 void ServiceTest::SetUp() {

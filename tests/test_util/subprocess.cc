@@ -219,13 +219,10 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
 std::vector<std::string> ServerProcess::Command(
     const std::string& binary, const std::string& data_dir,
     const std::vector<std::string>& extra_flags) {
-  std::vector<std::string> argv = {binary,
-                                   "--listen",
-                                   "127.0.0.1:0",
-                                   "--data-dir",
-                                   data_dir,
-                                   "--metrics-listen",
-                                   ""};
+  std::vector<std::string> argv = {
+      binary,       "--listen",        "127.0.0.1:0",
+      "--data-dir", data_dir,          "--metrics-listen",
+      "",           "--training-nice", "0"};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   return argv;
 }

@@ -86,9 +86,13 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
 class ServerProcess {
  public:
   // Starts `binary --listen 127.0.0.1:0 --data-dir DATA_DIR
-  // --metrics-listen '' EXTRA_FLAGS...` (later flags win; stderr appended to
-  // `log_path`) and waits up to `startup_timeout` for the line
-  // "bnn-server listening on HOST:PORT".
+  // --metrics-listen '' --training-nice 0 EXTRA_FLAGS...` (later flags win;
+  // stderr appended to `log_path`) and waits up to `startup_timeout` for the
+  // line "bnn-server listening on HOST:PORT". Training keeps the server's
+  // priority: tests wait for jobs with timeouts, and at the default nice 10
+  // a job lost its core to the tests ctest ran beside it (an ASan run's jobs
+  // missed 60 s waits on a loaded machine); a test of priorities passes
+  // --training-nice itself.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
       const std::string& binary, const std::string& data_dir,
       const std::string& log_path,
