@@ -219,6 +219,7 @@ std::vector<int64_t> Shuffled(int64_t n, Rng& rng) {
 void DeclareActiveLearningFlags(FlagSet* flags) {
   // C.3: "1000 sampled weights for predicting on the testing set".
   DeclareCommonFlags(1000, flags);
+  DeclareSplitsStateFlag(flags);
   flags->Flag("data-dir", "folder holding one sub-folder per UCI dataset")
       .Flag("dataset", "sub-folder name, e.g. boston")
       .Flag("acquisition", "max_variance or random", "max_variance")
@@ -565,8 +566,11 @@ absl::Status RunActiveLearning(const FlagSet& flags, const RunInfo& info) {
     return outcome;
   };
 
-  BNN_ASSIGN_OR_RETURN(const std::vector<SplitOutcome> outcomes,
-                       RunSplits(num_splits, common.threads, run_split));
+  BNN_ASSIGN_OR_RETURN(const SplitsState splits_state,
+                       ParseSplitsState(flags, info));
+  BNN_ASSIGN_OR_RETURN(
+      const std::vector<SplitOutcome> outcomes,
+      RunSplits(num_splits, common.threads, run_split, splits_state));
   Json config;
   config["data_dir"] = data_dir;
   config["dataset"] = dataset;

@@ -21,6 +21,7 @@
 #include "absl/strings/strip.h"
 #include <Eigen/Core>
 
+#include "bnn/io/file.h"
 #include "bnn/methods/registry.h"
 #include "bnn/random.h"
 #include "bnn/status.h"
@@ -272,18 +273,145 @@ absl::StatusOr<ParamMap> SelectParams(const CommonOptions& common,
   return params;
 }
 
+void DeclareSplitsStateFlag(FlagSet* flags) {
+  flags
+      ->Flag("splits-state",
+             "keep every finished split in this file; the same command run "
+             "again skips the splits it holds (deleted when the run "
+             "finishes)")
+      .Flag("stop-after-splits",
+            "with --splits-state: stop once this many splits were kept, as a "
+            "preempted run would (a test of resuming); 0 = never",
+            "0");
+}
+
+absl::StatusOr<SplitsState> ParseSplitsState(const FlagSet& flags,
+                                             const RunInfo& info) {
+  SplitsState state;
+  state.path = flags.Get("splits-state");
+  BNN_ASSIGN_OR_RETURN(const int64_t stop_after,
+                       flags.GetInt("stop-after-splits", 0, 1 << 20));
+  if (stop_after > 0 && state.path.empty()) {
+    return absl::InvalidArgumentError(
+        "--stop-after-splits needs --splits-state");
+  }
+  state.stop_after = static_cast<int>(stop_after);
+  state.identity =
+      absl::StrCat(info.build.dump(), " ",
+                   flags.Canonical({"json-out", "threads", "splits-state",
+                                    "stop-after-splits"}));
+  return state;
+}
+
+namespace {
+
+Json SplitOutcomeToJson(const SplitOutcome& o) {
+  Json metrics = Json::object();
+  for (const auto& [name, value] : o.metrics) metrics[name] = value;
+  return {{"split", o.split},
+          {"seconds", o.seconds},
+          {"metrics", std::move(metrics)},
+          {"chosen", ParamsJson(o.chosen)},
+          {"details", o.details}};
+}
+
+absl::StatusOr<SplitOutcome> SplitOutcomeFromJson(const Json& j) {
+  if (!j.is_object() || !j.contains("split") || !j["split"].is_number() ||
+      !j.contains("metrics") || !j["metrics"].is_object()) {
+    return absl::DataLossError("a split entry lacks split or metrics");
+  }
+  SplitOutcome o;
+  o.split = j["split"].get<int>();
+  o.seconds = j.value("seconds", 0.0);
+  for (const auto& [name, value] : j["metrics"].items()) {
+    // JSON has no NaN: nlohmann writes it as null.
+    o.metrics.emplace_back(
+        name, value.is_number() ? value.get<double>() : std::nan(""));
+  }
+  const Json chosen = j.value("chosen", Json::object());
+  for (const auto& [key, value] : chosen.items()) {
+    if (!value.is_string()) {
+      return absl::DataLossError(
+          absl::StrCat("chosen parameter ", key, " is not a string"));
+    }
+    o.chosen[key] = value.get<std::string>();
+  }
+  o.details = j.value("details", Json::object());
+  return o;
+}
+
+// The outcomes `state` holds, by split; empty without a state file.
+absl::StatusOr<std::map<int, SplitOutcome>> ReadSplitsState(
+    const SplitsState& state, int num_splits) {
+  std::map<int, SplitOutcome> done;
+  if (state.path.empty()) return done;
+  absl::StatusOr<std::string> text = ReadFile(state.path);
+  if (absl::IsNotFound(text.status())) return done;
+  if (!text.ok()) return text.status();
+  const Json j = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("identity") || !j.contains("splits") ||
+      !j["splits"].is_array()) {
+    return absl::DataLossError(
+        absl::StrCat(state.path, " is not a --splits-state file"));
+  }
+  if (j["identity"] != state.identity) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        state.path,
+        " holds the splits of another run (its binary or flags differ: ",
+        j["identity"].dump(), "); delete it to start this run afresh"));
+  }
+  for (const Json& entry : j["splits"]) {
+    absl::StatusOr<SplitOutcome> o = SplitOutcomeFromJson(entry);
+    if (!o.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(state.path, ": ", o.status().message()));
+    }
+    if (o->split < 0 || o->split >= num_splits) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(state.path, " holds split ", o->split, " of a run of ",
+                       num_splits, " splits"));
+    }
+    done[o->split] = *std::move(o);
+  }
+  return done;
+}
+
+absl::Status WriteSplitsState(const SplitsState& state,
+                              const std::map<int, SplitOutcome>& done) {
+  Json splits = Json::array();
+  for (const auto& [k, o] : done) splits.push_back(SplitOutcomeToJson(o));
+  const Json j = {{"identity", state.identity}, {"splits", std::move(splits)}};
+  return WriteFileAtomically(state.path, j.dump());
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<SplitOutcome>> RunSplits(int num_splits, int threads,
-                                                    const SplitFn& fn) {
+                                                    const SplitFn& fn,
+                                                    const SplitsState& state) {
+  using Done = std::map<int, SplitOutcome>;
+  BNN_ASSIGN_OR_RETURN(Done done, ReadSplitsState(state, num_splits));
+  if (!done.empty()) {
+    std::cerr << "resuming from " << state.path << ": " << done.size() << " of "
+              << num_splits << " splits done" << std::endl;
+  }
   std::vector<std::optional<absl::StatusOr<SplitOutcome>>> results(num_splits);
-  std::atomic<int> next{0};
+  for (const auto& [k, o] : done) results[k] = o;
+  std::vector<int> todo;
+  for (int k = 0; k < num_splits; ++k) {
+    if (!results[k].has_value()) todo.push_back(k);
+  }
+  std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex log_mu;
+  int kept_now = 0;  // splits this run added to the state (under log_mu)
   // Eigen's thread count is process-wide; the OpenMP one is per thread and
   // is set in every worker below.
   Eigen::setNbThreads(1);
   auto worker = [&] {
     omp_set_num_threads(1);
-    for (int k = next++; k < num_splits && !failed; k = next++) {
+    for (size_t i = next++; i < todo.size() && !failed; i = next++) {
+      const int k = todo[i];
       const auto start = std::chrono::steady_clock::now();
       absl::StatusOr<SplitOutcome> outcome = fn(k);
       const double seconds = SecondsSince(start);
@@ -296,7 +424,18 @@ absl::StatusOr<std::vector<SplitOutcome>> RunSplits(int num_splits, int threads,
           absl::StrAppend(&line, " ", name, "=", Format(value));
         }
         std::cerr << line << std::endl;
-      } else {
+        if (!state.path.empty()) {
+          done[k] = *outcome;
+          if (absl::Status saved = WriteSplitsState(state, done); !saved.ok()) {
+            outcome = saved;
+          } else if (state.stop_after > 0 && ++kept_now >= state.stop_after) {
+            outcome = absl::AbortedError(absl::StrCat(
+                "stopped after keeping ", kept_now,
+                " splits (--stop-after-splits); rerun to continue"));
+          }
+        }
+      }
+      if (!outcome.ok()) {
         failed = true;
         std::cerr << "[split " << k << "] failed: " << outcome.status()
                   << std::endl;
@@ -305,9 +444,8 @@ absl::StatusOr<std::vector<SplitOutcome>> RunSplits(int num_splits, int threads,
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 0; t < std::min(threads, num_splits); ++t) {
-    pool.emplace_back(worker);
-  }
+  const int workers = std::min<int>(threads, static_cast<int>(todo.size()));
+  for (int t = 0; t < workers; ++t) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
   std::vector<SplitOutcome> outcomes;
   for (auto& result : results) {
@@ -319,6 +457,7 @@ absl::StatusOr<std::vector<SplitOutcome>> RunSplits(int num_splits, int threads,
   if (static_cast<int>(outcomes.size()) != num_splits) {
     return absl::InternalError("a split finished without a result");
   }
+  if (!state.path.empty()) BNN_RETURN_IF_ERROR(RemoveFile(state.path));
   return outcomes;
 }
 

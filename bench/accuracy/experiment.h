@@ -134,12 +134,33 @@ absl::StatusOr<ParamMap> SelectParams(const CommonOptions& common,
                                       const FoldScore& score,
                                       SplitOutcome* outcome);
 
+// --splits-state FILE, for runs longer than a session (a paper's full
+// protocol): every finished split's outcome is kept in FILE, and the same
+// command run again skips the splits FILE holds, so that a stopped run
+// loses at most the splits it was computing. The file records the run's
+// identity (the binary's provenance and every flag but --json-out,
+// --threads and --splits-state: a split's numbers do not depend on the
+// thread count); a file of another run is refused. Deleted when the run
+// finishes.
+struct SplitsState {
+  std::string path;  // empty: none
+  std::string identity;
+  // --stop-after-splits N: stop with Aborted once N splits have been added
+  // to the file in this run, as a preempted run would (for tests); 0: never.
+  int stop_after = 0;
+};
+void DeclareSplitsStateFlag(FlagSet* flags);
+absl::StatusOr<SplitsState> ParseSplitsState(const FlagSet& flags,
+                                             const RunInfo& info);
+
 // Runs fn(0) ... fn(num_splits - 1) on `threads` workers, each restricted to
-// one OpenMP/Eigen thread (parallelism comes from the splits). Progress goes
-// to stderr. Returns the outcomes in split order, or the first error.
+// one OpenMP/Eigen thread (parallelism comes from the splits), skipping the
+// splits `state` holds and adding each one that finishes to it. Progress
+// goes to stderr. Returns the outcomes in split order, or the first error.
 using SplitFn = std::function<absl::StatusOr<SplitOutcome>(int split)>;
-absl::StatusOr<std::vector<SplitOutcome>> RunSplits(int num_splits, int threads,
-                                                    const SplitFn& fn);
+absl::StatusOr<std::vector<SplitOutcome>> RunSplits(
+    int num_splits, int threads, const SplitFn& fn,
+    const SplitsState& state = {});
 
 struct MetricSummary {
   double mean = 0;

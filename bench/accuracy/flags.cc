@@ -1,5 +1,7 @@
 #include "bench/accuracy/flags.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -109,6 +111,19 @@ std::string FlagSet::Usage() const {
             ? ""
             : absl::StrCat(" (default ", d.default_value, ")"),
         d.repeatable ? " [repeatable]" : "");
+  }
+  return out;
+}
+
+std::string FlagSet::Canonical(const std::vector<std::string>& ignored) const {
+  std::string out;
+  for (const auto& [name, values] : values_) {
+    if (std::find(ignored.begin(), ignored.end(), name) != ignored.end()) {
+      continue;
+    }
+    for (const std::string& value : values) {
+      absl::StrAppend(&out, out.empty() ? "" : " ", "--", name, "=", value);
+    }
   }
   return out;
 }

@@ -41,6 +41,10 @@ class FlagSet {
 
   // One line per flag: name, default and help.
   std::string Usage() const;
+  // The flags given, except `ignored`, as "--name=value" in name order
+  // (repeated flags in their order): what identifies a run's settings
+  // whatever order they were typed in.
+  std::string Canonical(const std::vector<std::string>& ignored) const;
 
  private:
   struct Decl {

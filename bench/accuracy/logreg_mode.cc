@@ -64,6 +64,7 @@ int64_t BiasIndex(const Snapshot& snapshot) {
 void DeclareLogregFlags(FlagSet* flags) {
   // Paper: 1,000 MC samples for MNIST; LR unstated (slang.md §9.6).
   DeclareCommonFlags(1000, flags);
+  DeclareSplitsStateFlag(flags);
   flags->Flag("csv", "training CSV (header; one label column)")
       .Flag("test-csv",
             "test CSV with the same columns; without it the "
@@ -200,8 +201,11 @@ absl::Status RunLogreg(const FlagSet& flags, const RunInfo& info) {
     return outcome;
   };
 
-  BNN_ASSIGN_OR_RETURN(const std::vector<SplitOutcome> outcomes,
-                       RunSplits(num_splits, common.threads, run_split));
+  BNN_ASSIGN_OR_RETURN(const SplitsState splits_state,
+                       ParseSplitsState(flags, info));
+  BNN_ASSIGN_OR_RETURN(
+      const std::vector<SplitOutcome> outcomes,
+      RunSplits(num_splits, common.threads, run_split, splits_state));
   Json config;
   config["csv"] = csv;
   if (!test_csv.empty()) config["test_csv"] = test_csv;

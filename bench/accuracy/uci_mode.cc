@@ -25,6 +25,7 @@ void DeclareUciFlags(FlagSet* flags) {
   // The reference code evaluates UCI with 20 samples; more samples make the
   // log-mean-exp estimate of the predictive less biased, at little cost.
   DeclareCommonFlags(100, flags);
+  DeclareSplitsStateFlag(flags);
   flags->Flag("data-dir", "folder holding one sub-folder per UCI dataset")
       .Flag("dataset", "sub-folder name, e.g. boston");
 }
@@ -98,8 +99,11 @@ absl::Status RunUci(const FlagSet& flags, const RunInfo& info) {
     return outcome;
   };
 
-  BNN_ASSIGN_OR_RETURN(const std::vector<SplitOutcome> outcomes,
-                       RunSplits(num_splits, common.threads, run_split));
+  BNN_ASSIGN_OR_RETURN(const SplitsState splits_state,
+                       ParseSplitsState(flags, info));
+  BNN_ASSIGN_OR_RETURN(
+      const std::vector<SplitOutcome> outcomes,
+      RunSplits(num_splits, common.threads, run_split, splits_state));
   Json config;
   config["data_dir"] = data_dir;
   config["dataset"] = dataset;

@@ -29,7 +29,9 @@
 # FINE_TAU=1 searches the noise precision in steps of x sqrt(3) (13 points
 # from 1 to 1000; wine-red 15 from 0.3 to 656), for the test-LL cells the
 # x3 grid's resolution was blamed for (table1.md).
-# Existing JSON outputs are kept (rerun = resume). SEED (default 0) seeds
+# Existing JSON outputs are kept (rerun = resume); with STATE_DIR=DIR a
+# stopped run also keeps its finished splits (DIR/<dataset>_<label>.state,
+# bnn-experiment --splits-state) and continues from them. SEED (default 0) seeds
 # every random stream of the runs; METHODS (default "bali mc_dropout")
 # selects the methods.
 set -euo pipefail
@@ -50,8 +52,13 @@ run() {  # dataset, label, flags
   local json="$OUT/${dataset}_${label}.json"
   [ -s "$json" ] && return 0
   echo "== $dataset $label" >&2
+  local state=()
+  if [ -n "${STATE_DIR:-}" ]; then
+    mkdir -p "$STATE_DIR"
+    state=(--splits-state "$STATE_DIR/${dataset}_${label}.state")
+  fi
   "$BIN" uci --data-dir "$UCI" --dataset "$dataset" --splits "$SPLITS" \
-    --threads "$THREADS" --seed "$SEED" --test-samples 100 "$@" \
+    --threads "$THREADS" --seed "$SEED" --test-samples 100 "${state[@]}" "$@" \
     --json-out "$json" > "${json%.json}.md"
 }
 target_scale() {  # 0.01 / variance of the dataset's targets

@@ -19,6 +19,10 @@
 #      tau in {tau^/sqrt2, tau^, tau^ sqrt2}; the best by mean validation
 #      test log-likelihood is retrained on the whole training split and
 #      evaluated on the test split (100 posterior samples).
+# STATE_DIR=DIR keeps each main run's finished splits in
+# DIR/<dataset>_<method>.state (bnn-experiment --splits-state): the same
+# command run again continues a stopped run where it stopped (a full
+# protocol on kin8nm is longer than a session).
 # WIDE=1 widens the main grid where the committed runs' searches chose an
 # edge on most splits (README.md, "Grid edges"): lambda in {0.01, 0.1, 1, 10}
 # x tau in tau^ x {1/2, 2^-1/2, 1, 2^1/2, 2} (20 points instead of 9).
@@ -75,7 +79,12 @@ for dataset in "${DATASETS[@]}"; do
     TAU=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['splits'][0]['chosen']['noise_precision'])" "$pilot")
     GRID=$(python3 -c "import sys; t=float(sys.argv[1]); print(','.join('%.4g' % (t * f) for f in ($TAU_FACTORS)))" "$TAU")
     echo "== $dataset $method main (tau grid $GRID)" >&2
-    "$BIN" uci $COMMON --splits "$SPLITS" --threads "$THREADS" \
+    STATE=()
+    if [ -n "${STATE_DIR:-}" ]; then
+      mkdir -p "$STATE_DIR"
+      STATE=(--splits-state "$STATE_DIR/${dataset}_${method}.state")
+    fi
+    "$BIN" uci $COMMON --splits "$SPLITS" --threads "$THREADS" "${STATE[@]}" \
       --tune prior_precision+bias_prior_precision=$LAMBDAS \
       --tune noise_precision=$GRID --folds "$FOLDS" --test-samples 100 \
       --json-out "$OUT/${dataset}_${method}.json" > "$OUT/${dataset}_${method}.md"

@@ -27,6 +27,7 @@ using ::bnn::experiment::testing::RunTool;
 using ::bnn::experiment::testing::WriteText;
 using ::bnn::testing::ScopedTempDir;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // 60 rows, y = 40 x0 - 20 x1 + 500 + noise: large, shifted target units so
 // that a missing conversion back to original units would show.
@@ -153,6 +154,48 @@ TEST_F(ExperimentToolTest, UciRunsEndToEndReproducibly) {
   const std::string again = tmp_.File("uci1.json");
   ASSERT_EQ(RunTool(UciArgs(1, again), tmp_.File("uci1.log")).exit_code, 0);
   EXPECT_EQ(ReadJson(again)["metrics"], json["metrics"]);
+}
+
+TEST_F(ExperimentToolTest, AStoppedRunContinuesFromItsSplitsState) {
+  // A full protocol longer than a session: stopped after its first split,
+  // the same command (on another thread count) finishes the other and
+  // reports what an uninterrupted run reports.
+  const std::string whole = tmp_.File("whole.json");
+  ASSERT_EQ(RunTool(UciArgs(1, whole), tmp_.File("whole.log")).exit_code, 0);
+  const std::string state = tmp_.File("uci.state");
+  const std::string parts = tmp_.File("parts.json");
+  const std::string resumable = UciArgs(1, parts) + " --splits-state " + state;
+  RunResult r =
+      RunTool(resumable + " --stop-after-splits 1", tmp_.File("first.log"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("stopped after keeping 1 splits"));
+  EXPECT_TRUE(std::filesystem::exists(state));
+  EXPECT_FALSE(std::filesystem::exists(parts));
+
+  // The state of another run (another activation) is refused, and kept.
+  r = RunTool(absl::StrCat(resumable, " --activation tanh"),
+              tmp_.File("other.log"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("holds the splits of another run"));
+  EXPECT_TRUE(std::filesystem::exists(state));
+
+  r = RunTool(UciArgs(2, parts) + " --splits-state " + state,
+              tmp_.File("second.log"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("1 of 2 splits done"));
+  EXPECT_THAT(r.output, HasSubstr("[split 1]"));
+  EXPECT_THAT(r.output, Not(HasSubstr("[split 0]")));
+  EXPECT_FALSE(std::filesystem::exists(state));
+  const nlohmann::json a = ReadJson(whole);
+  const nlohmann::json b = ReadJson(parts);
+  ASSERT_FALSE(b.is_discarded());
+  EXPECT_EQ(a["metrics"], b["metrics"]);
+  ASSERT_EQ(b["splits"].size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(a["splits"][k]["chosen"], b["splits"][k]["chosen"]) << k;
+    EXPECT_EQ(a["splits"][k]["tuning"], b["splits"][k]["tuning"]) << k;
+    EXPECT_EQ(a["splits"][k]["loss_curve"], b["splits"][k]["loss_curve"]);
+  }
 }
 
 TEST_F(ExperimentToolTest, LogregRunsEndToEnd) {
