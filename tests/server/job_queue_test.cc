@@ -446,7 +446,10 @@ TEST_F(JobQueueTest, BnnTrainWaitsForALiveClaimantsHeartbeatToGoStale) {
     EXPECT_TRUE(claimed.ok()) << claimed.status();
     return at;
   };
-  auto train_argv = [&](const std::string& wait) {
+  // The takeover time of the first two phases is long (30 s): bnn-train
+  // must find the dead pod's heartbeat fresh, and under a sanitizer on a
+  // loaded machine its start alone took more than 1.5 s.
+  auto train_argv = [&](const std::string& wait, const std::string& takeover) {
     return std::vector<std::string>{BNN_TRAIN_PATH,
                                     "--job-id=" + job,
                                     "--data-dir=" + dir_.path() + "/pod",
@@ -454,7 +457,7 @@ TEST_F(JobQueueTest, BnnTrainWaitsForALiveClaimantsHeartbeatToGoStale) {
                                     "--blob-dir=" + BlobDir(),
                                     "--threads=1",
                                     "--job-heartbeat-seconds=0.2",
-                                    "--job-takeover-seconds=1.5",
+                                    "--job-takeover-seconds=" + takeover,
                                     "--claim-wait-seconds=" + wait};
   };
 
@@ -462,7 +465,7 @@ TEST_F(JobQueueTest, BnnTrainWaitsForALiveClaimantsHeartbeatToGoStale) {
   claim_as_dead_pod();
   const std::string log = dir_.path() + "/wait.log";
   absl::StatusOr<std::unique_ptr<bnn::testing::ChildProcess>> waiting =
-      bnn::testing::ChildProcess::Start(train_argv("30"), log);
+      bnn::testing::ChildProcess::Start(train_argv("60", "30"), log);
   ASSERT_TRUE(waiting.ok()) << waiting.status();
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
   while (!absl::StrContains(ReadFileOrEmpty(log), "waiting until") &&
@@ -482,7 +485,7 @@ TEST_F(JobQueueTest, BnnTrainWaitsForALiveClaimantsHeartbeatToGoStale) {
   // A wait shorter than the takeover time ends first: exit 1, naming the
   // claimant and the flag, not before the bound.
   const absl::Time short_claim = claim_as_dead_pod();
-  const CommandResult gave_up = Train(train_argv("0.5"));
+  const CommandResult gave_up = Train(train_argv("0.5", "30"));
   EXPECT_EQ(gave_up.exit_code, 1) << gave_up.err;
   EXPECT_THAT(gave_up.err, HasSubstr("is RUNNING on dead-pod@1"));
   EXPECT_THAT(gave_up.err, HasSubstr("--claim-wait-seconds"));
@@ -491,7 +494,7 @@ TEST_F(JobQueueTest, BnnTrainWaitsForALiveClaimantsHeartbeatToGoStale) {
 
   // Long enough: waits until the heartbeat is stale, then trains the job.
   const absl::Time claimed_at = claim_as_dead_pod();
-  const CommandResult ran = Train(train_argv("30"));
+  const CommandResult ran = Train(train_argv("30", "1.5"));
   EXPECT_EQ(ran.exit_code, 0) << ran.err;
   EXPECT_GE(absl::Now() - claimed_at, absl::Seconds(1.5));
   const v1::Job trained = *testutil::GetJob(Stub(0), job);
