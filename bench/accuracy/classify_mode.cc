@@ -123,6 +123,10 @@ absl::StatusOr<CurveState> ReadCurveState(const std::string& path,
   CurveState out{state["curve"], state["resumed_at_steps"]};
   size_t keep = 0;
   for (const Json& s : out.curve["step"]) {
+    if (!s.is_number_integer()) {
+      return absl::DataLossError(
+          absl::StrCat(path, ": a learning-curve step is not an integer"));
+    }
     if (s.get<int64_t>() <= step) ++keep;
   }
   for (auto& [key, value] : out.curve.items()) {
