@@ -62,6 +62,20 @@ class EvaluateTest : public ServiceTest {
   }
 };
 
+// The rows of a one-feature `data` as one packed chunk (features and
+// targets as arrays).
+v1::RowChunk PackedRows(const Dataset& data) {
+  v1::RowChunk rows;
+  rows.mutable_features()->add_shape(data.num_rows());
+  rows.mutable_features()->add_shape(1);
+  rows.mutable_targets()->add_shape(data.num_rows());
+  rows.mutable_features()->mutable_f64()->Add(data.features.begin(),
+                                              data.features.end());
+  rows.mutable_targets()->mutable_f64()->Add(data.targets.begin(),
+                                             data.targets.end());
+  return rows;
+}
+
 void ExpectClose(double got, double want) {
   EXPECT_NEAR(got, want, 1e-12 * (1 + std::abs(want)));
 }
@@ -99,15 +113,7 @@ TEST_F(EvaluateTest, RegressionEqualsTheCoreInEveryForm) {
 
   // Packed rows: the same bits.
   v1::EvaluateRequest packed = Request(snapshot_id, data);
-  v1::RowChunk* rows = packed.mutable_rows();
-  rows->clear_rows();
-  rows->mutable_features()->add_shape(25);
-  rows->mutable_features()->add_shape(1);
-  rows->mutable_targets()->add_shape(25);
-  rows->mutable_features()->mutable_f64()->Add(data.features.begin(),
-                                               data.features.end());
-  rows->mutable_targets()->mutable_f64()->Add(data.targets.begin(),
-                                              data.targets.end());
+  *packed.mutable_rows() = PackedRows(data);
   v1::EvaluateResponse again;
   ASSERT_TRUE(Evaluate(packed, &again).ok());
   EXPECT_EQ(again.SerializeAsString(), response.SerializeAsString());
@@ -194,17 +200,8 @@ TEST_F(EvaluateTest, ACallThatCannotFinishBeforeItsDeadlineIsRefused) {
       TrainedSnapshot(CubicDataset(20), v1::TASK_REGRESSION);
   // Packed rows: the request parses as two arrays, so it reaches the handler
   // in milliseconds even under a sanitizer on a loaded machine.
-  const Dataset data = CubicDataset(20000, 4);
   v1::EvaluateRequest request = Request(snapshot_id, CubicDataset(20, 4));
-  v1::RowChunk* rows = request.mutable_rows();
-  rows->Clear();
-  rows->mutable_features()->add_shape(data.num_rows());
-  rows->mutable_features()->add_shape(1);
-  rows->mutable_targets()->add_shape(data.num_rows());
-  rows->mutable_features()->mutable_f64()->Add(data.features.begin(),
-                                               data.features.end());
-  rows->mutable_targets()->mutable_f64()->Add(data.targets.begin(),
-                                              data.targets.end());
+  *request.mutable_rows() = PackedRows(CubicDataset(20000, 4));
   request.set_num_samples(256);
   v1::EvaluateResponse response;
   const grpc::Status first = Evaluate(request, &response);
