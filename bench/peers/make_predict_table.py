@@ -4,6 +4,9 @@ the PyTorch peer per case, precision and thread count, from the JSON files
 in OUT_DIR (bnn_threads<T>.json: Google Benchmark; torch_threads<T>.json:
 torch_predict.py). Times are the medians of the repetitions, in ms; the
 peer's is its faster forward formulation; "ratio" = PyTorch / bnn-serve.
+"GEMM %" = the forward pass's GFLOP/s (BM_Predict's counter: the layer
+GEMMs' flops) over BM_GemmRate's n = 2048 rate at that precision and thread
+count, measured in the same run (issue 15's "% of the float GEMM rate").
 
   make_predict_table.py OUT_DIR > OUT_DIR/predict_peers.md
 """
@@ -15,12 +18,18 @@ import sys
 
 
 def bnn_medians(path):
-    """(net, rows, samples, warm, dtype) -> median real time in ms."""
+    """(net, rows, samples, warm, dtype) -> (median real time in ms, median
+    GFLOP/s or None), and "gemm_<dtype>" -> median BM_GemmRate GFLOP/s."""
     out = {}
     for b in json.load(open(path))["benchmarks"]:
         if b.get("aggregate_name") != "median":
             continue
         name = b["run_name"]
+        g = re.match(r"BM_GemmRate<(float|double)>/", name)
+        if g:
+            dtype = "float32" if g.group(1) == "float" else "float64"
+            out["gemm_" + dtype] = b["GFLOP/s"]
+            continue
         m = re.match(r"BM_Predict(Cold)?/([A-Za-z0-9_]+?)(_float32)?/(.*)", name)
         if not m:
             continue
@@ -35,7 +44,7 @@ def bnn_medians(path):
         # BM_PredictCold (cache_samples = false, what the server does for a
         # request without a seed) over BM_Predict's cold case of that size.
         if cold or key not in out:
-            out[key] = b["real_time"] * scale
+            out[key] = (b["real_time"] * scale, b.get("GFLOP/s"))
     return out
 
 
@@ -58,19 +67,33 @@ def main():
             if "openblas" in os.path.basename(lib)] or [meta["blas"]]
     print(f"PyTorch {meta['torch']} on {' '.join(blas)}; medians of 3 "
           "repetitions, ms; ratio = PyTorch / bnn-serve.\n")
-    print("| net | rows | S | samples | precision | threads | bnn-serve | PyTorch (forward) | ratio |")
-    print("|---|---:|---:|---|---|---:|---:|---:|---:|")
+    print("| net | rows | S | samples | precision | threads | bnn-serve | PyTorch (forward) | ratio | GEMM % |")
+    print("|---|---:|---:|---|---|---:|---:|---:|---:|---:|")
+    gemm_rates = []
     for t in threads:
         bnn = bnn_medians(os.path.join(out_dir, f"bnn_threads{t}.json"))
+        for dtype in ("float32", "float64"):
+            if "gemm_" + dtype in bnn:
+                gemm_rates.append(f"{dtype} {bnn['gemm_' + dtype]:.1f} GFLOP/s "
+                                  f"on {t} thread(s)")
         peer = torch_medians(os.path.join(out_dir, f"torch_threads{t}.json"))
         for key in sorted(peer, key=lambda k: (k[0], k[4], k[3], k[1])):
             net, rows, samples, warm, dtype = key
             if key not in bnn:
                 continue
             ms, how = peer[key]
+            bnn_ms, gflops = bnn[key]
+            gemm = bnn.get("gemm_" + dtype)
+            # Only the cached passes are pure forward passes; a drawn
+            # request's time is mostly sampling.
+            share = (f"{100 * gflops / gemm:.0f}%"
+                     if warm and gflops and gemm else "")
             print(f"| {net} | {rows} | {samples} | {'cached' if warm else 'drawn'} "
-                  f"| {dtype} | {t} | {bnn[key]:.3f} | {ms:.3f} ({how}) "
-                  f"| {ms / bnn[key]:.1f}x |")
+                  f"| {dtype} | {t} | {bnn_ms:.3f} | {ms:.3f} ({how}) "
+                  f"| {ms / bnn_ms:.1f}x | {share} |")
+    if gemm_rates:
+        print("\nGEMM rate (BM_GemmRate, 2048^3, same run): "
+              + "; ".join(gemm_rates) + ".")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
 # For each thread count (default 1 2), bnn_perf_bench's cases (3
 # repetitions, OMP_NUM_THREADS), then the peer on the same sizes
 # (torch.set_num_threads), then the table in OUT_DIR:
-#   predict  BM_Predict and BM_PredictCold (float64 and float32) against
+#   predict  BM_Predict and BM_PredictCold (float64 and float32), and
+#            BM_GemmRate (the machine's GEMM rate, the yardstick), against
 #            torch_predict.py; make_predict_table.py -> predict_peers.md
 #   slang    the SlangStep cases (default, float64/float32 x randomized/
 #            exact; '^SlangStep/' leaves out NngStep/slang_*, SmallJob/slang
@@ -25,7 +26,7 @@ shift $(( $# < 3 ? $# : 3 ))
 THREADS=("$@")
 [ ${#THREADS[@]} -gt 0 ] || THREADS=(1 2)
 case "$KIND" in
-  predict) FILTER='BM_Predict'; PEER=torch_predict.py; PREFIX= ;;
+  predict) FILTER='BM_Predict|BM_GemmRate'; PEER=torch_predict.py; PREFIX= ;;
   slang) FILTER='^SlangStep/'; PEER=torch_slang_step.py; PREFIX=slang_ ;;
   *) echo "usage: $0 predict|slang BNN_PERF_BENCH [OUT_DIR] [THREADS...]" >&2
      exit 2 ;;

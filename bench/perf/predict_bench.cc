@@ -3,6 +3,10 @@
 // a request without a seed (issue 15: a new draw each time, not cached), in
 // float64 and float32 forward passes. bench/peers/torch_predict.py is the
 // PyTorch peer of the same cases (bench/peers/run_peers.sh predict).
+// BM_GemmRate measures this machine's GEMM rate in the same run, the
+// yardstick of the forward passes' "GFLOP/s" counter (the machine the
+// project runs on changes between sessions: a rate quoted from another run
+// is not a yardstick).
 //
 //   build/bench/perf/bnn_perf_bench --benchmark_filter=Predict
 #include <memory>
@@ -41,6 +45,46 @@ std::shared_ptr<Snapshot> MakeSnapshot(int input, std::vector<int> hidden,
   return s;
 }
 
+// Flops of one forward pass of `rows` rows for S samples: 2 x rows x S x
+// sum over layers of (in + 1) x out (the layer GEMMs; activations and the
+// predictive statistics are not counted).
+double ForwardFlops(const ModelSpec& spec, int64_t rows, int64_t samples) {
+  double per_row = 0;
+  for (const LayerShape& l : spec.Layers()) {
+    per_row += 2.0 * (l.in + 1) * l.out;
+  }
+  return per_row * static_cast<double>(rows * samples);
+}
+
+// The machine's GEMM rate: C = A B with n x n operands (n = state.range(0)),
+// Eigen with the forward passes' compiler flags and the calling thread's
+// OpenMP limit. Reported as the "GFLOP/s" counter.
+template <typename T>
+void BM_GemmRate(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+  const Matrix a = Matrix::Random(n, n), b = Matrix::Random(n, n);
+  Matrix c(n, n);
+  c.noalias() = a * b;  // page-faults c and warms the packing buffers
+  for (auto _ : state) {
+    c.noalias() = a * b;
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * n * n * n * 1e-9 * state.iterations(),
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK_TEMPLATE(BM_GemmRate, float)
+    ->Arg(2048)
+    ->ArgName("n")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_TEMPLATE(BM_GemmRate, double)
+    ->Arg(2048)
+    ->ArgName("n")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // state.range(1) == 1: warm (the (S, seed) samples are cached by a first
 // request); 0: cold (a new seed per request, so every request draws S
 // weight vectors).
@@ -67,6 +111,10 @@ void BM_Predict(benchmark::State& state, int input, std::vector<int> hidden,
     benchmark::DoNotOptimize(p->num_rows);
   }
   state.SetItemsProcessed(state.iterations() * rows);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      ForwardFlops((*predictor)->snapshot().model, rows, options.num_samples) *
+          1e-9 * state.iterations(),
+      benchmark::Counter::kIsRate);
 }
 
 // One row, S = state.range(0) samples, a new seed per request and
