@@ -71,8 +71,7 @@ void BM_GemmRate(benchmark::State& state) {
     benchmark::DoNotOptimize(c.data());
   }
   state.counters["GFLOP/s"] = benchmark::Counter(
-      2.0 * n * n * n * 1e-9 * state.iterations(),
-      benchmark::Counter::kIsRate);
+      2.0 * n * n * n * 1e-9 * state.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK_TEMPLATE(BM_GemmRate, float)
     ->Arg(2048)
