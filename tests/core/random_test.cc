@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Dense>
 #include <gtest/gtest.h>
 
 namespace bnn {
@@ -46,6 +47,34 @@ TEST(RngTest, GarbageIsRefusedAndLeavesTheGeneratorUnchanged) {
   EXPECT_EQ(a.LoadState(b.SaveState() + " trailing").code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Draws(a), Draws(b));
+}
+
+// A fill is CounterRng stream 0, column by column, keyed by one engine draw,
+// across the header's chunks of 256 values, for double and float matrices;
+// the generator then continues as if it had made that one draw.
+TEST(RngTest, FillNormalIsTheCounterStreamOfOneEngineDraw) {
+  Rng rng(11), twin(11);
+  Eigen::MatrixXd m(300, 3);
+  rng.FillNormal(m);
+  std::vector<double> expected(m.size());
+  CounterRng(twin.engine()()).FillNormal(0, 0, expected.data(), m.size());
+  for (int64_t i = 0; i < m.size(); ++i) {
+    ASSERT_EQ(m.data()[i], expected[i]) << i;
+  }
+  Eigen::MatrixXf f(5, 2);
+  rng.FillNormal(f);
+  CounterRng(twin.engine()()).FillNormal(0, 0, expected.data(), f.size());
+  for (int64_t i = 0; i < f.size(); ++i) {
+    ASSERT_EQ(f.data()[i], static_cast<float>(expected[i])) << i;
+  }
+  EXPECT_EQ(Draws(rng), Draws(twin));
+  // A block of a larger matrix is filled like a matrix of its shape.
+  Rng a(5), b(5);
+  Eigen::MatrixXd big = Eigen::MatrixXd::Zero(10, 4), small(3, 2);
+  a.FillNormal(big.block(2, 1, 3, 2));
+  b.FillNormal(small);
+  EXPECT_EQ(big.block(2, 1, 3, 2), small);
+  EXPECT_EQ(big.col(0), Eigen::VectorXd::Zero(10));
 }
 
 // CounterRng's keys, as random.cc derives them from the seed (SplitMix64 of
