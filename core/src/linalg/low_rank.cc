@@ -342,6 +342,104 @@ template void TallTimesSmall<float>(const Eigen::Ref<const MatrixX<float>>&,
 template void TallTimesSmall<double>(const Eigen::Ref<const MatrixX<double>>&,
                                      const MatrixX<double>&, MatrixX<double>*,
                                      bool);
+namespace {
+
+// Gershgorin interval of a symmetric tridiagonal matrix (diagonal d,
+// off-diagonal e), widened as LAPACK's dstebz does so that bisection's
+// rounding cannot push an eigenvalue out of it; `norm` bounds |T|, and
+// `pivmin` is the smallest pivot magnitude a Sturm count lets through.
+struct TridiagonalBounds {
+  double lower, upper, norm, pivmin;
+};
+
+TridiagonalBounds Gershgorin(const Eigen::VectorXd& d,
+                             const Eigen::VectorXd& e) {
+  const int n = static_cast<int>(d.size());
+  double lower = d[0], upper = d[0], max_e2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const double radius =
+        (i > 0 ? std::abs(e[i - 1]) : 0.0) + (i + 1 < n ? std::abs(e[i]) : 0.0);
+    lower = std::min(lower, d[i] - radius);
+    upper = std::max(upper, d[i] + radius);
+    if (i + 1 < n) max_e2 = std::max(max_e2, e[i] * e[i]);
+  }
+  TridiagonalBounds b;
+  b.pivmin = std::numeric_limits<double>::min() * std::max(1.0, max_e2);
+  b.norm = std::max(std::abs(lower), std::abs(upper));
+  const double fudge =
+      2.1 * std::numeric_limits<double>::epsilon() * b.norm * n +
+      2.1 * 2 * b.pivmin;
+  b.lower = lower - fudge;
+  b.upper = upper + fudge;
+  return b;
+}
+
+// Sturm counts: count[k] = the number of eigenvalues of T (diagonal d,
+// squared off-diagonal e2) that are <= x[k], as the negative or zero pivots
+// of the LDL^T factorisation of T - x[k] I; a pivot smaller than pivmin
+// becomes -pivmin (LAPACK dlaebz). Four shifts per sweep: their chains of
+// divisions are independent, so they overlap in the pipeline.
+void SturmCounts(const Eigen::VectorXd& d, const Eigen::VectorXd& e2,
+                 const double x[4], double pivmin, int count[4]) {
+  const int n = static_cast<int>(d.size());
+  double q[4];
+  for (int k = 0; k < 4; ++k) {
+    q[k] = d[0] - x[k];
+    if (std::abs(q[k]) < pivmin) q[k] = -pivmin;
+    count[k] = q[k] <= 0 ? 1 : 0;
+  }
+  for (int i = 1; i < n; ++i) {
+    for (int k = 0; k < 4; ++k) {
+      q[k] = (d[i] - x[k]) - e2[i - 1] / q[k];
+      if (std::abs(q[k]) < pivmin) q[k] = -pivmin;
+      count[k] += q[k] <= 0 ? 1 : 0;
+    }
+  }
+}
+
+// Eigenvalue `index` (0 = the smallest) of T, given lower < it <= *upper,
+// by multisection: four Sturm counts split the bracket into five parts per
+// sweep, until it is as narrow as rounding allows (abstol, or 2 eps of
+// its ends). ~23 sweeps of n steps instead of QL's O(n^2) for all of them.
+// Returns the bracket's midpoint and leaves its upper end in *upper (at
+// least index + 1 eigenvalues are <= it: the next lower eigenvalue's bound).
+double BisectEigenvalue(const Eigen::VectorXd& d, const Eigen::VectorXd& e2,
+                        int index, double lower, double* upper_io,
+                        double pivmin, double abstol) {
+  double upper = *upper_io;
+  const double eps = std::numeric_limits<double>::epsilon();
+  for (int sweep = 0; sweep < 200; ++sweep) {
+    const double width = upper - lower;
+    if (width <=
+        std::max(abstol,
+                 2 * eps * std::max(std::abs(lower), std::abs(upper)))) {
+      break;
+    }
+    double x[4];
+    int count[4];
+    for (int k = 0; k < 4; ++k) x[k] = lower + (k + 1) * (width / 5);
+    SturmCounts(d, e2, x, pivmin, count);
+    // The counts grow with x: the bracket becomes the part between the
+    // last shift with <= index eigenvalues below and the first with more.
+    double new_lower = lower, new_upper = upper;
+    for (int k = 0; k < 4; ++k) {
+      if (count[k] <= index) {
+        new_lower = x[k];
+      } else {
+        new_upper = x[k];
+        break;
+      }
+    }
+    if (new_lower == lower && new_upper == upper) break;  // no progress
+    lower = new_lower;
+    upper = new_upper;
+  }
+  *upper_io = upper;
+  return 0.5 * (lower + upper);
+}
+
+}  // namespace
+
 void TopEigenSolver::Compute(const Eigen::MatrixXd& a, int count,
                              Eigen::VectorXd* values,
                              Eigen::MatrixXd* vectors) {
@@ -356,23 +454,25 @@ void TopEigenSolver::Compute(const Eigen::MatrixXd& a, int count,
     (*vectors)(0, 0) = 1.0;
     return;
   }
-  // A = Q T Q^T, T tridiagonal; the eigenvalues of T in increasing order.
+  // A = Q T Q^T, T tridiagonal; its top `wanted` eigenvalues by bisection.
   tri_.compute(a);
   diag_ = tri_.diagonal();
   sub_ = tri_.subDiagonal();
-  eig_.computeFromTridiagonal(diag_, sub_, Eigen::EigenvaluesOnly);
-  const Eigen::VectorXd& lambda = eig_.eigenvalues();
-  const double norm = std::max(lambda.cwiseAbs().maxCoeff(),
-                               std::numeric_limits<double>::min());
   const double eps = std::numeric_limits<double>::epsilon();
+  const TridiagonalBounds bounds = Gershgorin(diag_, sub_);
+  const double norm = std::max(bounds.norm, std::numeric_limits<double>::min());
+  sub2_ = sub_.array().square();
   lu_d_.resize(n);
   lu_du_.resize(n);
   lu_du2_.resize(n);
   lu_dl_.resize(n);
   swapped_.resize(n);
   x_.resize(n, wanted);
+  double upper = bounds.upper;  // >= every eigenvalue still wanted
   for (int k = 0; k < wanted; ++k) {
-    const double value = lambda[n - 1 - k];
+    const double value =
+        BisectEigenvalue(diag_, sub2_, n - 1 - k, bounds.lower, &upper,
+                         bounds.pivmin, eps * bounds.norm);
     (*values)[k] = value;
     // LU with partial pivoting of T - value I (LAPACK dgttrf); a zero pivot
     // (value is an eigenvalue to rounding) becomes eps |T|, which makes the
