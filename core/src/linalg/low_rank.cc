@@ -468,11 +468,20 @@ void TopEigenSolver::Compute(const Eigen::MatrixXd& a, int count,
   lu_dl_.resize(n);
   swapped_.resize(n);
   x_.resize(n, wanted);
+  // Bisection costs ~23 sweeps x n steps per wanted eigenvalue, QL ~n^2
+  // steps for all of them, so QL is cheaper when many of few are wanted:
+  // measured, bisection made the UCI step (n = 41, 1 wanted) 25% faster
+  // and the logistic-regression step (n = 15, 5 wanted) 30% slower.
+  const bool bisect = 8 * wanted < n;
+  if (!bisect) {
+    eig_.computeFromTridiagonal(diag_, sub_, Eigen::EigenvaluesOnly);
+  }
   double upper = bounds.upper;  // >= every eigenvalue still wanted
   for (int k = 0; k < wanted; ++k) {
     const double value =
-        BisectEigenvalue(diag_, sub2_, n - 1 - k, bounds.lower, &upper,
-                         bounds.pivmin, eps * bounds.norm);
+        bisect ? BisectEigenvalue(diag_, sub2_, n - 1 - k, bounds.lower, &upper,
+                                  bounds.pivmin, eps * bounds.norm)
+               : eig_.eigenvalues()[n - 1 - k];
     (*values)[k] = value;
     // LU with partial pivoting of T - value I (LAPACK dgttrf); a zero pivot
     // (value is an eigenvalue to rounding) becomes eps |T|, which makes the

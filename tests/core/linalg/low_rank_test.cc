@@ -320,19 +320,24 @@ TEST(TopEigenSolverTest, MatchesTheDenseSolver) {
   // A diagonal matrix (T splits into 1 x 1 blocks).
   ExpectTopEigenpairs(
       Eigen::VectorXd::LinSpaced(9, 1, 9).asDiagonal().toDenseMatrix(), 4);
-  // Bisection's hard cases: eigenvalues over 16 decades (rotated so that T
-  // is not diagonal), all negative, and Wilkinson's W21+, whose top
-  // eigenvalues come in pairs that agree to 14 digits.
+  // Hard cases, with few pairs wanted (bisection: fewer than n / 8) and
+  // with many (QL): eigenvalues over 16 decades (rotated so that T is not
+  // diagonal), all negative, a repeated top eigenvalue, and Wilkinson's
+  // W21+, whose top eigenvalues come in pairs that agree to 14 digits.
   Eigen::VectorXd graded(20);
   for (int i = 0; i < 20; ++i) graded[i] = std::pow(10.0, 8 - 0.8 * i);
-  ExpectTopEigenpairs(q * graded.asDiagonal() * q.transpose(), 6);
-  ExpectTopEigenpairs(-(f.transpose() * f), 3);
+  const Eigen::MatrixXd wide = q * graded.asDiagonal() * q.transpose();
   Eigen::MatrixXd wilkinson = Eigen::MatrixXd::Zero(21, 21);
   for (int i = 0; i < 21; ++i) {
     wilkinson(i, i) = std::abs(10 - i);
     if (i + 1 < 21) wilkinson(i, i + 1) = wilkinson(i + 1, i) = 1;
   }
-  ExpectTopEigenpairs(wilkinson, 6);
+  for (const int count : {2, 6}) {
+    ExpectTopEigenpairs(wide, count);
+    ExpectTopEigenpairs(-(f.transpose() * f), 2 * count);
+    ExpectTopEigenpairs(q * spectrum.asDiagonal() * q.transpose(), count);
+    ExpectTopEigenpairs(wilkinson, count);
+  }
 }
 
 TEST(FastEigTest, FloatPrecisionOnLowRankInput) {

@@ -127,8 +127,9 @@ class RandomizedEigSolver {
 // rounding), without the other n - count eigenvectors: Householder
 // tridiagonalisation (4/3 n^3 flops), the wanted eigenvalues of the
 // tridiagonal matrix by bisection on Sturm counts (LAPACK dstebz; O(n) per
-// count, ~23 sweeps of four counts per eigenvalue, where implicit QL finds
-// all n in O(n^2) serial steps), an eigenvector of the tridiagonal matrix
+// count, ~23 sweeps of four counts per eigenvalue) when fewer than n / 8
+// are wanted, else all n by implicit QL (O(n^2) serial steps), an
+// eigenvector of the tridiagonal matrix
 // per wanted eigenvalue by inverse iteration (two LU solves of O(n) each,
 // re-orthogonalised against the ones before; LAPACK's dstein), then the
 // Householder reflectors applied to those vectors (2 n^2 count flops).
@@ -145,6 +146,7 @@ class TopEigenSolver {
 
  private:
   Eigen::Tridiagonalization<Eigen::MatrixXd> tri_;
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig_;
   Eigen::VectorXd diag_, sub_, sub2_;  // sub2_: squared off-diagonal
   // The LU factors of T - sigma I with partial pivoting (dgttrf's d, du,
   // du2, dl, and the row swaps).
