@@ -10,6 +10,7 @@
 //
 //   build/bench/perf/bnn_perf_bench --benchmark_filter=Predict
 #include <memory>
+#include <vector>
 
 #include <benchmark/benchmark.h>
 
@@ -83,6 +84,20 @@ BENCHMARK_TEMPLATE(BM_GemmRate, double)
     ->ArgName("n")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// CounterRng::FillNormal's cost per normal (perf.md, "CounterRng was not
+// vectorised on AVX2"): 2^20 normals per iteration, one stream each.
+void BM_CounterRngFillNormal(benchmark::State& state) {
+  const CounterRng rng(3);
+  std::vector<double> v(size_t{1} << 20);
+  uint64_t stream = 0;
+  for (auto _ : state) {
+    rng.FillNormal(stream++, 0, v.data(), v.size());
+    benchmark::DoNotOptimize(v.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(v.size()));
+}
+BENCHMARK(BM_CounterRngFillNormal)->Unit(benchmark::kMillisecond);
 
 // state.range(1) == 1: warm (the (S, seed) samples are cached by a first
 // request); 0: cold (a new seed per request, so every request draws S
