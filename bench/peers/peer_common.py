@@ -5,7 +5,9 @@ Torch must use OpenBLAS (Debian python3-torch with libopenblas0-pthread;
 deploy/install-deps.sh --peers): require_openblas() exits on any other BLAS
 unless --allow-reference-blas.
 """
+import hashlib
 import json
+import os
 import sys
 
 import torch
@@ -48,10 +50,22 @@ def require_openblas(args):
     return blas
 
 
+def script_provenance():
+    """The peer has no build: its provenance is the SHA-256 of the script
+    that ran and of this module (issue 16), beside torch's version and the
+    BLAS in use that the report already records."""
+    out = {}
+    for path in (sys.argv[0], __file__):
+        with open(path, "rb") as f:
+            out[os.path.basename(path) + "_sha256"] = \
+                hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
 def write_report(args, blas, results, **extra):
-    report = {"command": " ".join(sys.argv), "torch": torch.__version__,
-              "blas": blas, "threads": args.threads, **extra,
-              "results": results}
+    report = {"command": " ".join(sys.argv), "build": script_provenance(),
+              "torch": torch.__version__, "blas": blas,
+              "threads": args.threads, **extra, "results": results}
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(report, f, indent=1)

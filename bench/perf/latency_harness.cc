@@ -22,6 +22,8 @@
 
 #include "bnn/v1/bnn_service.grpc.pb.h"
 
+#include "bench/common/provenance.h"
+
 extern char** environ;
 
 namespace bnn::bench {
@@ -110,7 +112,8 @@ void Report::Print() const {
 
 absl::Status Report::WriteJson(const std::string& path) const {
   std::ofstream out(path);
-  out << "{\n  \"gemm_gflops\": {\"float\": " << gemm.float_gflops
+  out << "{\n  \"build\": " << ProvenanceJson(server_binary).dump()
+      << ",\n  \"gemm_gflops\": {\"float\": " << gemm.float_gflops
       << ", \"double\": " << gemm.double_gflops << "},\n  \"results\": [\n";
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];

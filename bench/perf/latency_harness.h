@@ -45,6 +45,9 @@ GemmThroughput MeasureGemm();
 struct Report {
   GemmThroughput gemm;
   std::vector<Result> results;
+  // The bnn-server the gRPC cases ran against (empty: in-process only), for
+  // the JSON's build block (bench/common/provenance.h).
+  std::string server_binary;
   void Print() const;
   absl::Status WriteJson(const std::string& path) const;
 };

@@ -89,6 +89,7 @@ std::vector<double> Rows(const Case& c) {
 int Main() {
   const double seconds = absl::GetFlag(FLAGS_seconds);
   Report report;
+  report.server_binary = absl::GetFlag(FLAGS_server);
   report.gemm = MeasureGemm();
   std::unique_ptr<GrpcTarget> grpc;
   if (!absl::GetFlag(FLAGS_server).empty()) {

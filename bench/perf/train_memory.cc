@@ -10,6 +10,7 @@
 //
 //   build/bench/perf/bnn_train_memory --rows 10000 --steps 5
 //       [--method slang --param rank=32,mc_samples=4,batch_size=200]
+//       [--json_out FILE]
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -21,6 +22,7 @@
 #include <absl/strings/match.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_split.h>
+#include <nlohmann/json.hpp>
 
 #include "bnn/check.h"
 #include "bnn/memory.h"
@@ -28,6 +30,8 @@
 #include "bnn/random.h"
 #include "bnn/train/plan.h"
 #include "bnn/train/trainer.h"
+
+#include "bench/common/provenance.h"
 
 ABSL_FLAG(int, rows, 10000, "training rows (784 features, 10 classes)");
 ABSL_FLAG(int, steps, 5, "training steps");
@@ -37,6 +41,9 @@ ABSL_FLAG(std::vector<std::string>, param,
           std::vector<std::string>({"rank=32", "mc_samples=4",
                                     "batch_size=200"}),
           "method parameters k=v, comma-separated");
+ABSL_FLAG(std::string, json_out, "",
+          "Also write the figures, the estimate's parts and the build block "
+          "(bench/common/provenance.h) here as JSON.");
 
 namespace bnn {
 namespace {
@@ -101,8 +108,10 @@ int Run() {
   int64_t method_bytes = 0;
   std::printf("%s, %d rows, %s, %d steps\n", request.method.c_str(), rows,
               absl::GetFlag(FLAGS_hidden).c_str(), absl::GetFlag(FLAGS_steps));
+  nlohmann::json parts = nlohmann::json::array();
   std::printf("estimate parts:\n");
   for (const MemoryEstimate::Part& part : estimate->parts) {
+    parts.push_back({{"what", part.what}, {"bytes", part.bytes}});
     std::printf("  %-70s %s\n", part.what.c_str(),
                 FormatBytes(part.bytes).c_str());
     // The dataset as the caller holds it is resident before training.
@@ -122,6 +131,28 @@ int Run() {
       "training added (peak - before):         %s = %.2fx the "
       "estimate without the dataset\n",
       FormatBytes(added).c_str(), static_cast<double>(added) / method_bytes);
+  if (const std::string path = absl::GetFlag(FLAGS_json_out); !path.empty()) {
+    const nlohmann::json record = {
+        {"build", bench::ProvenanceJson()},
+        {"method", request.method},
+        {"rows", rows},
+        {"hidden", absl::GetFlag(FLAGS_hidden)},
+        {"steps", absl::GetFlag(FLAGS_steps)},
+        {"params", request.params},
+        {"estimate_parts", parts},
+        {"estimate_bytes", estimate->bytes},
+        {"estimate_without_dataset_bytes", method_bytes},
+        {"rss_before_bytes", before},
+        {"peak_rss_bytes", peak},
+        {"added_bytes", added},
+        {"added_over_estimate", static_cast<double>(added) / method_bytes}};
+    std::ofstream out(path);
+    out << record.dump(1) << "\n";
+    if (!out.good()) {
+      std::fprintf(stderr, "cannot write %s\n", path.c_str());
+      return 1;
+    }
+  }
   return 0;
 }
 
