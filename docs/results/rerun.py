@@ -10,10 +10,15 @@ reruns.md) are reproduced with it:
 Per record: the recorded command with the binary replaced by --bin, the
 output by OUT/<the record's name>, `--data-dir`/`--csv`/`--train`/`--test`
 paths under the recorded datasets root moved under --data-dir (default
-$BNN_DATA_DIR), and `--threads` by --threads if given (results do not
-depend on it: splits are seeded). Prints, per metric, the committed and new
-means and the largest per-split difference; exits 1 if any record failed
-to run. A record whose new JSON exists already is only compared.
+$BNN_DATA_DIR), every OLD prefix of a `--replace OLD=NEW` replaced in any
+argument (scratch folders such as an HMC reference cache or a snapshot
+path; the folder of each replaced path is created), and `--threads` by
+--threads if given (results do not depend on it: splits are seeded).
+`--missing-build` skips records that already carry a build block (issue
+16: rerunning the others gives every record its binary's provenance).
+Prints, per metric, the committed and new means and the largest per-split
+difference; exits 1 if any record failed to run. A record whose new JSON
+exists already is only compared.
 """
 import argparse
 import json
@@ -27,6 +32,15 @@ PATH_FLAGS = ("--data-dir", "--csv", "--train", "--test", "--ood")
 
 def rewrite(argv, args, out_json, recorded_root):
     cmd = [args.bin] + argv[1:]
+    for old, new in (r.split("=", 1) for r in args.replace):
+        for j in range(1, len(cmd)):
+            if old in cmd[j]:
+                cmd[j] = cmd[j].replace(old, new)
+                # A file's folder, or the folder itself (no extension).
+                path = cmd[j].split("=")[-1]
+                has_ext = "." in os.path.basename(path)
+                os.makedirs(os.path.dirname(path) if has_ext else path,
+                            exist_ok=True)
     i = 1
     while i < len(cmd):
         flag = cmd[i]
@@ -64,6 +78,10 @@ def main():
     ap.add_argument("--recorded-root", default="/work/shared/datasets",
                     help="datasets root in the recorded commands")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--replace", action="append", default=[],
+                    metavar="OLD=NEW", help="path prefix to replace")
+    ap.add_argument("--missing-build", action="store_true",
+                    help="only records without a build block")
     ap.add_argument("--dry-run", action="store_true",
                     help="print the commands only")
     ap.add_argument("records", nargs="+")
@@ -73,6 +91,8 @@ def main():
     for path in args.records:
         with open(path) as f:
             old = json.load(f)
+        if args.missing_build and "build" in old:
+            continue
         argv = shlex.split(old["command_line"])
         name = path.replace("docs/results/", "").replace("/", "_")
         out_json = os.path.join(args.out, name)
