@@ -15,6 +15,8 @@
 #include <benchmark/benchmark.h>
 
 #include "bnn/check.h"
+#include "bnn/io/record.h"
+#include "bnn/io/snapshot.h"
 #include "bnn/posterior/low_rank_gaussian.h"
 #include "bnn/predict/predictor.h"
 #include "bnn/random.h"
@@ -98,6 +100,39 @@ void BM_CounterRngFillNormal(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(v.size()));
 }
 BENCHMARK(BM_CounterRngFillNormal)->Unit(benchmark::kMillisecond);
+
+// Decoding the MNIST-size snapshot (784-400-400-10, rank 32: 478k weights,
+// U 122 MB): what a server pays to load a model after a restart (perf.md,
+// "First Predict after a job and after a restart").
+void BM_SnapshotDecode(benchmark::State& state) {
+  std::shared_ptr<Snapshot> snapshot = MakeSnapshot(784, {400, 400}, 10, 32);
+  snapshot->method = "slang";
+  absl::StatusOr<std::string> bytes = EncodeSnapshot(*snapshot);
+  BNN_CHECK_OK(bytes.status());
+  for (auto _ : state) {
+    absl::StatusOr<Snapshot> decoded = DecodeSnapshot(*bytes);
+    BNN_CHECK_OK(decoded.status());
+    benchmark::DoNotOptimize(decoded->posterior.get());
+  }
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>(bytes->size()));
+}
+BENCHMARK(BM_SnapshotDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The records' checksum over 64 MiB: Crc32cExtend (the SSE4.2 instruction
+// where the CPU has it) against the byte-at-a-time table it replaced.
+void BM_Crc32c(benchmark::State& state) {
+  const bool table = state.range(0) == 1;
+  const std::string bytes(size_t{64} << 20, '\x5a');
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(table ? internal::Crc32cExtendPortable(0, bytes)
+                                   : Crc32cExtend(0, bytes));
+  }
+  state.SetLabel(table ? "table" : "Crc32cExtend");
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>(bytes.size()));
+}
+BENCHMARK(BM_Crc32c)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // state.range(1) == 1: warm (the (S, seed) samples are cached by a first
 // request); 0: cold (a new seed per request, so every request draws S

@@ -227,6 +227,29 @@ TEST(Crc32cTest, ExtendsOverSplits) {
   }
 }
 
+// Crc32cExtend takes the SSE4.2 instruction where the CPU has it: the same
+// CRC as the table for every length and alignment, and from any start.
+TEST(Crc32cTest, InstructionRouteMatchesTheTable) {
+  std::string bytes(300, '\0');
+  uint64_t x = 88172645463325252ull;  // xorshift64
+  for (char& c : bytes) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  for (size_t begin = 0; begin < 9; ++begin) {
+    for (size_t n = 0; begin + n <= bytes.size(); n += 1 + n / 8) {
+      const absl::string_view piece(bytes.data() + begin, n);
+      for (const uint32_t start : {0u, 0xE3069283u}) {
+        ASSERT_EQ(Crc32cExtend(start, piece),
+                  internal::Crc32cExtendPortable(start, piece))
+            << "begin " << begin << ", " << n << " bytes";
+      }
+    }
+  }
+}
+
 // A record written piece by piece is the record EncodeRecord makes of the
 // whole payload, also after bytes were overwritten in place.
 TEST(RecordWriterTest, WritesTheSameRecordAsEncodeRecord) {
