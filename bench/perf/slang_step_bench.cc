@@ -267,6 +267,85 @@ void RegisterAll() {
   }
 }
 
+// The Gram matrix J^T J of the exact route from Goodfellow's factors
+// (PerExampleGrads::Gram: per layer the lower triangles of A A^T and
+// Delta Delta^T as rank updates) against the plain reference of full
+// products, on the small job's 2-50-50-1 net (M S = 128) and the
+// MNIST-size net (M S = 800). range(0): 0 the library, 1 the reference.
+void BM_Gram(benchmark::State& state, std::vector<int> units) {
+  const bool reference = state.range(0) == 1;
+  const int rows = static_cast<int>(state.range(1));
+  Rng rng(2);
+  const ModelSpec spec = ModelSpec::ForTask(
+      Task::kRegression, units.front(), 0,
+      std::vector<int>(units.begin() + 1, units.end() - 1), Activation::kRelu);
+  const Network<double> net(spec);
+  Eigen::MatrixXd x(rows, units.front());
+  rng.FillNormal(x);
+  const Eigen::VectorXd theta = 0.1 * net.InitialWeights(rng);
+  Eigen::VectorXd y(rows);
+  rng.FillNormal(y);
+  ForwardPass<double> pass;
+  PerExampleGrads<double> grads;
+  net.Forward(x, theta, &pass);
+  net.Backward(y, 1.0, theta, pass, &grads, nullptr);
+  Eigen::MatrixXd a, b, gram;
+  for (auto _ : state) {
+    if (reference) {
+      gram.setZero(rows, rows);
+      for (size_t l = 0; l < grads.layers().size(); ++l) {
+        a.noalias() = grads.inputs(l) * grads.inputs(l).transpose();
+        b.noalias() = grads.deltas(l) * grads.deltas(l).transpose();
+        gram.array() += a.array() * b.array();
+      }
+    } else {
+      gram = grads.Gram();
+    }
+    benchmark::DoNotOptimize(gram.data());
+  }
+  state.SetLabel(reference ? "full products" : "PerExampleGrads::Gram");
+}
+BENCHMARK_CAPTURE(BM_Gram, small_job_2_50_50_1, std::vector<int>{2, 50, 50, 1})
+    ->Args({0, 128})
+    ->Args({1, 128})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Gram, mnist_784_400_400_10,
+                  std::vector<int>{784, 400, 400, 10})
+    ->Args({0, 800})
+    ->Args({1, 800})
+    ->Unit(benchmark::kMillisecond);
+
+// The exact route's eigenproblem: the top L eigenpairs of an m x m Gram
+// matrix (m = L + M S) by TopEigenSolver, the term 8/3 m^3 of
+// EstimateEigFlops. "tridiag_gflops" is the Householder tridiagonalisation's
+// 4/3 m^3 flops over the measured time: against BM_GemmRate<double> it is
+// the weight the cost model gives those flops. Sizes: the small job of
+// issue 10 (L = 1, M S = 128), the MNIST-size step (32, 800), 1,000 x 1,000.
+void BM_TopEigenSolver(benchmark::State& state) {
+  const int m = static_cast<int>(state.range(0));
+  const int wanted = static_cast<int>(state.range(1));
+  Rng rng(5);
+  Eigen::MatrixXd f(m, m + 8);
+  rng.FillNormal(f);
+  const Eigen::MatrixXd gram = f * f.transpose();
+  TopEigenSolver solver;
+  Eigen::VectorXd values;
+  Eigen::MatrixXd vectors;
+  for (auto _ : state) {
+    solver.Compute(gram, wanted, &values, &vectors);
+    benchmark::DoNotOptimize(values.data());
+  }
+  const double md = m;
+  state.counters["tridiag_gflops"] =
+      benchmark::Counter(4.0 / 3.0 * md * md * md * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_TopEigenSolver)
+    ->Args({129, 1})
+    ->Args({832, 32})
+    ->Args({1000, 1})
+    ->Unit(benchmark::kMillisecond);
+
 const int kRegistered = (RegisterAll(), 0);
 
 }  // namespace

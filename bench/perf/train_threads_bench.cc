@@ -42,12 +42,13 @@ Dataset TwoFeatureRegression(int n) {
 // Trains `method` on a 2-w-w-1 net (20 epochs, or `steps` steps when > 0)
 // with the calling thread's OpenMP limit at `threads` (0: one per core).
 void BM_Job(benchmark::State& state, const std::string& method, int width,
-            int steps, int threads) {
+            int steps, int threads, const ParamMap& extra = {}) {
   const Dataset data = TwoFeatureRegression(2000);
   TrainRequest request;
   request.method = method;
   request.hidden_sizes = {width, width};
   request.params = {{"epochs", "20"}, {"seed", "1"}, {"batch_size", "32"}};
+  request.params.insert(extra.begin(), extra.end());
   if (steps > 0) request.params["steps"] = std::to_string(steps);
   const int saved = omp_get_max_threads();
   omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs());
@@ -99,6 +100,19 @@ void Register() {
           ->UseRealTime()
           ->Iterations(3);
     }
+  }
+  // The same SLANG job with each eigensolver pinned (eig_solver=auto picks
+  // one by EstimateEigFlops): whether the cost model picks the faster.
+  for (const char* solver : {"exact", "randomized"}) {
+    benchmark::RegisterBenchmark(
+        (std::string("SmallJob/slang_eig_") + solver + "/2-50-50-1/threads:1")
+            .c_str(),
+        [solver](benchmark::State& s) {
+          BM_Job(s, "slang", 50, 0, 1, {{"eig_solver", solver}});
+        })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->Iterations(3);
   }
   // SLANG steps (batch 32, S = 4: 128 rows per pass) driven directly, below
   // the trainer's thread policy, on 2-w-w-1 nets: where two threads start to

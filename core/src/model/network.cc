@@ -382,12 +382,18 @@ void PerExampleGrads<T>::Times(const Eigen::Ref<const MatrixX<T>>& x,
 
 template <typename T>
 MatrixX<T> PerExampleGrads<T>::Gram() const {
+  // Symmetric throughout: the two products as rank updates of the lower
+  // triangle (half a GEMM's flops each), the full matrix mirrored once.
   MatrixX<T> gram = MatrixX<T>::Zero(count_, count_);
   for (size_t l = 0; l < layers_.size(); ++l) {
-    scratch_a_.noalias() = inputs(l) * inputs(l).transpose();
-    scratch_b_.noalias() = deltas_[l] * deltas_[l].transpose();
-    gram.array() += scratch_a_.array() * scratch_b_.array();
+    scratch_a_.setZero(count_, count_);
+    scratch_a_.template selfadjointView<Eigen::Lower>().rankUpdate(inputs(l));
+    scratch_b_.setZero(count_, count_);
+    scratch_b_.template selfadjointView<Eigen::Lower>().rankUpdate(deltas_[l]);
+    gram.template triangularView<Eigen::Lower>() +=
+        (scratch_a_.array() * scratch_b_.array()).matrix();
   }
+  gram.template triangularView<Eigen::StrictlyUpper>() = gram.transpose();
   return gram;
 }
 

@@ -87,13 +87,17 @@ struct SlangOptions {
 //     (each of the q + 1 operator applications: J^T X and J Y through
 //     Goodfellow's factors, B (B^T X), and the CholeskyQR / Nystrom basis
 //     work on the D x K block);
-//   exact, D > p + n = 2 D n p + 2 D p^2 + 2 n^2 W + 9 (p + n)^3
-//                      + 2 D (n + p) L
+//   exact, D > p + n = 2 D n p + 2 D p^2 + 2 n^2 W + 8/3 m^3 + 2 m^2 L
+//                      + 2 D m L,  m = p + n
 //     (J^T B, B^T B, the Gram matrix J^T J from (a_i.a_j)(delta_i.delta_j),
-//     the symmetric eigendecomposition with all eigenvectors, ~9 m^3 for an
-//     m x m matrix, and the eigenvectors [B, J] W);
-//   exact, D <= p + n = D n + 2 D^2 (p + n) + 9 D^3
-//     (J formed, the D x D matrix B B^T + J J^T, its eigendecomposition).
+//     TopEigenSolver's Householder tridiagonalisation of the m x m matrix,
+//     4/3 m^3 flops counted twice because its matrix-vector products run at
+//     about half the GEMM rate (BM_TopEigenSolver: 8.8-14 GFLOP/s against
+//     19-28 for a one-thread double GEMM), its reflectors applied to the L
+//     wanted eigenvectors, and the eigenvectors [B, J] W; the eigenvalues,
+//     O(m^2), are left out);
+//   exact, D <= p + n = D n + 2 D^2 (p + n) + 8/3 D^3 + 2 D^2 L
+//     (J formed, the D x D matrix B B^T + J J^T, its top L eigenpairs).
 struct EigFlops {
   double randomized = 0;
   double exact = 0;

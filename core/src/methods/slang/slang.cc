@@ -541,11 +541,16 @@ EigFlops EstimateEigFlops(int64_t dim, int64_t p, int64_t n, int rank,
   flops.randomized = (power_iterations + 1.0) *
                      (4 * d * nd * k + 4 * d * pd * k + 6 * d * k * k);
   const double m = pd + nd;  // columns of the factor [B, sqrt(w_g) J]
+  // TopEigenSolver on an s x s matrix: the tridiagonalisation's 4/3 s^3
+  // flops at half the GEMM rate, and the reflectors on L vectors.
+  auto top_eig = [l](double s) {
+    return 8.0 / 3.0 * s * s * s + 2 * s * s * l;
+  };
   if (d <= m) {
-    flops.exact = d * nd + 2 * d * d * m + 9 * d * d * d;
+    flops.exact = d * nd + 2 * d * d * m + top_eig(d);
   } else {
     flops.exact = 2 * d * nd * pd + 2 * d * pd * pd + 2 * nd * nd * w +
-                  9 * m * m * m + 2 * d * m * l;
+                  top_eig(m) + 2 * d * m * l;
   }
   return flops;
 }
