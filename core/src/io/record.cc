@@ -98,7 +98,12 @@ uint32_t Crc32c(absl::string_view data) { return Crc32cExtend(0, data); }
 
 uint32_t Crc32cExtend(uint32_t crc, absl::string_view data) {
 #ifdef BNN_CRC32C_SSE42
-  static const bool has_sse42 = __builtin_cpu_supports("sse4.2");
+  // __builtin_cpu_init: safe even if this first runs during static
+  // initialisation, before libgcc has read the CPU's features.
+  static const bool has_sse42 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("sse4.2") != 0;
+  }();
   if (has_sse42) return Crc32cSse42(crc, data);
 #endif
   return internal::Crc32cExtendPortable(crc, data);
