@@ -26,21 +26,23 @@ import shutil
 def renderings(value):
     """The strings a report may print `value` as, by decimal count."""
     out = {}
-    for decimals in (2, 3, 4):
+    for decimals in (3, 4):
         text = f"{value:.{decimals}f}"
         out[decimals] = {text, text.replace("-", "\u2212")}
     return out
 
 
-def numbers(record):
-    """(label, value) for every metric's mean, s.e. and per-split values."""
+def numbers(record, per_split=False):
+    """(label, value) for every metric's mean and s.e. (and per-split
+    values)."""
     for name, metric in record.get("metrics", {}).items():
         if not isinstance(metric, dict):
             continue
         for field in ("mean", "se"):
             if isinstance(metric.get(field), (int, float)):
                 yield f"{name}.{field}", metric[field]
-        for i, v in enumerate(metric.get("per_split") or []):
+        for i, v in enumerate(metric.get("per_split") or []
+                              if per_split else []):
             if isinstance(v, (int, float)):
                 yield f"{name}[split {i}]", v
 
@@ -51,6 +53,8 @@ def main():
                     help="folder under docs/results, e.g. nng/table1")
     ap.add_argument("--new", required=True, help="the re-runs' folder")
     ap.add_argument("--apply", action="store_true")
+    ap.add_argument("--per-split", action="store_true",
+                    help="also look for each split's old value")
     ap.add_argument("reports", nargs="*")
     args = ap.parse_args()
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)))
@@ -71,8 +75,8 @@ def main():
         if "build" not in new:
             print(f"{rel}: the re-run has no build block; not swapped")
             continue
-        new_values = dict(numbers(new))
-        for label, value in numbers(old):
+        new_values = dict(numbers(new, args.per_split))
+        for label, value in numbers(old, args.per_split):
             if label not in new_values:
                 continue
             for decimals, old_texts in renderings(value).items():
