@@ -209,8 +209,20 @@ def diagnostics():
     return "\n".join(rows)
 
 
+def binary_of(run):
+    """The commit the record's binary was built from and whether its tree
+    was clean (its build block, issue 16), or, for records written before
+    binaries recorded their build, the tree's HEAD when the run started."""
+    build = run.get("build")
+    if build:
+        return (f"{build['commit'][:12]} "
+                f"({'clean' if build.get('tree_clean') else 'dirty'} build)")
+    dirty = ", ".join(run.get("modified_sources", [])) or "clean"
+    return f"{run['git_commit'][:12]} (HEAD at start; {dirty})"
+
+
 def runs():
-    rows = ["| run | splits | wall s | commit |", "|---|---|---|---|"]
+    rows = ["| run | splits | wall s | binary's commit |", "|---|---|---|---|"]
     total = 0.0
     for folder, _ in DATASETS:
         for method, _ in METHODS:
@@ -222,7 +234,7 @@ def runs():
                 rows.append(f"| {folder}_{method}_{acquisition} | "
                             f"{run['config']['splits_used']} | "
                             f"{run['wall_seconds']:.0f} | "
-                            f"{run['git_commit'][:12]} |")
+                            f"{binary_of(run)} |")
     rows.append(f"| total | | {total:.0f} | |")
     return "\n".join(rows)
 

@@ -21,7 +21,8 @@ import sys
 HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(
     os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_table3 import DATASETS, T4_PAPER, fmt, mark  # noqa: E402
+from make_table3 import (DATASETS, T4_PAPER, binary_of, fmt,  # noqa: E402
+                         mark)
 
 RUNS = os.path.join(HERE, "table4")
 # (folder name, label, column of T4_PAPER)
@@ -143,7 +144,7 @@ def sensitivity():
 
 
 def runs():
-    rows = ["| record | trials | wall s | git commit (dirty sources) |",
+    rows = ["| record | trials | wall s | binary's commit |",
             "|---|---|---|---|"]
     records = [(sub, folder, method) for sub in ["", "tau2/"]
                for folder, _ in DATASETS for method, _, _ in METHODS]
@@ -151,10 +152,9 @@ def runs():
         run = load(folder, method, os.path.join(RUNS, sub))
         if run is None:
             continue
-        dirty = ", ".join(run.get("modified_sources", [])) or "clean"
         rows.append(f"| table4/{sub}{folder}_{method}.json | "
                     f"{len(run['splits'])} | {run['wall_seconds']:.0f} | "
-                    f"{run['git_commit'][:12]} ({dirty}) |")
+                    f"{binary_of(run)} |")
     return "\n".join(rows)
 
 
