@@ -30,6 +30,13 @@ import sys
 PATH_FLAGS = ("--data-dir", "--csv", "--train", "--test", "--ood")
 
 
+def record_name(path):
+    """The re-run's file name for a committed record: its path under
+    docs/results with "/" replaced by "_" (names repeat across folders)."""
+    rel = path.split("docs/results/", 1)[-1]
+    return rel.replace("/", "_")
+
+
 def rewrite(argv, args, out_json, recorded_root):
     cmd = [args.bin] + argv[1:]
     for old, new in (r.split("=", 1) for r in args.replace):
@@ -94,8 +101,7 @@ def main():
         if args.missing_build and "build" in old:
             continue
         argv = shlex.split(old["command_line"])
-        name = path.replace("docs/results/", "").replace("/", "_")
-        out_json = os.path.join(args.out, name)
+        out_json = os.path.join(args.out, record_name(path))
         cmd = rewrite(argv, args, out_json, args.recorded_root)
         print(f"== {path}\n  {shlex.join(cmd)}", flush=True)
         if args.dry_run:

@@ -6,11 +6,12 @@ lists every place a report still quotes an old number. Usage:
       [--apply] REPORT.md...
 
 For each record docs/results/GROUP/NAME.json with a re-run in --new (named
-as rerun.py names it: the path under docs/results with "/" replaced by
-"_"), every metric's mean, s.e. and per-split values are printed as the
-reports print numbers (2, 3 and 4 decimals, "-" or "−"); each old string
-that the re-run changes and that occurs in a REPORT is listed with its
-line, old and new value. With --apply the re-run's JSON and summary (.md)
+by rerun.py's record_name: the path under docs/results with "/" replaced by
+"_"), every metric's mean and s.e. (with --per-split each split's value
+too) are printed as the reports print numbers (3 and 4 decimals, "-" or
+"−"; 2 decimals match too much by chance); each old string that the re-run
+changes and that occurs in a REPORT is listed with its line, old and new
+value. Short numbers still match by chance: the listing is for review. With --apply the re-run's JSON and summary (.md)
 replace the committed ones. The tables regenerate from the records
 (make_report.py and friends); the listed prose is fixed by hand.
 Exit status 0; the listing is the output.
@@ -21,6 +22,10 @@ import json
 import os
 import re
 import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rerun import record_name  # noqa: E402
 
 
 def renderings(value):
@@ -57,7 +62,7 @@ def main():
                     help="also look for each split's old value")
     ap.add_argument("reports", nargs="*")
     args = ap.parse_args()
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.abspath(__file__))
     texts = {}
     for path in args.reports:
         with open(path) as f:
@@ -65,7 +70,7 @@ def main():
     swapped = 0
     for path in sorted(glob.glob(os.path.join(root, args.group, "*.json"))):
         rel = os.path.relpath(path, root)
-        fresh_path = os.path.join(args.new, rel.replace("/", "_"))
+        fresh_path = os.path.join(args.new, record_name(path))
         if not os.path.exists(fresh_path):
             continue
         with open(path) as f:

@@ -468,7 +468,7 @@ void TopEigenSolver::Compute(const Eigen::MatrixXd& a, int count,
   swapped_.resize(n);
   x_.resize(n, wanted);
   // Bisection costs ~23 sweeps x n steps per wanted eigenvalue, QL ~n^2
-  // steps for all of them, so QL is cheaper when many of few are wanted:
+  // steps for all of them, so QL is cheaper when many of them are wanted:
   // measured, bisection made the UCI step (n = 41, 1 wanted) 25% faster
   // and the logistic-regression step (n = 15, 5 wanted) 30% slower.
   const bool bisect = 8 * wanted < n;
