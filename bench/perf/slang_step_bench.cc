@@ -324,11 +324,13 @@ BENCHMARK_CAPTURE(BM_Gram, mnist_784_400_400_10,
 void BM_TopEigenSolver(benchmark::State& state) {
   const int m = static_cast<int>(state.range(0));
   const int wanted = static_cast<int>(state.range(1));
+  const bool lanczos = state.range(2) != 0;
   Rng rng(5);
   Eigen::MatrixXd f(m, m + 8);
   rng.FillNormal(f);
   const Eigen::MatrixXd gram = f * f.transpose();
   TopEigenSolver solver;
+  solver.set_lanczos_enabled(lanczos);
   Eigen::VectorXd values;
   Eigen::MatrixXd vectors;
   for (auto _ : state) {
@@ -336,14 +338,17 @@ void BM_TopEigenSolver(benchmark::State& state) {
     benchmark::DoNotOptimize(values.data());
   }
   const double md = m;
+  state.counters["lanczos"] =
+      solver.last_route() == TopEigenSolver::Route::kLanczos;
+  state.counters["lanczos_iterations"] = solver.last_lanczos_iterations();
   state.counters["tridiag_gflops"] =
       benchmark::Counter(4.0 / 3.0 * md * md * md * 1e-9,
                          benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_TopEigenSolver)
-    ->Args({129, 1})
-    ->Args({832, 32})
-    ->Args({1000, 1})
+    ->ArgsProduct({{129}, {1}, {0, 1}})
+    ->ArgsProduct({{832}, {32}, {0, 1}})
+    ->ArgsProduct({{1000}, {1}, {0, 1}})
     ->Unit(benchmark::kMillisecond);
 
 const int kRegistered = (RegisterAll(), 0);

@@ -261,11 +261,21 @@ INSTANTIATE_TEST_SUITE_P(
 // Checks TopEigenSolver's `count` pairs of `a` against the full dense
 // solver: the eigenvalues, A v = lambda v and orthonormal vectors, to
 // rounding of |A|.
-void ExpectTopEigenpairs(const Eigen::MatrixXd& a, int count) {
+// `route`, when given, receives the route the solver took; `lanczos`
+// false pins the Householder route.
+void ExpectTopEigenpairs(const Eigen::MatrixXd& a, int count,
+                         TopEigenSolver::Route* route = nullptr,
+                         bool lanczos = true) {
   TopEigenSolver solver;
+  solver.set_lanczos_enabled(lanczos);
   Eigen::VectorXd values;
   Eigen::MatrixXd vectors;
   solver.Compute(a, count, &values, &vectors);
+  if (route != nullptr) *route = solver.last_route();
+  SCOPED_TRACE(::testing::Message()
+               << "n = " << a.rows() << ", count = " << count << ", route "
+               << static_cast<int>(solver.last_route()) << " after "
+               << solver.last_lanczos_iterations() << " Lanczos iterations");
   const int n = static_cast<int>(a.rows());
   const int wanted = std::min(count, n);
   ASSERT_EQ(values.size(), count);
@@ -338,6 +348,95 @@ TEST(TopEigenSolverTest, MatchesTheDenseSolver) {
     ExpectTopEigenpairs(q * spectrum.asDiagonal() * q.transpose(), count);
     ExpectTopEigenpairs(wilkinson, count);
   }
+}
+
+// The Lanczos route (n >= 64, fewer than n / 8 pairs wanted) on the
+// matrices it must certify or hand over: every case against the dense
+// solver, and the route each took.
+TEST(TopEigenSolverTest, LanczosRouteIsExactOrHandsOver) {
+  using Route = TopEigenSolver::Route;
+  Rng rng(11);
+  auto gaussian = [&](int rows, int cols) {
+    Eigen::MatrixXd m(rows, cols);
+    for (int j = 0; j < cols; ++j)
+      for (int i = 0; i < rows; ++i) m(i, j) = rng.Normal();
+    return m;
+  };
+  Route route = Route::kNone;
+  // A gradient Gram matrix as SLANG's small job forms (129 = L + M S): the
+  // per-example gradients share a mean direction, so the top eigenvalue
+  // stands out and Lanczos converges well before its cap.
+  Eigen::MatrixXd f = gaussian(400, 129);
+  f.rowwise() += 3 * gaussian(1, 129).row(0);
+  const Eigen::MatrixXd gram = f.transpose() * f;
+  ExpectTopEigenpairs(gram, 1, &route);
+  EXPECT_EQ(route, Route::kLanczos);
+  for (const int count : {1, 4, 16}) {
+    ExpectTopEigenpairs(gram, count);
+    ExpectTopEigenpairs(gram, count, &route, /*lanczos=*/false);
+    EXPECT_EQ(route, Route::kHouseholder) << count;
+  }
+  // Below 64, or with n / 8 or more wanted: the Householder route.
+  ExpectTopEigenpairs(gram.topLeftCorner(63, 63), 1, &route);
+  EXPECT_EQ(route, Route::kHouseholder);
+  ExpectTopEigenpairs(gram, 17, &route);
+  EXPECT_EQ(route, Route::kHouseholder);
+  // A top eigenvalue repeated three times: the start vector has one
+  // component in its eigenspace, and only rounding brings in the others
+  // (which the gap then amplifies), so Lanczos may find all copies or
+  // converge without them; in the second case the certificate must fail
+  // and hand over. Either way the pairs are right.
+  const int n = 120;
+  Eigen::HouseholderQR<Eigen::MatrixXd> qr(gaussian(n, n));
+  const Eigen::MatrixXd q = qr.householderQ();
+  Eigen::VectorXd spectrum = Eigen::VectorXd::LinSpaced(n, 0.0, 1.0);
+  spectrum.head(3).setConstant(5.0);
+  const Eigen::MatrixXd repeated = q * spectrum.asDiagonal() * q.transpose();
+  for (const int count : {1, 2, 3, 5}) ExpectTopEigenpairs(repeated, count);
+  // A top eigenvector orthogonal to the start vector: Lanczos cannot see
+  // it (bar rounding), so whatever it converges to must not pass.
+  Eigen::VectorXd start;
+  TopEigenSolver::StartVector(n, &start);
+  Eigen::MatrixXd basis(n, n);
+  basis.col(0) = start;
+  basis.rightCols(n - 1) = gaussian(n, n - 1);
+  Eigen::HouseholderQR<Eigen::MatrixXd> qr2(basis);
+  const Eigen::MatrixXd q2 = qr2.householderQ();  // column 1 is _|_ start
+  Eigen::VectorXd hidden = Eigen::VectorXd::LinSpaced(n, 0.0, 1.0);
+  hidden[1] = 10.0;
+  // The start vector is an eigenvector (Lanczos stops after one step) ...
+  const Eigen::MatrixXd missed = q2 * hidden.asDiagonal() * q2.transpose();
+  ExpectTopEigenpairs(missed, 1);
+  ExpectTopEigenpairs(missed, 3);
+  // ... or a mix of two (only rounding brings in the top eigenvector, which
+  // the gap then amplifies).
+  Eigen::MatrixXd q3 = q2;
+  q3.col(0) = (q2.col(0) + q2.col(2)) / std::sqrt(2.0);
+  q3.col(2) = (q2.col(0) - q2.col(2)) / std::sqrt(2.0);
+  const Eigen::MatrixXd mixed = q3 * hidden.asDiagonal() * q3.transpose();
+  ExpectTopEigenpairs(mixed, 1);
+  ExpectTopEigenpairs(mixed, 3);
+  // Wilkinson's W101+: its top eigenvalues come in pairs that agree to
+  // far more digits than Lanczos can separate; indefinite and negative
+  // definite matrices; eigenvalues over 16 decades.
+  Eigen::MatrixXd wilkinson = Eigen::MatrixXd::Zero(101, 101);
+  for (int i = 0; i < 101; ++i) {
+    wilkinson(i, i) = std::abs(50 - i);
+    if (i + 1 < 101) wilkinson(i, i + 1) = wilkinson(i + 1, i) = 1;
+  }
+  const Eigen::MatrixXd g = gaussian(n, n);
+  Eigen::VectorXd graded(n);
+  for (int i = 0; i < n; ++i) graded[i] = std::pow(10.0, 8 - 0.14 * i);
+  for (const int count : {1, 2, 6}) {
+    ExpectTopEigenpairs(wilkinson, count);
+    ExpectTopEigenpairs(g + g.transpose(), count);
+    ExpectTopEigenpairs(-gram, count);
+    ExpectTopEigenpairs(q * graded.asDiagonal() * q.transpose(), count);
+  }
+  // The zero matrix (no scale to converge against) and a non-finite one
+  // are the Householder route's.
+  ExpectTopEigenpairs(Eigen::MatrixXd::Zero(80, 80), 2, &route);
+  EXPECT_EQ(route, Route::kHouseholder);
 }
 
 TEST(FastEigTest, FloatPrecisionOnLowRankInput) {

@@ -124,27 +124,71 @@ class RandomizedEigSolver {
 };
 
 // The `count` largest eigenpairs of a symmetric n x n matrix, exactly (to
-// rounding), without the other n - count eigenvectors: Householder
-// tridiagonalisation (4/3 n^3 flops), the wanted eigenvalues of the
-// tridiagonal matrix by bisection on Sturm counts (LAPACK dstebz; O(n) per
-// count, ~23 sweeps of four counts per eigenvalue) when fewer than n / 8
-// are wanted, else all n by implicit QL (O(n^2) serial steps), an
-// eigenvector of the tridiagonal matrix
-// per wanted eigenvalue by inverse iteration (two LU solves of O(n) each,
+// rounding), without the other n - count eigenvectors. Two routes:
+//
+// Lanczos (when fewer than n / 8 are wanted and n >= kLanczosMinSize):
+// Lanczos with full reorthogonalisation (classical Gram-Schmidt, twice) from
+// a fixed start vector, one n x n matrix-vector product per iteration, until
+// the top `count` Ritz pairs have residuals below n eps |A|_F. Lanczos alone
+// cannot tell a missed eigenvalue (a repeated one, or one the start vector
+// misses) from none, so the result is certified: with the found pairs
+// (theta_i, y_i) moved to below theta_count, the Cholesky factorisation of
+// (theta_count + delta) I - A' must succeed, which holds only if no other
+// eigenvalue exceeds theta_count + delta (n^3 / 3 flops at Cholesky's
+// blocked rate). Anything else (no convergence within the iteration cap,
+// breakdown, a failed certificate) falls through to the second route.
+//
+// Householder: tridiagonalisation (4/3 n^3 flops, matrix-vector rate), the
+// wanted eigenvalues of the tridiagonal matrix by bisection on Sturm counts
+// (LAPACK dstebz; O(n) per count, ~23 sweeps of four counts per eigenvalue)
+// when fewer than n / 8 are wanted, else all n by implicit QL (O(n^2)
+// serial steps), an eigenvector of the tridiagonal matrix per wanted
+// eigenvalue by inverse iteration (two LU solves of O(n) each,
 // re-orthogonalised against the ones before; LAPACK's dstein), then the
 // Householder reflectors applied to those vectors (2 n^2 count flops).
+//
 // SelfAdjointEigenSolver with eigenvectors costs ~9 n^3, most of it in the
 // vectors this does not form. Workspaces are kept across calls: no
 // allocation once the shapes settle.
 class TopEigenSolver {
  public:
+  enum class Route { kNone, kLanczos, kHouseholder };
+
+  // The smallest n the Lanczos route is tried at: below it the Householder
+  // route is as fast (BM_TopEigenSolver).
+  static constexpr int kLanczosMinSize = 64;
+
   // Eigenvalues in decreasing order into values (count entries; those past
   // n are 0) and matching orthonormal eigenvectors into vectors (n x count;
   // columns past n are 0).
   void Compute(const Eigen::MatrixXd& a, int count, Eigen::VectorXd* values,
                Eigen::MatrixXd* vectors);
 
+  // The Lanczos route's fixed start vector for size n (public so that a
+  // test can build a matrix whose top eigenvector it misses).
+  static void StartVector(int n, Eigen::VectorXd* start);
+
+  // Whether Compute may take the Lanczos route (default true); false pins
+  // the Householder route, for tests and benchmarks that compare the two.
+  void set_lanczos_enabled(bool enabled) { lanczos_enabled_ = enabled; }
+
+  // The route the last Compute took, and its Lanczos iterations (0 when it
+  // did not try Lanczos); for tests and benchmarks.
+  Route last_route() const { return last_route_; }
+  int last_lanczos_iterations() const { return last_lanczos_iterations_; }
+
  private:
+  // The Lanczos route; false (and nothing written) when it cannot certify
+  // its result.
+  bool ComputeByLanczos(const Eigen::MatrixXd& a, int wanted,
+                        Eigen::VectorXd* values, Eigen::MatrixXd* vectors);
+  // The top `wanted` eigenvalues of the tridiagonal matrix (diag_, sub_)
+  // into values->head(wanted), their orthonormal eigenvectors into x_.
+  void TopOfTridiagonal(int wanted, Eigen::VectorXd* values);
+
+  bool lanczos_enabled_ = true;
+  Route last_route_ = Route::kNone;
+  int last_lanczos_iterations_ = 0;
   Eigen::Tridiagonalization<Eigen::MatrixXd> tri_;
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig_;
   Eigen::VectorXd diag_, sub_, sub2_;  // sub2_: squared off-diagonal
@@ -153,6 +197,11 @@ class TopEigenSolver {
   Eigen::VectorXd lu_d_, lu_du_, lu_du2_, lu_dl_;
   std::vector<char> swapped_;
   Eigen::MatrixXd x_;  // eigenvectors of the tridiagonal matrix
+  // Lanczos: the basis (n x iterations), the recurrence's coefficients, the
+  // current vector and its projections, the Ritz pairs' vectors and
+  // residuals, and the certificate's matrix.
+  Eigen::MatrixXd basis_, ritz_, residual_, shifted_;
+  Eigen::VectorXd alpha_, beta_, w_, h_, ritz_values_;
 };
 
 extern template class LowRankPrecision<float>;

@@ -95,7 +95,10 @@ struct SlangOptions {
 //     about half the GEMM rate (BM_TopEigenSolver: 8.8-14 GFLOP/s against
 //     19-28 for a one-thread double GEMM), its reflectors applied to the L
 //     wanted eigenvectors, and the eigenvectors [B, J] W; the eigenvalues,
-//     O(m^2), are left out);
+//     O(m^2), are left out). TopEigenSolver tries Lanczos first when m >= 64
+//     and L < m / 8, which is cheaper when it converges early (issue 10's
+//     small job) and hands over to the Householder route otherwise: the
+//     model keeps the Householder cost, an upper bound of the exact route;
 //   exact, D <= p + n = D n + 2 D^2 (p + n) + 8/3 D^3 + 2 D^2 L
 //     (J formed, the D x D matrix B B^T + J J^T, its top L eigenpairs).
 struct EigFlops {
