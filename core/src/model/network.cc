@@ -382,19 +382,30 @@ void PerExampleGrads<T>::Times(const Eigen::Ref<const MatrixX<T>>& x,
 
 template <typename T>
 MatrixX<T> PerExampleGrads<T>::Gram() const {
-  // Symmetric throughout: the two products as rank updates of the lower
-  // triangle (half a GEMM's flops each), the full matrix mirrored once.
-  MatrixX<T> gram = MatrixX<T>::Zero(count_, count_);
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    scratch_a_.setZero(count_, count_);
-    scratch_a_.template selfadjointView<Eigen::Lower>().rankUpdate(inputs(l));
-    scratch_b_.setZero(count_, count_);
-    scratch_b_.template selfadjointView<Eigen::Lower>().rankUpdate(deltas_[l]);
-    gram.template triangularView<Eigen::Lower>() +=
-        (scratch_a_.array() * scratch_b_.array()).matrix();
-  }
-  gram.template triangularView<Eigen::StrictlyUpper>() = gram.transpose();
+  MatrixX<T> gram;
+  Gram(&gram);
   return gram;
+}
+
+template <typename T>
+void PerExampleGrads<T>::Gram(MatrixX<T>* out) const {
+  // Symmetric throughout: per layer the two products as rank updates of
+  // their lower triangles (half a GEMM's flops each), their elementwise
+  // product summed into the lower triangle, the whole mirrored once.
+  const Eigen::Index m = count_;
+  out->setZero(m, m);
+  auto aat = gram_a_.View(m, m);
+  auto ddt = gram_b_.View(m, m);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    aat.setZero();
+    aat.template selfadjointView<Eigen::Lower>().rankUpdate(
+        inputs(static_cast<int>(l)));
+    ddt.setZero();
+    ddt.template selfadjointView<Eigen::Lower>().rankUpdate(deltas_[l]);
+    out->template triangularView<Eigen::Lower>() +=
+        (aat.array() * ddt.array()).matrix();
+  }
+  out->template triangularView<Eigen::StrictlyUpper>() = out->transpose();
 }
 
 template <typename T>

@@ -288,6 +288,34 @@ TEST_F(ProductsTest, TransposeTimesTimesAndGram) {
   EXPECT_LT((grads_.Gram() - j_.transpose() * j_).cwiseAbs().maxCoeff(), 1e-12);
 }
 
+// Gram's scratch products are reused across calls, minibatch sizes and
+// heads (one output for regression and binary classification, several for
+// categorical).
+TEST(GramTest, OneOutputHeadAndReusedBuffers) {
+  Rng rng(13);
+  for (const Likelihood likelihood :
+       {Likelihood::kGaussian, Likelihood::kBernoulli,
+        Likelihood::kCategorical}) {
+    const Network<double> net(SmallSpec(Activation::kRelu, likelihood));
+    PerExampleGrads<double> grads;
+    ForwardPass<double> pass;
+    Eigen::MatrixXd gram;
+    for (const int rows : {6, 2, 9}) {
+      const Eigen::MatrixXd x = RandomMatrix(rows, 3, rng);
+      const Eigen::MatrixXd theta =
+          RandomMatrix(static_cast<int>(net.num_parameters()), 2, rng);
+      Eigen::VectorXd y(rows);
+      for (int i = 0; i < rows; ++i) y[i] = i % 2;
+      net.Forward(x, theta, &pass);
+      net.Backward(y, 1.0, theta, pass, &grads, nullptr);
+      const Eigen::MatrixXd j = grads.Materialize();
+      grads.Gram(&gram);
+      EXPECT_LT((gram - j.transpose() * j).cwiseAbs().maxCoeff(), 1e-12)
+          << LikelihoodToString(likelihood) << ", " << rows << " rows";
+    }
+  }
+}
+
 TEST_F(ProductsTest, KroneckerMomentsAreTheFactorsOfJJt) {
   for (int l = 0; l < static_cast<int>(net_.layers().size()); ++l) {
     const Eigen::MatrixXd& a = pass_.inputs[l];

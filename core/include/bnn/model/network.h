@@ -162,8 +162,11 @@ class PerExampleGrads {
                       MatrixX<T>* out) const;
   // out = J x for x ((M*S) x K): D x K.
   void Times(const Eigen::Ref<const MatrixX<T>>& x, MatrixX<T>* out) const;
-  // J^T J ((M*S) x (M*S)), <g_i, g_j> = sum_l (a_i.a_j)(delta_i.delta_j).
+  // J^T J ((M*S) x (M*S)), <g_i, g_j> = sum_l (a_i.a_j)(delta_i.delta_j);
+  // the second form reuses *out's storage and keeps two (M*S) x (M*S)
+  // scratch products for the next call.
   MatrixX<T> Gram() const;
+  void Gram(MatrixX<T>* out) const;
   // J itself (D x (M*S)). For tests and tiny models only.
   MatrixX<T> Materialize() const;
 
@@ -199,6 +202,7 @@ class PerExampleGrads {
   // Runs body(k, scratch) for k in [0, k_count), probes spread over threads.
   template <typename Body>
   void ForEachProbe(int k_count, const Body& body) const;
+  mutable Scratch gram_a_, gram_b_;  // Gram's per-layer products
   mutable MatrixX<T> scratch_a_;
   mutable MatrixX<T> scratch_b_;
   mutable std::vector<Scratch> thread_scratch_;

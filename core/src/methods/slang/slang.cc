@@ -235,8 +235,8 @@ void Slang<T>::ExactEig(const MatrixX<T>& dense, double w_g, int rank,
   const int64_t dim = mu_.size();
   const int p = static_cast<int>(dense.cols());
   const int ms = grads_.count();
-  Eigen::MatrixXd vecs;  // eigenvectors of the small matrix, descending
-  Eigen::VectorXd vals;
+  Eigen::MatrixXd& vecs = small_vectors_;  // of the small matrix, descending
+  Eigen::VectorXd& vals = small_values_;
   auto take_top = [&](const Eigen::MatrixXd& m) {
     // Only the top `rank` eigenvectors (TopEigenSolver); eigenpairs past
     // the matrix's size (L + M S < rank at the first step) are zero.
@@ -255,14 +255,16 @@ void Slang<T>::ExactEig(const MatrixX<T>& dense, double w_g, int rank,
   // A = F F^T with F = [B, sqrt(w_g) J]: its nonzero eigenpairs are
   // (lambda, F w / sqrt(lambda)) for the eigenpairs (lambda, w) of the Gram
   // matrix F^T F, whose blocks Goodfellow's factors give without forming J.
-  Eigen::MatrixXd h(p + ms, p + ms);
+  Eigen::MatrixXd& h = small_;
+  h.resize(p + ms, p + ms);
   if (p > 0) {
     grads_.TransposeTimes(dense, &jtx_);  // J^T B, ms x p
     h.topLeftCorner(p, p) = (dense.transpose() * dense).template cast<double>();
     h.bottomLeftCorner(ms, p) = std::sqrt(w_g) * jtx_.template cast<double>();
     h.topRightCorner(p, ms) = h.bottomLeftCorner(ms, p).transpose();
   }
-  h.bottomRightCorner(ms, ms) = w_g * grads_.Gram().template cast<double>();
+  grads_.Gram(&gram_);
+  h.bottomRightCorner(ms, ms) = w_g * gram_.template cast<double>();
   take_top(h);
   // vectors = F W diag(1/sqrt(lambda)); zero for null eigenvalues.
   Eigen::VectorXd inv_sqrt(rank);
@@ -318,8 +320,11 @@ template <typename T>
 void Slang<T>::ReleaseWorkspaces() {
   // Every one is sized (or assigned) by the step that uses it; the
   // factorisation factor_ is state (kept in sync with u_ and d_).
+  small_ = Eigen::MatrixXd();
+  small_vectors_ = Eigen::MatrixXd();
+  small_values_ = Eigen::VectorXd();
   for (MatrixX<T>* m :
-       {&x_, &eps_, &theta_, &jtx_, &utx_, &u_new_, &step_, &dense_}) {
+       {&x_, &eps_, &theta_, &jtx_, &utx_, &u_new_, &step_, &dense_, &gram_}) {
     *m = MatrixX<T>();
   }
   for (VectorX<T>* v : {&y_, &nll_, &ghat_, &sq_, &delta_, &rhs_, &offset_}) {
@@ -399,10 +404,14 @@ MemoryEstimate Slang<T>::EstimateMemory(const ModelSpec& spec, int64_t num_rows,
                          options_.power_iterations, LayerWidth(spec)));
   }
   if (route == EigSolver::kExact) {
+    // The (L + M S)^2 matrices: the Gram matrix, its two per-layer
+    // products, the small matrix h, and TopEigenSolver's copies (the
+    // Householder route's tridiagonalisation; the Lanczos route's basis,
+    // at most a third of it, and its certificate).
     const int64_t gram = rank + ms;  // without a snapshot prior
     e.Add("exact eigensolver: U block and Gram matrix",
           AddBytes(VectorBytes(1, MulBytes({dim, rank}), b),
-                   VectorBytes(4, MulBytes({gram, gram}), sizeof(double))));
+                   VectorBytes(7, MulBytes({gram, gram}), sizeof(double))));
   } else {
     // Probe blocks Q and Y, CholeskyQR's double basis (two in float), and
     // the J^T X products.

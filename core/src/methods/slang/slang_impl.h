@@ -96,7 +96,11 @@ class Slang final : public VariationalMethod {
   typename RandomizedEigSolver<T>::Result eig_;
 
   // Per-step workspaces, reused (no allocation once shapes settle).
-  MatrixX<T> x_, eps_, theta_, jtx_, utx_, u_new_, step_, dense_;
+  MatrixX<T> x_, eps_, theta_, jtx_, utx_, u_new_, step_, dense_, gram_;
+  // The exact route's small eigenproblem: the matrix (L + M S square) and
+  // its top eigenpairs.
+  Eigen::MatrixXd small_, small_vectors_;
+  Eigen::VectorXd small_values_;
   VectorX<T> y_, nll_, ghat_, sq_, delta_, rhs_, offset_;
   ForwardPass<T> pass_;
   PerExampleGrads<T> grads_;
