@@ -473,7 +473,7 @@ void TopEigenSolver::Compute(const Eigen::MatrixXd& a, int count,
   last_lanczos_iterations_ = 0;
   const int wanted = std::min(count, n);
   if (wanted == 0) return;
-  if (lanczos_enabled_ && n >= kLanczosMinSize && 8 * wanted < n &&
+  if (n >= lanczos_min_size_ && 8 * wanted < n &&
       ComputeByLanczos(a, wanted, values, vectors)) {
     last_route_ = Route::kLanczos;
     return;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -267,7 +268,7 @@ void ExpectTopEigenpairs(const Eigen::MatrixXd& a, int count,
                          TopEigenSolver::Route* route = nullptr,
                          bool lanczos = true) {
   TopEigenSolver solver;
-  solver.set_lanczos_enabled(lanczos);
+  if (!lanczos) solver.set_lanczos_min_size(std::numeric_limits<int>::max());
   Eigen::VectorXd values;
   Eigen::MatrixXd vectors;
   solver.Compute(a, count, &values, &vectors);
@@ -350,9 +351,9 @@ TEST(TopEigenSolverTest, MatchesTheDenseSolver) {
   }
 }
 
-// The Lanczos route (n >= 64, fewer than n / 8 pairs wanted) on the
-// matrices it must certify or hand over: every case against the dense
-// solver, and the route each took.
+// The Lanczos route (n >= kLanczosMinSize, fewer than n / 8 pairs wanted)
+// on the matrices it must certify or hand over: every case against the
+// dense solver, and the route each took.
 TEST(TopEigenSolverTest, LanczosRouteIsExactOrHandsOver) {
   using Route = TopEigenSolver::Route;
   Rng rng(11);
@@ -376,8 +377,10 @@ TEST(TopEigenSolverTest, LanczosRouteIsExactOrHandsOver) {
     ExpectTopEigenpairs(gram, count, &route, /*lanczos=*/false);
     EXPECT_EQ(route, Route::kHouseholder) << count;
   }
-  // Below 64, or with n / 8 or more wanted: the Householder route.
-  ExpectTopEigenpairs(gram.topLeftCorner(63, 63), 1, &route);
+  // Below kLanczosMinSize, or with n / 8 or more wanted: the Householder
+  // route.
+  const int below = TopEigenSolver::kLanczosMinSize - 1;
+  ExpectTopEigenpairs(gram.topLeftCorner(below, below), 1, &route);
   EXPECT_EQ(route, Route::kHouseholder);
   ExpectTopEigenpairs(gram, 17, &route);
   EXPECT_EQ(route, Route::kHouseholder);

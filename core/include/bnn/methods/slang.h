@@ -95,7 +95,7 @@ struct SlangOptions {
 //     about half the GEMM rate (BM_TopEigenSolver: 8.8-14 GFLOP/s against
 //     19-28 for a one-thread double GEMM), its reflectors applied to the L
 //     wanted eigenvectors, and the eigenvectors [B, J] W; the eigenvalues,
-//     O(m^2), are left out). TopEigenSolver tries Lanczos first when m >= 64
+//     O(m^2), are left out). TopEigenSolver tries Lanczos first when m >= 32
 //     and L < m / 8, which is cheaper when it converges early (issue 10's
 //     small job) and hands over to the Householder route otherwise: the
 //     model keeps the Householder cost, an upper bound of the exact route;
