@@ -304,12 +304,7 @@ void ExpectTopEigenpairs(const Eigen::MatrixXd& a, int count,
 
 TEST(TopEigenSolverTest, MatchesTheDenseSolver) {
   Rng rng(3);
-  auto gaussian = [&](int rows, int cols) {
-    Eigen::MatrixXd m(rows, cols);
-    for (int j = 0; j < cols; ++j)
-      for (int i = 0; i < rows; ++i) m(i, j) = rng.Normal();
-    return m;
-  };
+  auto gaussian = [&](int rows, int cols) { return Gaussian(rows, cols, rng); };
   // A Gram matrix of full rank, as of SLANG's exact solver.
   const Eigen::MatrixXd f = gaussian(60, 41);
   ExpectTopEigenpairs(f.transpose() * f, 1);
@@ -357,12 +352,7 @@ TEST(TopEigenSolverTest, MatchesTheDenseSolver) {
 TEST(TopEigenSolverTest, LanczosRouteIsExactOrHandsOver) {
   using Route = TopEigenSolver::Route;
   Rng rng(11);
-  auto gaussian = [&](int rows, int cols) {
-    Eigen::MatrixXd m(rows, cols);
-    for (int j = 0; j < cols; ++j)
-      for (int i = 0; i < rows; ++i) m(i, j) = rng.Normal();
-    return m;
-  };
+  auto gaussian = [&](int rows, int cols) { return Gaussian(rows, cols, rng); };
   Route route = Route::kNone;
   // A gradient Gram matrix as SLANG's small job forms (129 = L + M S): the
   // per-example gradients share a mean direction, so the top eigenvalue
