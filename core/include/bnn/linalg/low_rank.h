@@ -134,9 +134,9 @@ class RandomizedEigSolver {
 // misses) from none, so the result is certified: with the found pairs
 // (theta_i, y_i) moved to below theta_count, the Cholesky factorisation of
 // (theta_count + delta) I - A' must succeed, which holds only if no other
-// eigenvalue exceeds theta_count + delta (n^3 / 3 flops at Cholesky's
-// blocked rate). Anything else (no convergence within the iteration cap,
-// breakdown, a failed certificate) falls through to the second route.
+// eigenvalue exceeds theta_count + delta (n^3 / 3 flops, left-looking, at
+// the matrix-vector rate). Anything else (no convergence within the iteration
+// cap, breakdown, a failed certificate) falls through to the second route.
 //
 // Householder: tridiagonalisation (4/3 n^3 flops, matrix-vector rate), the
 // wanted eigenvalues of the tridiagonal matrix by bisection on Sturm counts

@@ -133,7 +133,8 @@ class Network {
 // Heap bytes a PerExampleGrads of `spec` over `rows` rows holds once
 // Backward or OutputGradients has filled it: every layer's deltas plus the
 // scratch of its products (Sum, SquaredSum, TransposeTimes, Times, one
-// thread's probe buffer; Gram and Materialize, which allocate their results,
+// thread's probe buffer; Gram's result and its two (M*S)^2 scratch
+// products, which SLANG's memory estimate counts, and Materialize's result
 // excluded).
 int64_t PerExampleGradsBytes(const ModelSpec& spec, int64_t rows,
                              int scalar_bytes);
